@@ -1,0 +1,54 @@
+#include "limiter/leaky_bucket.hpp"
+
+#include <cmath>
+#include <limits>
+
+#include "limiter/validate.hpp"
+
+namespace sluice::limiter {
+
+LeakyBucket::LeakyBucket(LeakyBucketOptions options)
+    : options_(options), capacity_(options.burst + 1) {
+  require_number_at_least("rate", options.rate.permits, std::numeric_limits<double>::min());
+  require_positive("rate period", options.rate.period);
+  require_number_at_least("burst", options.burst, 0.0);
+}
+
+Verdict LeakyBucket::evaluate(const State& state, TimePoint now, Permits cost,
+                              const Policy& policy) const noexcept {
+  if (cost > max_cost()) {
+    return verdict_at(kNever, now, policy);
+  }
+  const double level = state.at(now, options_.rate);
+  const double overflow = level + cost - capacity_;
+  if (overflow > kPermitTolerance) {
+    // Rejected in both modes, as nginx does when excess > burst.
+    const Duration wait = ceil_nanoseconds(options_.rate.nanoseconds_for(overflow));
+    return {.admitted = false, .hold = {}, .retry_after = wait};
+  }
+  if (policy.mode == Mode::reject) {
+    return verdict_at(now, now, policy);
+  }
+  const Duration wait = ceil_nanoseconds(options_.rate.nanoseconds_for(level));
+  return verdict_at(saturating_add(now, wait), now, policy);
+}
+
+void LeakyBucket::commit(State& state, TimePoint now, Permits cost,
+                         Duration /*hold*/) const noexcept {
+  state.add(now, cost, options_.rate);
+}
+
+Status LeakyBucket::status(const State& state, TimePoint now) const noexcept {
+  const double level = state.at(now, options_.rate);
+  const double room = capacity_ - level;
+  return {.remaining = room > 0 ? static_cast<std::uint64_t>(room + kPermitTolerance) : 0,
+          .reset = ceil_nanoseconds(options_.rate.nanoseconds_for(level))};
+}
+
+Permits LeakyBucket::max_cost() const noexcept {
+  const double whole = std::floor(capacity_ + kPermitTolerance);
+  return whole >= std::numeric_limits<Permits>::max() ? std::numeric_limits<Permits>::max()
+                                                       : static_cast<Permits>(whole);
+}
+
+}  // namespace sluice::limiter

@@ -1,0 +1,89 @@
+// A known key's decision never allocates. This binary replaces the global operator new to count
+// allocations, so it is kept apart from the other tests.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <atomic>
+#include <cstdlib>
+#include <new>
+
+#include "limiter/decide.hpp"
+#include "limiter/key_hash.hpp"
+#include "limiter/make_limiter.hpp"
+#include "tests/support/manual_clock.hpp"
+
+namespace {
+std::atomic<std::size_t> g_allocations{0};
+}  // namespace
+
+void* operator new(std::size_t size) {
+  g_allocations.fetch_add(1, std::memory_order_relaxed);
+  if (void* memory = std::malloc(size == 0 ? 1 : size)) {
+    return memory;
+  }
+  throw std::bad_alloc();
+}
+void operator delete(void* memory) noexcept { std::free(memory); }
+void operator delete(void* memory, std::size_t /*size*/) noexcept { std::free(memory); }
+
+namespace sluice::limiter {
+namespace {
+
+using namespace std::chrono_literals;
+using test::at;
+
+std::size_t allocations_during(const auto& work) {
+  const std::size_t before = g_allocations.load();
+  work();
+  return g_allocations.load() - before;
+}
+
+TEST(Allocation, AKnownKeysDecisionsNeverAllocate) {
+  const Rate rate{.permits = 1000, .period = 1s};
+  const std::array<LimiterOptions, 8> all{{
+      {.algorithm = AlgorithmKind::fixed_window, .limit = 100, .window = 1s},
+      {.algorithm = AlgorithmKind::sliding_window, .limit = 100, .window = 1s},
+      {.algorithm = AlgorithmKind::sliding_log, .limit = 100, .window = 1s},
+      {.algorithm = AlgorithmKind::wheel, .limit = 100, .window = 1s},
+      {.algorithm = AlgorithmKind::token_bucket, .rate = rate},
+      {.algorithm = AlgorithmKind::token_bucket, .rate = rate, .warmup = 1s},
+      {.algorithm = AlgorithmKind::leaky_bucket, .rate = rate, .burst = 10},
+      {.algorithm = AlgorithmKind::concurrency, .limit = 100},
+  }};
+  const KeyHash key = hash_key("198.51.100.23");
+  for (const LimiterOptions& options : all) {
+    const auto limiter = make_limiter(options);
+    TimePoint now = at(0s);
+    const auto run = [&] {
+      for (int i = 0; i < 10'000; ++i) {
+        now += 3ms;  // crosses windows and refills: every code path of a known key
+        limiter->decide(key, now, 1);
+        limiter->release(key, 1);
+        limiter->decide(key, now, 1);  // concurrency: keep the key tracked
+        limiter->peek(key, now);
+      }
+    };
+    run();  // first sight of the key, and the sliding log growing to its limit
+    EXPECT_EQ(allocations_during(run), 0U) << name_of(options.algorithm);
+  }
+}
+
+TEST(Allocation, AllOrNothingDecisionsNeverAllocate) {
+  const auto a = make_limiter({.algorithm = AlgorithmKind::sliding_window, .limit = 50,
+                               .window = 1s});
+  const auto b = make_limiter({.algorithm = AlgorithmKind::token_bucket,
+                               .rate = {.permits = 20, .period = 1s}});
+  const KeyHash key = hash_key("k");
+  const std::array<Charge, 2> charges{Charge{a.get(), key, 1}, Charge{b.get(), key, 1}};
+  std::array<Outcome, 2> outcomes{};
+  decide(charges, at(0s), outcomes);
+  EXPECT_EQ(allocations_during([&] {
+              for (int i = 0; i < 10'000; ++i) {
+                decide(charges, at(std::chrono::milliseconds(i)), outcomes);
+              }
+            }),
+            0U);
+}
+
+}  // namespace
+}  // namespace sluice::limiter
