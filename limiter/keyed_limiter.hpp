@@ -1,6 +1,7 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <bit>
 #include <cstddef>
 #include <memory>
@@ -21,19 +22,20 @@ namespace sluice::limiter {
 /// - a key whose state is fresh again (see Algorithm::fresh_at) is equivalent to an absent key
 ///   and is dropped: when a decision leaves it fresh, a little on each new key (incremental
 ///   sweep), when room is needed, and by collect_idle();
-/// - at most `max_keys` keys (split evenly over the shards). When a shard is full, a new key
-///   takes the place of a fresh key if one is found; otherwise of the sampled key that will be
-///   fresh soonest, provided that key is not being limited right now. A key that is being limited
-///   is never dropped to make room, so a flood of new keys cannot hand it a fresh bucket; when
-///   every sampled key is limited, the new key's request is refused (an overflow, counted).
+/// - at most `max_keys` keys in all (one atomic count, touched only when a key comes or goes).
+///   When it is reached, a new key takes the place of a fresh key of its shard if one is found;
+///   otherwise of the sampled key that will be fresh soonest, provided that key is not being
+///   limited right now. A key that is being limited is never dropped to make room, so a flood of
+///   new keys cannot hand it a fresh bucket; when every sampled key is limited, the new key's
+///   request is refused (an overflow, counted).
 template <Algorithm A>
 class KeyedLimiter final : public Limiter {
  public:
   KeyedLimiter(A algorithm, Policy policy, std::size_t max_keys)
       : algorithm_(std::move(algorithm)),
         policy_(policy),
+        max_keys_(max_keys),
         shard_count_(shard_count_for(max_keys)),
-        keys_per_shard_(std::max<std::size_t>(max_keys / shard_count_, 1)),
         shards_(std::make_unique<Shard[]>(shard_count_)) {}
 
   Verdict evaluate(KeyHash key, TimePoint now, Permits cost, Ticket& ticket) noexcept override {
@@ -72,7 +74,7 @@ class KeyedLimiter final : public Limiter {
       if (index != Table::kNotFound) {
         algorithm_.release(shard.table.slot(index).state, cost);
         if (algorithm_.fresh_at(shard.table.slot(index).state) == kAlways) {
-          shard.table.erase(index);
+          drop(shard, index);
         }
       }
     }
@@ -85,7 +87,7 @@ class KeyedLimiter final : public Limiter {
       const std::lock_guard guard(shard.lock);
       for (std::size_t index = 0; index < shard.table.capacity();) {
         if (is_fresh(shard.table.slot(index), now)) {
-          shard.table.erase(index);  // a later slot may move into `index`: look again
+          drop(shard, index);  // a later slot may move into `index`: look again
           ++dropped;
         } else {
           ++index;
@@ -97,11 +99,11 @@ class KeyedLimiter final : public Limiter {
   }
 
   LimiterStats stats() const noexcept override {
-    LimiterStats stats{.memory_bytes = sizeof(*this) + shard_count_ * sizeof(Shard)};
+    LimiterStats stats{.keys = keys_.load(std::memory_order_relaxed),
+                       .memory_bytes = sizeof(*this) + shard_count_ * sizeof(Shard)};
     for (std::size_t s = 0; s < shard_count_; ++s) {
       Shard& shard = shards_[s];
       const std::lock_guard guard(shard.lock);
-      stats.keys += shard.table.size();
       stats.evictions += shard.evictions;
       stats.overflows += shard.overflows;
       stats.memory_bytes += shard.table.memory_bytes();
@@ -150,11 +152,17 @@ class KeyedLimiter final : public Limiter {
       }
       status = algorithm_.status(slot->state, ticket.now);
       if (is_fresh(*slot, ticket.now)) {  // e.g. a new key whose request was refused
-        shard.table.erase(static_cast<std::size_t>(slot - &shard.table.slot(0)));
+        drop(shard, static_cast<std::size_t>(slot - &shard.table.slot(0)));
       }
     }
     shard.lock.unlock();
     return status;
+  }
+
+  /// Erases a key for good. (make_room erases without this: the new key inherits the place.)
+  void drop(Shard& shard, std::size_t index) noexcept {
+    shard.table.erase(index);
+    keys_.fetch_sub(1, std::memory_order_relaxed);
   }
 
   Slot* find_or_claim(Shard& shard, KeyHash key, TimePoint now, Duration& retry_after) {
@@ -162,12 +170,13 @@ class KeyedLimiter final : public Limiter {
     if (index != Table::kNotFound) {
       return &shard.table.slot(index);
     }
-    if (shard.table.size() >= keys_per_shard_) {
-      if (!make_room(shard, now, retry_after)) {
+    sweep(shard, now, kSweepPerInsert);
+    // Reserve the new key's place in the count first, so that racing shards cannot overshoot.
+    if (keys_.fetch_add(1, std::memory_order_relaxed) >= max_keys_) {
+      keys_.fetch_sub(1, std::memory_order_relaxed);
+      if (!make_room(shard, now, retry_after)) {  // on success the new key takes a dropped place
         return nullptr;
       }
-    } else {
-      sweep(shard, now, kSweepPerInsert);
     }
     index = shard.table.insert(key, algorithm_.fresh_state(now));
     return &shard.table.slot(index);
@@ -178,7 +187,7 @@ class KeyedLimiter final : public Limiter {
     for (std::size_t seen = 0; seen < budget && capacity != 0; ++seen) {
       shard.cursor &= capacity - 1;
       if (is_fresh(shard.table.slot(shard.cursor), now)) {
-        shard.table.erase(shard.cursor);
+        drop(shard, shard.cursor);
       } else {
         ++shard.cursor;
       }
@@ -224,9 +233,10 @@ class KeyedLimiter final : public Limiter {
 
   A algorithm_;
   Policy policy_;
+  std::size_t max_keys_;
   std::size_t shard_count_;
-  std::size_t keys_per_shard_;
   std::unique_ptr<Shard[]> shards_;
+  std::atomic<std::size_t> keys_{0};
 };
 
 }  // namespace sluice::limiter

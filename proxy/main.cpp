@@ -1,1 +1,103 @@
-int main() { return 0; }
+// sluice: command line (SPEC §1). Exit codes: 0 success, 1 configuration or runtime error,
+// 2 usage error.
+#include <filesystem>
+#include <iostream>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "proxy/engine_demo.hpp"
+
+namespace {
+
+constexpr std::string_view kUsage = R"(usage:
+  sluice [run] [-c FILE]     start the proxy (default FILE: ./proxy.yaml)
+  sluice check [-c FILE]     validate; print routes and limiters
+  sluice replay [-c FILE] [--format jsonl|combined] [--out FILE] [--report FILE.html] [LOG|-]
+  sluice version
+Every command takes --help.
+)";
+
+constexpr int kUsageError = 2;
+constexpr int kRuntimeError = 1;
+
+bool wants_help(std::span<const std::string_view> args) {
+  for (const std::string_view arg : args) {
+    if (arg == "--help" || arg == "-h") {
+      return true;
+    }
+  }
+  return false;
+}
+
+/// The -c FILE option; "" and a usage message on error.
+std::string_view config_path(std::span<const std::string_view> args, bool& ok) {
+  std::string_view path = "proxy.yaml";
+  ok = true;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "-c" || args[i] == "--config") {
+      if (i + 1 == args.size()) {
+        std::cerr << "sluice: " << args[i] << " needs a FILE\n" << kUsage;
+        ok = false;
+        return {};
+      }
+      path = args[++i];
+    } else {
+      std::cerr << "sluice: unexpected argument '" << args[i] << "'\n" << kUsage;
+      ok = false;
+      return {};
+    }
+  }
+  return path;
+}
+
+int run(std::span<const std::string_view> args) {
+  bool ok = false;
+  const std::string_view path = config_path(args, ok);
+  if (!ok) {
+    return kUsageError;
+  }
+  std::cout << "sluice " << SLUICE_VERSION << "\n\n"
+            << "Not built yet: the HTTP proxy, so `sluice run` cannot serve " << path
+            << " (the config loader, the proxy and the Redis store are the next steps).\n"
+            << "Built and tested: the limiter engine, every algorithm of the spec.\n\n";
+  if (!std::filesystem::exists(std::filesystem::path(path))) {
+    std::cout << "(" << path << " does not exist either.)\n\n";
+  }
+  sluice::proxy::print_engine_demo(std::cout);
+  return 0;
+}
+
+int not_built(std::string_view command) {
+  std::cerr << "sluice " << command << ": not built yet in sluice " << SLUICE_VERSION
+            << " (it needs the config loader).\n";
+  return kRuntimeError;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string_view> all(argv + 1, argv + argc);
+  std::span<const std::string_view> args(all);
+  std::string_view command = "run";
+  if (!args.empty() && !args.front().starts_with('-')) {
+    command = args.front();
+    args = args.subspan(1);
+  }
+  if (command == "help" || wants_help(args)) {
+    std::cout << kUsage;
+    return 0;
+  }
+  if (command == "version") {
+    std::cout << "sluice " << SLUICE_VERSION << '\n';
+    return 0;
+  }
+  if (command == "run") {
+    return run(args);
+  }
+  if (command == "check" || command == "replay") {
+    return not_built(command);
+  }
+  std::cerr << "sluice: unknown command '" << command << "'\n" << kUsage;
+  return kUsageError;
+}

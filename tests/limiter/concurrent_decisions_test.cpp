@@ -105,7 +105,9 @@ TEST(ConcurrentDecisions, ManyKeysOnManyThreadsStayIndependent) {
   std::atomic<int> next{0};
   const int admitted = hammer([&] {
     const int n = next.fetch_add(1, std::memory_order_relaxed) % 5000;
-    return limiter->decide(hash_key("k" + std::to_string(n)), at(0s), 1).verdict.admitted;
+    std::string name = "k";
+    name += std::to_string(n);
+    return limiter->decide(hash_key(name), at(0s), 1).verdict.admitted;
   });
   EXPECT_EQ(admitted, 5000 * 3);
   EXPECT_EQ(limiter->stats().keys, 5000U);

@@ -18,7 +18,10 @@ TEST(KeyHash, SpreadsSimilarKeysWithoutCollisions) {
   std::unordered_set<KeyHash> seen;
   std::string key;
   for (int n = 0; n < 200'000; ++n) {
-    key = "10.0." + std::to_string(n / 256) + "." + std::to_string(n % 256);
+    key = "10.0.";
+    key += std::to_string(n / 256);
+    key += '.';
+    key += std::to_string(n % 256);
     ASSERT_TRUE(seen.insert(hash_key(key, 7)).second) << key;
   }
   // Every length from empty to past two 16-byte blocks, and prefixes of one another.

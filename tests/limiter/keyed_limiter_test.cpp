@@ -16,7 +16,11 @@ namespace {
 using namespace std::chrono_literals;
 using test::at;
 
-KeyHash key(int n) { return hash_key("client-" + std::to_string(n), 42); }
+KeyHash key(int n) {
+  std::string name = "client-";
+  name += std::to_string(n);
+  return hash_key(name, 42);
+}
 
 KeyedLimiter<TokenBucket> one_per_second(std::size_t max_keys) {
   return {TokenBucket({.rate = {.permits = 1, .period = 1s}, .burst = 1}), Policy{}, max_keys};
