@@ -16,8 +16,9 @@ namespace sluice::limiter {
 /// - `evaluate(state, now, cost, policy)`: the verdict, without consuming anything.
 /// - `commit(state, now, cost, hold)`: consume `cost` for a request admitted at `now + hold`.
 /// - `status(state, now)`: remaining permits and time to reset, for headers.
-/// - `fresh_at(state)`: when the state becomes equivalent to `fresh_state` again, so that the key
-///   can be dropped (kAlways: already; kNever: not while it holds something, as concurrency).
+/// - `fresh_at(state, now)`: when the state, as seen at `now`, becomes equivalent to
+///   `fresh_state` again, so that the key can be dropped (kAlways: already; kNever: not while it
+///   holds something, as concurrency).
 /// - `max_cost()`: the largest cost the algorithm can ever admit.
 template <class A>
 concept Algorithm = requires(const A algorithm, typename A::State state, TimePoint now,
@@ -26,7 +27,7 @@ concept Algorithm = requires(const A algorithm, typename A::State state, TimePoi
   { algorithm.evaluate(std::as_const(state), now, cost, policy) } -> std::same_as<Verdict>;
   { algorithm.commit(state, now, cost, hold) } -> std::same_as<void>;
   { algorithm.status(std::as_const(state), now) } -> std::same_as<Status>;
-  { algorithm.fresh_at(std::as_const(state)) } -> std::same_as<TimePoint>;
+  { algorithm.fresh_at(std::as_const(state), now) } -> std::same_as<TimePoint>;
   { algorithm.max_cost() } -> std::same_as<Permits>;
 };
 

@@ -20,7 +20,7 @@ Duration ceil_nanoseconds(double nanoseconds) noexcept {
   if (!(nanoseconds > 0)) {  // also catches NaN
     return Duration::zero();
   }
-  const double rounded = std::ceil(nanoseconds);
+  const double rounded = std::ceil(nanoseconds * (1 - 1e-12));
   if (rounded >= static_cast<double>(Duration::max().count())) {
     return Duration::max();
   }

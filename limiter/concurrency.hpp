@@ -21,7 +21,7 @@ class Concurrency {
   void commit(State& state, TimePoint now, Permits cost, Duration hold) const noexcept;
   void release(State& state, Permits cost) const noexcept;
   Status status(const State& state, TimePoint now) const noexcept;
-  TimePoint fresh_at(const State& state) const noexcept {
+  TimePoint fresh_at(const State& state, TimePoint /*now*/) const noexcept {
     return state.in_flight == 0 ? kAlways : kNever;
   }
   Permits max_cost() const noexcept { return limit_; }

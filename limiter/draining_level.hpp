@@ -8,30 +8,19 @@
 namespace sluice::limiter {
 
 /// An amount that drains at a constant rate: the permits drawn from a token bucket and not yet
-/// refilled, or the water in a leaky bucket. 16 bytes; zero means fresh.
+/// refilled, or the water in a leaky bucket. Kept as the time it will have drained away (GCRA's
+/// theoretical arrival time): one 8-byte integer, exact in nanoseconds. The epoch means fresh.
 struct DrainingLevel {
-  double level = 0;     ///< Permits, as of `updated`.
-  TimePoint updated{};  ///< Last time permits were added.
+  TimePoint empty_at{};
 
-  /// The level at `now`. A `now` before `updated` (a clock stepped back) drains nothing.
-  double at(TimePoint now, const Rate& rate) const noexcept {
-    if (level <= 0 || now <= updated) {
-      return std::max(level, 0.0);
-    }
-    return std::max(level - rate.permits_in(now - updated), 0.0);
+  /// The level at `now`. A `now` before the last update (a clock stepped back) finds the level
+  /// higher, never lower: it can only make a limiter stricter.
+  double at(TimePoint now, const RateFactors& rate) const noexcept {
+    return empty_at > now ? rate.permits_in(empty_at - now) : 0.0;
   }
 
-  void add(TimePoint now, double permits, const Rate& rate) noexcept {
-    level = at(now, rate) + permits;
-    updated = std::max(updated, now);
-  }
-
-  /// When the level reaches zero again if nothing is added.
-  TimePoint empty_at(const Rate& rate) const noexcept {
-    if (level <= 0) {
-      return kAlways;
-    }
-    return saturating_add(updated, ceil_nanoseconds(rate.nanoseconds_for(level)));
+  void add(TimePoint now, double permits, const RateFactors& rate) noexcept {
+    empty_at = saturating_add(std::max(empty_at, now), rate.time_for(permits));
   }
 };
 

@@ -6,7 +6,7 @@
 
 namespace sluice::limiter {
 
-FixedWindow::FixedWindow(WindowOptions options) : options_(options) {
+FixedWindow::FixedWindow(WindowOptions options) : options_(options), windows_(options.window) {
   require_at_least("limit", options.limit, 1);
   require_positive("window", options.window);
 }
@@ -16,13 +16,20 @@ TimePoint FixedWindow::admission_time(const State& state, TimePoint now,
   if (cost > options_.limit) {
     return kNever;
   }
-  // Arrival order: never admit before a window that already holds reservations.
-  std::int64_t window = std::max(period_index(now, options_.window), state.window);
-  const std::uint64_t used = window == state.window ? state.count : 0;
+  std::int64_t window = windows_.index(now);
+  std::uint64_t used = 0;
+  if (state.count != 0) {
+    // Arrival order: never admit before a window that already holds reservations.
+    const std::int64_t counted = counted_window(state, window);
+    if (counted >= window) {
+      window = counted;
+      used = state.count;
+    }
+  }
   if (used + cost > options_.limit) {
     ++window;  // cost <= limit, so the next window has room
   }
-  return std::max(now, period_start(window, options_.window));
+  return std::max(now, windows_.start(window));
 }
 
 Verdict FixedWindow::evaluate(const State& state, TimePoint now, Permits cost,
@@ -31,24 +38,31 @@ Verdict FixedWindow::evaluate(const State& state, TimePoint now, Permits cost,
 }
 
 void FixedWindow::commit(State& state, TimePoint now, Permits cost, Duration hold) const noexcept {
-  const std::int64_t window = period_index(now + hold, options_.window);
-  if (window == state.window) {
+  const std::int64_t window = windows_.index(now + hold);
+  if (state.count != 0 && counted_window(state, window) == window) {
     state.count += cost;
   } else {
-    state = {.window = window, .count = cost};
+    state = {.window = static_cast<std::uint32_t>(window), .count = cost};
   }
 }
 
 Status FixedWindow::status(const State& state, TimePoint now) const noexcept {
-  const std::int64_t current = period_index(now, options_.window);
-  const std::int64_t window = std::max(current, state.window);
-  const Permits used = window == state.window ? state.count : 0;
+  const std::int64_t current = windows_.index(now);
+  std::int64_t window = current;
+  Permits used = 0;
+  if (state.count != 0 && counted_window(state, current) >= current) {
+    window = counted_window(state, current);
+    used = state.count;
+  }
   return {.remaining = window == current ? options_.limit - used : 0,
-          .reset = period_start(window + 1, options_.window) - now};
+          .reset = windows_.start(window + 1) - now};
 }
 
-TimePoint FixedWindow::fresh_at(const State& state) const noexcept {
-  return state.count == 0 ? kAlways : period_start(state.window + 1, options_.window);
+TimePoint FixedWindow::fresh_at(const State& state, TimePoint now) const noexcept {
+  if (state.count == 0) {
+    return kAlways;
+  }
+  return windows_.start(counted_window(state, windows_.index(now)) + 1);
 }
 
 }  // namespace sluice::limiter

@@ -1,9 +1,9 @@
 #pragma once
 
 #include <cstdint>
-#include <limits>
 
 #include "limiter/algorithm.hpp"
+#include "limiter/periods.hpp"
 
 namespace sluice::limiter {
 
@@ -12,9 +12,10 @@ namespace sluice::limiter {
 /// In delay mode a request that does not fit is held until the first window it fits in.
 class FixedWindow {
  public:
+  /// 8 bytes. `count` 0 means fresh, whatever `window` holds.
   struct State {
-    std::int64_t window = std::numeric_limits<std::int64_t>::min();  ///< Newest window counted.
-    Permits count = 0;                                               ///< Permits in that window.
+    std::uint32_t window = 0;  ///< Newest window counted, modulo 2^32 (see unwrap_period).
+    Permits count = 0;         ///< Permits in that window.
   };
 
   explicit FixedWindow(WindowOptions options);
@@ -24,13 +25,18 @@ class FixedWindow {
                    const Policy& policy) const noexcept;
   void commit(State& state, TimePoint now, Permits cost, Duration hold) const noexcept;
   Status status(const State& state, TimePoint now) const noexcept;
-  TimePoint fresh_at(const State& state) const noexcept;
+  TimePoint fresh_at(const State& state, TimePoint now) const noexcept;
   Permits max_cost() const noexcept { return options_.limit; }
 
  private:
   TimePoint admission_time(const State& state, TimePoint now, Permits cost) const noexcept;
+  /// The window `state` counts in, unwrapped near `current`.
+  static std::int64_t counted_window(const State& state, std::int64_t current) noexcept {
+    return unwrap_period(state.window, current);
+  }
 
   WindowOptions options_;
+  Periods windows_;
 };
 
 }  // namespace sluice::limiter

@@ -20,11 +20,13 @@ std::uint64_t load64(const char* p) noexcept {
   return v;
 }
 
-std::uint64_t load_tail(const char* p, std::size_t n) noexcept {  // 1 <= n < 8
-  std::uint64_t v = 0;
-  std::memcpy(&v, p, n);
+std::uint64_t load32(const char* p) noexcept {
+  std::uint32_t v = 0;
+  std::memcpy(&v, p, sizeof v);
   return v;
 }
+
+std::uint64_t byte(const char* p) noexcept { return static_cast<unsigned char>(*p); }
 
 constexpr std::uint64_t kMix0 = 0xa0761d6478bd642fULL;
 constexpr std::uint64_t kMix1 = 0xe7037ed1a0b428dbULL;
@@ -39,22 +41,31 @@ std::uint64_t process_seed() noexcept {
 
 KeyHash hash_key(std::string_view key, std::uint64_t seed) noexcept {
   const char* p = key.data();
-  std::size_t n = key.size();
+  const std::size_t n = key.size();
   std::uint64_t h = seed ^ fold_multiply(seed ^ kMix0, n ^ kMix1);
-  while (n >= 16) {
-    h = fold_multiply(load64(p) ^ kMix1 ^ h, load64(p + 8) ^ kMix2);
-    p += 16;
-    n -= 16;
-  }
   std::uint64_t a = 0;
   std::uint64_t b = 0;
-  if (n >= 8) {
-    a = load64(p);
-    b = n > 8 ? load_tail(p + 8, n - 8) : 0;
-  } else if (n > 0) {
-    a = load_tail(p, n);
+  // Short keys (IP addresses, tokens) are read with a few fixed-size loads that may overlap,
+  // never byte by byte and never through a variable-length copy.
+  if (n <= 16) {
+    if (n >= 4) {
+      const std::size_t middle = (n >> 3) << 2;  // 0 for 4..7 bytes, 4 for 8..16
+      a = (load32(p) << 32) | load32(p + middle);
+      b = (load32(p + n - 4) << 32) | load32(p + n - 4 - middle);
+    } else if (n > 0) {
+      a = (byte(p) << 16) | (byte(p + n / 2) << 8) | byte(p + n - 1);
+    }
+  } else {
+    std::size_t left = n;
+    while (left > 16) {
+      h = fold_multiply(load64(p) ^ kMix1 ^ h, load64(p + 8) ^ kMix2);
+      p += 16;
+      left -= 16;
+    }
+    a = load64(p + left - 16);
+    b = load64(p + left - 8);
   }
-  h = fold_multiply(a ^ kMix1 ^ h, b ^ kMix2 ^ key.size());
+  h = fold_multiply(a ^ kMix1 ^ h, b ^ kMix2 ^ n);
   h = fold_multiply(h ^ kMix0, h ^ kMix2);
   return h == 0 ? 1 : h;
 }

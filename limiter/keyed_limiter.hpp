@@ -54,6 +54,20 @@ class KeyedLimiter final : public Limiter {
   }
 
   Status commit(Ticket& ticket) noexcept override { return finish(ticket, true); }
+
+  /// evaluate() and commit() under one lock, without a ticket: the single-limiter fast path.
+  Outcome decide(KeyHash key, TimePoint now, Permits cost) noexcept override {
+    Shard& shard = shard_for(key);
+    const std::lock_guard guard(shard.lock);
+    Duration retry_after{};
+    Slot* slot = find_or_claim(shard, key, now, retry_after);
+    if (slot == nullptr) {
+      return {.verdict = {.admitted = false, .hold = {}, .retry_after = retry_after}, .status = {}};
+    }
+    Outcome outcome{.verdict = algorithm_.evaluate(slot->state, now, cost, policy_), .status = {}};
+    settle(shard, *slot, now, cost, outcome.verdict, true, outcome.status);
+    return outcome;
+  }
   Status abandon(Ticket& ticket) noexcept override { return finish(ticket, false); }
 
   Status peek(KeyHash key, TimePoint now) noexcept override {
@@ -73,7 +87,8 @@ class KeyedLimiter final : public Limiter {
       const std::size_t index = shard.table.find(key);
       if (index != Table::kNotFound) {
         algorithm_.release(shard.table.slot(index).state, cost);
-        if (algorithm_.fresh_at(shard.table.slot(index).state) == kAlways) {
+        // Time plays no part in whether a released key is fresh: any `now` will do.
+        if (algorithm_.fresh_at(shard.table.slot(index).state, kAlways) == kAlways) {
           drop(shard, index);
         }
       }
@@ -140,23 +155,32 @@ class KeyedLimiter final : public Limiter {
   Shard& shard_for(KeyHash key) const noexcept { return shards_[key & (shard_count_ - 1)]; }
 
   bool is_fresh(const Slot& slot, TimePoint now) const noexcept {
-    return slot.key != 0 && algorithm_.fresh_at(slot.state) <= now;
+    return slot.key.get() != 0 && algorithm_.fresh_at(slot.state, now) <= now;
   }
 
   Status finish(Ticket& ticket, bool consume) noexcept {
     auto& shard = *static_cast<Shard*>(ticket.shard);
     Status status{};
     if (auto* slot = static_cast<Slot*>(ticket.slot)) {
-      if (consume && ticket.verdict.admitted) {
-        algorithm_.commit(slot->state, ticket.now, ticket.cost, ticket.verdict.hold);
-      }
-      status = algorithm_.status(slot->state, ticket.now);
-      if (is_fresh(*slot, ticket.now)) {  // e.g. a new key whose request was refused
-        drop(shard, static_cast<std::size_t>(slot - &shard.table.slot(0)));
-      }
+      settle(shard, *slot, ticket.now, ticket.cost, ticket.verdict, consume, status);
     }
     shard.lock.unlock();
     return status;
+  }
+
+  /// Commits an admitted verdict (if `consume`), reads the status, and drops the key if it is
+  /// left fresh (a new key whose request was refused, say). Under the shard lock.
+  void settle(Shard& shard, Slot& slot, TimePoint now, Permits cost, const Verdict& verdict,
+              bool consume, Status& status) noexcept {
+    const bool consumed = consume && verdict.admitted;
+    if (consumed) {
+      algorithm_.commit(slot.state, now, cost, verdict.hold);
+    }
+    status = algorithm_.status(slot.state, now);
+    // An admitted commit leaves something behind; only otherwise can the state be fresh.
+    if (!consumed && is_fresh(slot, now)) {
+      drop(shard, shard.table.index_of(slot));
+    }
   }
 
   /// Erases a key for good. (make_room erases without this: the new key inherits the place.)
@@ -185,7 +209,7 @@ class KeyedLimiter final : public Limiter {
   void sweep(Shard& shard, TimePoint now, std::size_t budget) noexcept {
     const std::size_t capacity = shard.table.capacity();
     for (std::size_t seen = 0; seen < budget && capacity != 0; ++seen) {
-      shard.cursor &= capacity - 1;
+      shard.cursor %= capacity;
       if (is_fresh(shard.table.slot(shard.cursor), now)) {
         drop(shard, shard.cursor);
       } else {
@@ -201,13 +225,13 @@ class KeyedLimiter final : public Limiter {
     TimePoint soonest = kNever;
     std::size_t sampled = 0;
     for (std::size_t seen = 0; seen < capacity && sampled < kEvictionSample; ++seen) {
-      const std::size_t index = (shard.cursor + seen) & (capacity - 1);
+      const std::size_t index = (shard.cursor + seen) % capacity;
       const Slot& slot = shard.table.slot(index);
-      if (slot.key == 0) {
+      if (slot.key.get() == 0) {
         continue;
       }
       ++sampled;
-      const TimePoint fresh_at = algorithm_.fresh_at(slot.state);
+      const TimePoint fresh_at = algorithm_.fresh_at(slot.state, now);
       if (fresh_at <= now) {
         shard.cursor = index;
         shard.table.erase(index);
@@ -220,7 +244,7 @@ class KeyedLimiter final : public Limiter {
         best_fresh_at = fresh_at;
       }
     }
-    shard.cursor = (shard.cursor + kEvictionSample) & (capacity - 1);
+    shard.cursor = (shard.cursor + kEvictionSample) % capacity;
     if (best != Table::kNotFound) {
       shard.table.erase(best);
       ++shard.evictions;

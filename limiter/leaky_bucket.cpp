@@ -8,7 +8,7 @@
 namespace sluice::limiter {
 
 LeakyBucket::LeakyBucket(LeakyBucketOptions options)
-    : options_(options), capacity_(options.burst + 1) {
+    : options_(options), rate_(options.rate), capacity_(options.burst + 1) {
   require_number_at_least("rate", options.rate.permits, std::numeric_limits<double>::min());
   require_positive("rate period", options.rate.period);
   require_number_at_least("burst", options.burst, 0.0);
@@ -19,30 +19,30 @@ Verdict LeakyBucket::evaluate(const State& state, TimePoint now, Permits cost,
   if (cost > max_cost()) {
     return verdict_at(kNever, now, policy);
   }
-  const double level = state.at(now, options_.rate);
+  const double level = state.at(now, rate_);
   const double overflow = level + cost - capacity_;
   if (overflow > kPermitTolerance) {
     // Rejected in both modes, as nginx does when excess > burst.
-    const Duration wait = ceil_nanoseconds(options_.rate.nanoseconds_for(overflow));
+    const Duration wait = rate_.time_for(overflow);
     return {.admitted = false, .hold = {}, .retry_after = wait};
   }
   if (policy.mode == Mode::reject) {
     return verdict_at(now, now, policy);
   }
-  const Duration wait = ceil_nanoseconds(options_.rate.nanoseconds_for(level));
+  const Duration wait = rate_.time_for(level);
   return verdict_at(saturating_add(now, wait), now, policy);
 }
 
 void LeakyBucket::commit(State& state, TimePoint now, Permits cost,
                          Duration /*hold*/) const noexcept {
-  state.add(now, cost, options_.rate);
+  state.add(now, cost, rate_);
 }
 
 Status LeakyBucket::status(const State& state, TimePoint now) const noexcept {
-  const double level = state.at(now, options_.rate);
+  const double level = state.at(now, rate_);
   const double room = capacity_ - level;
   return {.remaining = room > 0 ? static_cast<std::uint64_t>(room + kPermitTolerance) : 0,
-          .reset = ceil_nanoseconds(options_.rate.nanoseconds_for(level))};
+          .reset = rate_.time_for(level)};
 }
 
 Permits LeakyBucket::max_cost() const noexcept {

@@ -51,7 +51,7 @@ class Limiter {
   virtual Status abandon(Ticket& ticket) noexcept = 0;
 
   /// evaluate() then commit(): the decision for a request that only this limiter governs.
-  Outcome decide(KeyHash key, TimePoint now, Permits cost) noexcept;
+  virtual Outcome decide(KeyHash key, TimePoint now, Permits cost) noexcept;
 
   /// The key's status without consuming anything ("why was I limited?").
   virtual Status peek(KeyHash key, TimePoint now) noexcept = 0;

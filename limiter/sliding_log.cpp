@@ -99,7 +99,7 @@ Status SlidingLog::status(const State& state, TimePoint now) const noexcept {
   if (state.size == 0) {
     return {.remaining = options_.limit, .reset = Duration::zero()};
   }
-  const TimePoint reset_at = fresh_at(state);
+  const TimePoint reset_at = fresh_at(state, now);
   const Duration reset = reset_at > now ? reset_at - now : Duration::zero();
   if (newest(state) > now) {
     return {.remaining = 0, .reset = reset};  // reservations are waiting: nothing left now
@@ -108,7 +108,7 @@ Status SlidingLog::status(const State& state, TimePoint now) const noexcept {
   return {.remaining = options_.limit - std::min(inside, options_.limit), .reset = reset};
 }
 
-TimePoint SlidingLog::fresh_at(const State& state) const noexcept {
+TimePoint SlidingLog::fresh_at(const State& state, TimePoint /*now*/) const noexcept {
   return state.size == 0 ? kAlways : newest(state) + options_.window;
 }
 

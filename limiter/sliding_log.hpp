@@ -27,7 +27,7 @@ class SlidingLog {
                    const Policy& policy) const noexcept;
   void commit(State& state, TimePoint now, Permits cost, Duration hold) const noexcept;
   Status status(const State& state, TimePoint now) const noexcept;
-  TimePoint fresh_at(const State& state) const noexcept;
+  TimePoint fresh_at(const State& state, TimePoint /*now*/) const noexcept;
   Permits max_cost() const noexcept { return options_.limit; }
 
  private:

@@ -1,7 +1,9 @@
 #include "limiter/sliding_window.hpp"
 
 #include <algorithm>
+#include <limits>
 
+#include "limiter/draining_level.hpp"
 #include "limiter/validate.hpp"
 
 namespace sluice::limiter {
@@ -11,16 +13,28 @@ __extension__ using Int128 = __int128;
 
 }  // namespace
 
-SlidingWindow::SlidingWindow(WindowOptions options) : options_(options) {
+SlidingWindow::SlidingWindow(WindowOptions options)
+    : options_(options),
+      windows_(options.window),
+      inverse_window_ns_(1.0 / static_cast<double>(options.window.count())) {
   require_at_least("limit", options.limit, 1);
   require_positive("window", options.window);
 }
 
-SlidingWindow::Counts SlidingWindow::counts_in(const State& state, std::int64_t window) noexcept {
-  if (window == state.window) {
+std::optional<std::int64_t> SlidingWindow::counted_window(const State& state,
+                                                          TimePoint now) const noexcept {
+  if (state.previous == 0 && state.current == 0) {
+    return std::nullopt;
+  }
+  return unwrap_period(state.window, windows_.index(now));
+}
+
+SlidingWindow::Counts SlidingWindow::counts_in(const State& state, std::int64_t counted,
+                                               std::int64_t window) noexcept {
+  if (window == counted) {
     return {.previous = state.previous, .current = state.current};
   }
-  if (state.current != 0 && window - 1 == state.window) {
+  if (window - 1 == counted) {
     return {.previous = state.current, .current = 0};
   }
   return {};
@@ -32,23 +46,25 @@ TimePoint SlidingWindow::admission_time(const State& state, TimePoint now,
     return kNever;
   }
   const std::int64_t length = options_.window.count();
+  const std::optional<std::int64_t> counted = counted_window(state, now);
   // Arrival order: never admit before a window that already holds reservations.
-  const TimePoint from = std::max(now, period_start(state.window, options_.window));
-  std::int64_t window = period_index(from, options_.window);
+  const TimePoint from = counted ? std::max(now, windows_.start(*counted)) : now;
+  std::int64_t window = windows_.index(from);
   // Two windows later every count has aged out, and cost <= limit fits.
   for (int step = 0; step < 3; ++step, ++window) {
-    const Counts counts = counts_in(state, window);
-    const TimePoint start = period_start(window, options_.window);
+    const Counts counts = counted ? counts_in(state, *counted, window) : Counts{};
+    const TimePoint start = windows_.start(window);
     const std::int64_t earliest = step == 0 ? (from - start).count() : 0;
     if (static_cast<std::uint64_t>(counts.current) + cost > options_.limit) {
       continue;
     }
     // previous·(W − e) + (current + cost)·W <= limit·W  ⇔  e >= W·excess / previous.
-    const Int128 excess =
-        Int128{counts.previous} + counts.current + cost - Int128{options_.limit};
+    const std::int64_t excess = std::int64_t{counts.previous} + counts.current + cost -
+                                std::int64_t{options_.limit};
     std::int64_t needed = 0;
-    if (excess > 0) {
-      needed = static_cast<std::int64_t>((excess * length + counts.previous - 1) / counts.previous);
+    if (excess > 0) {  // W·excess may pass 2^63: 128-bit, on this rarer path only
+      needed = static_cast<std::int64_t>((Int128{excess} * length + counts.previous - 1) /
+                                         counts.previous);
     }
     const std::int64_t elapsed = std::max(earliest, needed);
     if (elapsed < length) {
@@ -65,36 +81,42 @@ Verdict SlidingWindow::evaluate(const State& state, TimePoint now, Permits cost,
 
 void SlidingWindow::commit(State& state, TimePoint now, Permits cost,
                            Duration hold) const noexcept {
-  const std::int64_t window = period_index(now + hold, options_.window);
-  const Counts counts = counts_in(state, window);
-  state = {.window = window, .previous = counts.previous, .current = counts.current + cost};
+  const std::int64_t window = windows_.index(now + hold);
+  const bool fresh = state.previous == 0 && state.current == 0;
+  const Counts counts =
+      fresh ? Counts{} : counts_in(state, unwrap_period(state.window, window), window);
+  state = {.window = static_cast<std::uint32_t>(window),
+           .previous = counts.previous,
+           .current = counts.current + cost};
 }
 
 Status SlidingWindow::status(const State& state, TimePoint now) const noexcept {
-  const TimePoint reset_at = fresh_at(state);
+  const std::int64_t window = windows_.index(now);
+  if (state.previous == 0 && state.current == 0) {
+    return {.remaining = options_.limit, .reset = Duration::zero()};
+  }
+  const std::int64_t counted = unwrap_period(state.window, window);
+  const TimePoint reset_at = windows_.start(counted + (state.current != 0 ? 2 : 1));
   const Duration reset = reset_at > now ? reset_at - now : Duration::zero();
-  if (period_start(state.window, options_.window) > now) {
+  if (counted > window) {
     return {.remaining = 0, .reset = reset};  // reservations are waiting: nothing left now
   }
-  const std::int64_t window = period_index(now, options_.window);
-  const Counts counts = counts_in(state, window);
-  const std::int64_t length = options_.window.count();
-  const std::int64_t elapsed = (now - period_start(window, options_.window)).count();
-  // remaining = floor(limit − estimate), computed as floor((limit·W − estimate·W) / W).
-  const Int128 headroom = (Int128{options_.limit} - counts.current) * length -
-                          Int128{counts.previous} * (length - elapsed);
-  return {.remaining = headroom > 0 ? static_cast<std::uint64_t>(headroom / length) : 0,
-          .reset = reset};
+  const Counts counts = counts_in(state, counted, window);
+  // remaining = floor(limit − estimate). For headers only (admission is exact, in integers), so
+  // a float with a tolerance for the last bit will do, and spares a division.
+  const double left_of_previous =
+      1.0 - static_cast<double>((now - windows_.start(window)).count()) * inverse_window_ns_;
+  const double headroom = static_cast<double>(options_.limit) - counts.current -
+                          counts.previous * left_of_previous + kPermitTolerance;
+  return {.remaining = headroom > 0 ? static_cast<std::uint64_t>(headroom) : 0, .reset = reset};
 }
 
-TimePoint SlidingWindow::fresh_at(const State& state) const noexcept {
-  if (state.current != 0) {
-    return period_start(state.window + 2, options_.window);
+TimePoint SlidingWindow::fresh_at(const State& state, TimePoint now) const noexcept {
+  const std::optional<std::int64_t> counted = counted_window(state, now);
+  if (!counted) {
+    return kAlways;
   }
-  if (state.previous != 0) {
-    return period_start(state.window + 1, options_.window);
-  }
-  return kAlways;
+  return windows_.start(*counted + (state.current != 0 ? 2 : 1));
 }
 
 }  // namespace sluice::limiter

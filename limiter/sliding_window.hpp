@@ -1,9 +1,10 @@
 #pragma once
 
 #include <cstdint>
-#include <limits>
+#include <optional>
 
 #include "limiter/algorithm.hpp"
+#include "limiter/periods.hpp"
 
 namespace sluice::limiter {
 
@@ -14,10 +15,11 @@ namespace sluice::limiter {
 /// 9·(1 − 0.25) + 4 + 1 = 11.75 > 10 come out exactly.
 class SlidingWindow {
  public:
+  /// 12 bytes. Both counts 0 means fresh, whatever `window` holds.
   struct State {
-    std::int64_t window = std::numeric_limits<std::int64_t>::min();  ///< Window of `current`.
-    Permits previous = 0;  ///< Permits in window − 1.
-    Permits current = 0;   ///< Permits in `window`.
+    std::uint32_t window = 0;  ///< Window of `current`, modulo 2^32 (see unwrap_period).
+    Permits previous = 0;      ///< Permits in window − 1.
+    Permits current = 0;       ///< Permits in `window`.
   };
 
   explicit SlidingWindow(WindowOptions options);
@@ -27,7 +29,7 @@ class SlidingWindow {
                    const Policy& policy) const noexcept;
   void commit(State& state, TimePoint now, Permits cost, Duration hold) const noexcept;
   Status status(const State& state, TimePoint now) const noexcept;
-  TimePoint fresh_at(const State& state) const noexcept;
+  TimePoint fresh_at(const State& state, TimePoint now) const noexcept;
   Permits max_cost() const noexcept { return options_.limit; }
 
  private:
@@ -35,10 +37,15 @@ class SlidingWindow {
     Permits previous = 0;
     Permits current = 0;
   };
-  static Counts counts_in(const State& state, std::int64_t window) noexcept;
+  /// The counts as they stand in `window`, for a state whose window unwraps to `counted`.
+  static Counts counts_in(const State& state, std::int64_t counted, std::int64_t window) noexcept;
+  /// The window of `state.current`, unwrapped near `now`'s; nullopt for a fresh state.
+  std::optional<std::int64_t> counted_window(const State& state, TimePoint now) const noexcept;
   TimePoint admission_time(const State& state, TimePoint now, Permits cost) const noexcept;
 
   WindowOptions options_;
+  Periods windows_;
+  double inverse_window_ns_;
 };
 
 }  // namespace sluice::limiter

@@ -36,6 +36,13 @@ constexpr TimePoint period_start(std::int64_t index, Duration period) noexcept {
   return TimePoint(Duration(index * length));
 }
 
+/// Period indexes stored in 32 bits (half the state of a window key): the full index that lies
+/// within 2^31 periods of `near`. A key idle for 2^31 periods (68 years of 1 s windows) would be
+/// misread, and only towards caution; idle keys are dropped long before that.
+constexpr std::int64_t unwrap_period(std::uint32_t wrapped, std::int64_t near) noexcept {
+  return near + static_cast<std::int32_t>(wrapped - static_cast<std::uint32_t>(near));
+}
+
 /// `t + d` that saturates at kNever instead of overflowing.
 constexpr TimePoint saturating_add(TimePoint t, Duration d) noexcept {
   if (t == kNever || d.count() > (kNever - t).count()) {
@@ -45,7 +52,8 @@ constexpr TimePoint saturating_add(TimePoint t, Duration d) noexcept {
 }
 
 /// A duration from a (possibly fractional or huge) count of nanoseconds, rounded up so that a
-/// hold or a retry-after is never too short by a rounding error.
+/// hold or a retry-after is not cut short by rounding. A relative 1e-12 is forgiven first, so
+/// that 1.0000000000000002 × 1e8 ns, the float image of exactly 100 ms, stays 100 ms.
 Duration ceil_nanoseconds(double nanoseconds) noexcept;
 
 }  // namespace sluice::limiter

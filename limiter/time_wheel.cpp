@@ -7,7 +7,8 @@
 
 namespace sluice::limiter {
 
-TimeWheel::TimeWheel(WheelOptions options) : options_(options) {
+TimeWheel::TimeWheel(WheelOptions options)
+    : options_(options), buckets_(Duration(1)) {
   require_at_least("limit", options.limit, 1);
   require_positive("window", options.window);
   require_at_least("slots", options.slots, 1);
@@ -16,7 +17,7 @@ TimeWheel::TimeWheel(WheelOptions options) : options_(options) {
                                 format_duration(options.window) + " for " +
                                 std::to_string(options.slots) + " slots");
   }
-  bucket_ = options.window / options.slots;
+  buckets_ = Periods(options.window / options.slots);
 }
 
 std::size_t TimeWheel::slot_of(std::int64_t bucket) const noexcept {
@@ -51,14 +52,14 @@ TimePoint TimeWheel::admission_time(const State& state, TimePoint now,
     return kNever;
   }
   // Arrival order: never admit before a bucket that already holds reservations.
-  std::int64_t bucket = std::max(period_index(now, bucket_), state.head);
+  std::int64_t bucket = std::max(buckets_.index(now), state.head);
   std::uint64_t sum = sum_ending_at(state, bucket);
   // Each step lets the oldest bucket leave the window; after `slots` steps the sum is 0.
   while (sum + cost > options_.limit) {
     sum -= count_of(state, bucket - options_.slots + 1);
     ++bucket;
   }
-  return std::max(now, period_start(bucket, bucket_));
+  return std::max(now, buckets_.start(bucket));
 }
 
 Verdict TimeWheel::evaluate(const State& state, TimePoint now, Permits cost,
@@ -67,7 +68,7 @@ Verdict TimeWheel::evaluate(const State& state, TimePoint now, Permits cost,
 }
 
 void TimeWheel::commit(State& state, TimePoint now, Permits cost, Duration hold) const noexcept {
-  const std::int64_t bucket = period_index(now + hold, bucket_);
+  const std::int64_t bucket = buckets_.index(now + hold);
   if (!state.buckets) {
     state.buckets = std::make_unique<Permits[]>(options_.slots);  // value-initialised: zeros
     state.head = bucket;
@@ -86,9 +87,9 @@ void TimeWheel::commit(State& state, TimePoint now, Permits cost, Duration hold)
 }
 
 Status TimeWheel::status(const State& state, TimePoint now) const noexcept {
-  const TimePoint reset_at = fresh_at(state);
+  const TimePoint reset_at = fresh_at(state, now);
   const Duration reset = reset_at > now ? reset_at - now : Duration::zero();
-  const std::int64_t current = period_index(now, bucket_);
+  const std::int64_t current = buckets_.index(now);
   if (state.buckets && state.head > current) {
     return {.remaining = 0, .reset = reset};  // reservations are waiting: nothing left now
   }
@@ -97,13 +98,13 @@ Status TimeWheel::status(const State& state, TimePoint now) const noexcept {
           .reset = reset};
 }
 
-TimePoint TimeWheel::fresh_at(const State& state) const noexcept {
+TimePoint TimeWheel::fresh_at(const State& state, TimePoint /*now*/) const noexcept {
   if (!state.buckets || state.total == 0) {
     return kAlways;
   }
   for (std::int64_t bucket = state.head; bucket > state.head - options_.slots; --bucket) {
     if (count_of(state, bucket) != 0) {
-      return period_start(bucket + options_.slots, bucket_);
+      return buckets_.start(bucket + options_.slots);
     }
   }
   return kAlways;

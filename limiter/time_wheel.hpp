@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "limiter/algorithm.hpp"
+#include "limiter/periods.hpp"
 
 namespace sluice::limiter {
 
@@ -32,7 +33,7 @@ class TimeWheel {
                    const Policy& policy) const noexcept;
   void commit(State& state, TimePoint now, Permits cost, Duration hold) const noexcept;
   Status status(const State& state, TimePoint now) const noexcept;
-  TimePoint fresh_at(const State& state) const noexcept;
+  TimePoint fresh_at(const State& state, TimePoint /*now*/) const noexcept;
   Permits max_cost() const noexcept { return options_.limit; }
 
  private:
@@ -44,7 +45,7 @@ class TimeWheel {
   TimePoint admission_time(const State& state, TimePoint now, Permits cost) const noexcept;
 
   WheelOptions options_;
-  Duration bucket_;
+  Periods buckets_;
 };
 
 }  // namespace sluice::limiter

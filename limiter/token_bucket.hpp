@@ -25,11 +25,14 @@ class TokenBucket {
                    const Policy& policy) const noexcept;
   void commit(State& state, TimePoint now, Permits cost, Duration hold) const noexcept;
   Status status(const State& state, TimePoint now) const noexcept;
-  TimePoint fresh_at(const State& state) const noexcept { return state.empty_at(options_.rate); }
+  TimePoint fresh_at(const State& state, TimePoint /*now*/) const noexcept {
+    return state.empty_at;
+  }
   Permits max_cost() const noexcept;
 
  private:
   TokenBucketOptions options_;
+  RateFactors rate_;
 };
 
 }  // namespace sluice::limiter

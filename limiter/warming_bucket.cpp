@@ -13,7 +13,7 @@ WarmingBucket::WarmingBucket(WarmingBucketOptions options) {
   require_positive("warmup", options.warmup);
   require_number_at_least("cold_factor", options.cold_factor, 1.0);
   const auto warmup_ns = static_cast<double>(options.warmup.count());
-  stable_interval_ns_ = options.rate.nanoseconds_for(1);
+  stable_interval_ns_ = static_cast<double>(options.rate.period.count()) / options.rate.permits;
   const double cold_interval_ns = stable_interval_ns_ * options.cold_factor;
   threshold_permits_ = 0.5 * warmup_ns / stable_interval_ns_;
   max_permits_ = threshold_permits_ + 2.0 * warmup_ns / (stable_interval_ns_ + cold_interval_ns);
@@ -73,7 +73,7 @@ Status WarmingBucket::status(const State& state, TimePoint now) const noexcept {
   return {.remaining = 0, .reset = current.next_free - now};
 }
 
-TimePoint WarmingBucket::fresh_at(const State& state) const noexcept {
+TimePoint WarmingBucket::fresh_at(const State& state, TimePoint /*now*/) const noexcept {
   const double missing = std::max(0.0, max_permits_ - state.stored);
   return saturating_add(state.next_free, ceil_nanoseconds(missing * cool_down_interval_ns_));
 }

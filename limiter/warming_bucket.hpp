@@ -32,7 +32,7 @@ class WarmingBucket {
                    const Policy& policy) const noexcept;
   void commit(State& state, TimePoint now, Permits cost, Duration hold) const noexcept;
   Status status(const State& state, TimePoint now) const noexcept;
-  TimePoint fresh_at(const State& state) const noexcept;
+  TimePoint fresh_at(const State& state, TimePoint /*now*/) const noexcept;
   /// Pay later: any cost is admitted once the reservations before it are through.
   Permits max_cost() const noexcept;
 

@@ -27,13 +27,13 @@ TEST(Concurrency, AdmitsUpToTheLimitInFlight) {
 TEST(Concurrency, IsFreshOnlyWithNothingInFlight) {
   const Concurrency concurrency(3);
   Concurrency::State state;
-  EXPECT_EQ(concurrency.fresh_at(state), kAlways);
+  EXPECT_EQ(concurrency.fresh_at(state, at(0s)), kAlways);
   request(concurrency, state, at(0s), 2);
-  EXPECT_EQ(concurrency.fresh_at(state), kNever);  // time alone never frees a permit
+  EXPECT_EQ(concurrency.fresh_at(state, at(0s)), kNever);  // time alone never frees a permit
   EXPECT_EQ(concurrency.status(state, at(0s)).remaining, 1U);
   concurrency.release(state, 5);  // releasing more than is held clamps at zero
   EXPECT_EQ(state.in_flight, 0U);
-  EXPECT_EQ(concurrency.fresh_at(state), kAlways);
+  EXPECT_EQ(concurrency.fresh_at(state, at(0s)), kAlways);
 }
 
 TEST(Concurrency, DelayModeCannotHoldAndRejects) {

@@ -1,8 +1,10 @@
 #include "limiter/fixed_window.hpp"
+#include "limiter/periods.hpp"
 
 #include <gtest/gtest.h>
 
 #include <limits>
+#include <random>
 
 #include "tests/support/drive.hpp"
 #include "tests/support/manual_clock.hpp"
@@ -70,7 +72,7 @@ TEST(FixedWindow, StatusGivesRemainingAndTimeToTheNextWindow) {
   const Status status = fixed.status(state, at(42s));
   EXPECT_EQ(status.remaining, 7U);
   EXPECT_EQ(status.reset, 18s);
-  EXPECT_EQ(fixed.fresh_at(state), at(60s));
+  EXPECT_EQ(fixed.fresh_at(state, at(42s)), at(60s));
 }
 
 TEST(FixedWindow, DelayModeHoldsUntilTheFirstWindowWithRoom) {
@@ -115,6 +117,25 @@ TEST(FixedWindow, RefusesInvalidParameters) {
   EXPECT_THROW(FixedWindow({.limit = 0, .window = 1s}), std::invalid_argument);
   EXPECT_THROW(FixedWindow({.limit = 1, .window = 0s}), std::invalid_argument);
   EXPECT_THROW(FixedWindow({.limit = 1, .window = -1s}), std::invalid_argument);
+}
+
+TEST(Periods, IndexesExactlyAsFloorDivision) {
+  std::mt19937_64 random(7);
+  for (const Duration length : {Duration(1), Duration(3), Duration(1000), Duration(250ms),
+                                Duration(1s), Duration(1min), Duration(std::chrono::days(1))}) {
+    const Periods periods(length);
+    for (int i = 0; i < 100'000; ++i) {
+      const auto ns = static_cast<std::int64_t>(random() >> 1) - (i % 2 == 0 ? 0 : (1LL << 62));
+      const TimePoint t{Duration(ns)};
+      ASSERT_EQ(periods.index(t), period_index(t, length)) << ns << " / " << length.count();
+    }
+    // Exactly on and just around period boundaries.
+    for (std::int64_t index = -3; index < 3; ++index) {
+      const TimePoint start = test::at(0s) + index * length;
+      ASSERT_EQ(periods.index(start), period_index(start, length));
+      ASSERT_EQ(periods.index(start - 1ns), period_index(start - 1ns, length));
+    }
+  }
 }
 
 }  // namespace

@@ -79,7 +79,7 @@ TEST(LeakyBucket, StatusGivesRoomAndTimeToEmpty) {
   request(bucket, state, at(0s), 4);
   EXPECT_EQ(bucket.status(state, at(150ms)).remaining, 3U);  // 6 − 2.5 = 3.5
   EXPECT_EQ(bucket.status(state, at(150ms)).reset, 250ms);
-  EXPECT_EQ(bucket.fresh_at(state), at(400ms));
+  EXPECT_EQ(bucket.fresh_at(state, at(0s)), at(400ms));
 }
 
 TEST(LeakyBucket, ClockSteppingBackLeaksNothing) {

@@ -50,7 +50,7 @@ TEST(SlidingLog, StatusCountsTheWindowEndingNow) {
   EXPECT_EQ(log.status(state, at(5s)).remaining, 1U);
   EXPECT_EQ(log.status(state, at(5s)).reset, 8s);
   EXPECT_EQ(log.status(state, at(10s)).remaining, 2U);
-  EXPECT_EQ(log.fresh_at(state), at(13s));
+  EXPECT_EQ(log.fresh_at(state, at(5s)), at(13s));
 }
 
 TEST(SlidingLog, DelayModeLogsReservationsWhenTheyWillPass) {

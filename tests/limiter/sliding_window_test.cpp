@@ -24,7 +24,9 @@ void send(const SlidingWindow& window, SlidingWindow::State& state, TimePoint no
 // current one), so the state is set directly, as the examples do.
 SlidingWindow::State counters(TimePoint window_start, Duration window, Permits previous,
                               Permits current) {
-  return {.window = period_index(window_start, window), .previous = previous, .current = current};
+  return {.window = static_cast<std::uint32_t>(period_index(window_start, window)),
+          .previous = previous,
+          .current = current};
 }
 
 TEST(SlidingWindow, RejectsSeed001sExampleAtElevenPointSevenFive) {
@@ -74,7 +76,7 @@ TEST(SlidingWindow, ForgetsEverythingAfterTwoWindows) {
   const SlidingWindow window({.limit = 5, .window = 1s});
   SlidingWindow::State state;
   send(window, state, at(100ms), 5);
-  EXPECT_EQ(window.fresh_at(state), at(2s));
+  EXPECT_EQ(window.fresh_at(state, at(100ms)), at(2s));
   EXPECT_EQ(window.status(state, at(1999ms)).reset, 1ms);
   EXPECT_EQ(admit_all(window, state, at(2s)), 5);
 }

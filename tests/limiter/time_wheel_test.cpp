@@ -35,7 +35,7 @@ TEST(TimeWheel, ClearsEverythingAfterAFullTurn) {
   request(wheel, state, at(1s), 2);
   request(wheel, state, at(2s), 2);
   EXPECT_EQ(state.total, 6U);
-  EXPECT_EQ(wheel.fresh_at(state), at(5s));
+  EXPECT_EQ(wheel.fresh_at(state, at(2s)), at(5s));
   EXPECT_TRUE(request(wheel, state, at(100s), 1).admitted);
   EXPECT_EQ(state.total, 1U);
   for (std::uint32_t slot = 0; slot < 3; ++slot) {

@@ -73,7 +73,7 @@ TEST(TokenBucket, StatusGivesWholeTokensAndTimeToFull) {
   Status status = bucket.status(state, at(50ms));
   EXPECT_EQ(status.remaining, 1U);  // 1.5 tokens
   EXPECT_EQ(status.reset, 350ms);
-  EXPECT_EQ(bucket.fresh_at(state), at(400ms));
+  EXPECT_EQ(bucket.fresh_at(state, at(0s)), at(400ms));
   status = bucket.status(state, at(1s));
   EXPECT_EQ(status.remaining, 5U);
   EXPECT_EQ(status.reset, 0ns);

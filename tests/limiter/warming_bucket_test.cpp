@@ -71,7 +71,7 @@ TEST(WarmingBucket, CoolsDownToColdWhenIdle) {
   }
   EXPECT_NEAR(state.stored, 0.0, 1e-9);
   // Idle refills maxPermits over the warmup period: 4 s back to fully cold.
-  const TimePoint cold = bucket.fresh_at(state);
+  const TimePoint cold = bucket.fresh_at(state, at(0s));
   EXPECT_EQ(cold, state.next_free + 4s);
   EXPECT_TRUE(request(bucket, state, cold).admitted);
   EXPECT_EQ(state.next_free, cold + 1375ms);
