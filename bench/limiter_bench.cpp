@@ -25,20 +25,24 @@ using namespace std::chrono_literals;
 
 const TimePoint kStart = TimePoint(std::chrono::seconds(1'700'000'000));
 
+struct Subject {
+  const char* name;
+  LimiterOptions options;
+};
+
 /// Generous parameters: the forward path, where nearly every decision admits and commits.
-LimiterOptions options_for(AlgorithmKind algorithm) {
-  const Rate rate{.permits = 1000, .period = 1s};
-  switch (algorithm) {
-    case AlgorithmKind::token_bucket:
-      return {.algorithm = algorithm, .rate = rate, .burst = 1000};
-    case AlgorithmKind::leaky_bucket:
-      return {.algorithm = algorithm, .rate = rate, .burst = 1000};
-    case AlgorithmKind::concurrency:
-      return {.algorithm = algorithm, .limit = 1'000'000};
-    default:
-      return {.algorithm = algorithm, .limit = 100'000, .window = 1min};
-  }
-}
+const std::array<Subject, 7> kSubjects{{
+    {"token_bucket", {.algorithm = AlgorithmKind::token_bucket,
+                      .rate = {.permits = 1000, .period = 1s}, .burst = 1000}},
+    {"leaky_bucket", {.algorithm = AlgorithmKind::leaky_bucket,
+                      .rate = {.permits = 1000, .period = 1s}, .burst = 1000}},
+    {"fixed_window", {.algorithm = AlgorithmKind::fixed_window, .limit = 60'000, .window = 1min}},
+    {"sliding_window",
+     {.algorithm = AlgorithmKind::sliding_window, .limit = 60'000, .window = 1min}},
+    {"sliding_log", {.algorithm = AlgorithmKind::sliding_log, .limit = 60'000, .window = 1min}},
+    {"wheel", {.algorithm = AlgorithmKind::wheel, .limit = 60'000, .window = 1min}},
+    {"concurrency", {.algorithm = AlgorithmKind::concurrency, .limit = 1'000'000}},
+}};
 
 /// Client n's address, 10.0.0.0 + n, in network byte order as a socket gives it.
 using Address = std::array<char, 4>;
@@ -64,12 +68,12 @@ std::vector<Address> keys_of_thread(std::size_t keys, int thread, int threads) {
 
 std::unique_ptr<Limiter> g_limiter;  // shared by the benchmark's threads; built by thread 0
 
-void BM_Decide(benchmark::State& state, AlgorithmKind algorithm) {
+void BM_Decide(benchmark::State& state, const LimiterOptions& options) {
   const auto keys = static_cast<std::size_t>(state.range(0));
   const std::vector<Address> mine =
       keys_of_thread(keys, state.thread_index(), state.threads());
   if (state.thread_index() == 0) {
-    g_limiter = make_limiter(options_for(algorithm));
+    g_limiter = make_limiter(options);
     for (std::size_t n = 0; n < keys; ++n) {  // every key known before timing starts
       g_limiter->decide(hash_address(ip_key(n)), kStart, 1);
     }
@@ -79,7 +83,7 @@ void BM_Decide(benchmark::State& state, AlgorithmKind algorithm) {
   for (auto _ : state) {  // threads start together, after thread 0's setup
     const Outcome outcome = g_limiter->decide(hash_address(mine[next]), now, 1);
     benchmark::DoNotOptimize(outcome);
-    if (algorithm == AlgorithmKind::concurrency) {
+    if (options.algorithm == AlgorithmKind::concurrency) {
       g_limiter->release(hash_address(mine[next]), 1);
     }
     if (++next == mine.size()) {
@@ -99,7 +103,7 @@ std::size_t heap_in_use() {
   return info.uordblks + info.hblkhd;
 }
 
-void BM_MemoryPerKey(benchmark::State& state, AlgorithmKind algorithm) {
+void BM_MemoryPerKey(benchmark::State& state, const LimiterOptions& options) {
   constexpr std::size_t kKeys = 1'000'000;
   std::vector<KeyHash> hashes(kKeys);
   for (std::size_t n = 0; n < kKeys; ++n) {
@@ -109,7 +113,7 @@ void BM_MemoryPerKey(benchmark::State& state, AlgorithmKind algorithm) {
   double table_bytes_per_key = 0;
   for (auto _ : state) {
     const std::size_t before = heap_in_use();
-    auto limiter = make_limiter(options_for(algorithm));
+    auto limiter = make_limiter(options);
     for (const KeyHash hash : hashes) {
       limiter->decide(hash, kStart, 1);
     }
@@ -122,8 +126,8 @@ void BM_MemoryPerKey(benchmark::State& state, AlgorithmKind algorithm) {
 }
 
 void BM_DecideTwoLimiters(benchmark::State& state) {
-  const auto per_ip = make_limiter(options_for(AlgorithmKind::sliding_window));
-  const auto per_key = make_limiter(options_for(AlgorithmKind::token_bucket));
+  const auto per_ip = make_limiter(kSubjects[3].options);   // sliding_window
+  const auto per_key = make_limiter(kSubjects[0].options);  // token_bucket
   const std::vector<Address> keys = keys_of_thread(10'000, 0, 1);
   TimePoint now = kStart;
   std::size_t next = 0;
@@ -139,15 +143,10 @@ void BM_DecideTwoLimiters(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations());
 }
 
-constexpr std::array<AlgorithmKind, 7> kAlgorithms{
-    AlgorithmKind::token_bucket,  AlgorithmKind::leaky_bucket, AlgorithmKind::fixed_window,
-    AlgorithmKind::sliding_window, AlgorithmKind::sliding_log, AlgorithmKind::wheel,
-    AlgorithmKind::concurrency};
-
 int register_benchmarks() {
-  for (const AlgorithmKind algorithm : kAlgorithms) {
-    const std::string name(name_of(algorithm));
-    benchmark::RegisterBenchmark(("BM_Decide/" + name).c_str(), BM_Decide, algorithm)
+  for (const Subject& subject : kSubjects) {
+    const std::string name(subject.name);
+    benchmark::RegisterBenchmark(("BM_Decide/" + name).c_str(), BM_Decide, subject.options)
         ->Arg(1)
         ->Arg(10'000)
         ->Arg(1'000'000)
@@ -155,9 +154,9 @@ int register_benchmarks() {
         ->Threads(2)
         ->UseRealTime();
   }
-  for (const AlgorithmKind algorithm : kAlgorithms) {
-    benchmark::RegisterBenchmark(("BM_MemoryPerKey/" + std::string(name_of(algorithm))).c_str(),
-                                 BM_MemoryPerKey, algorithm)
+  for (const Subject& subject : kSubjects) {
+    benchmark::RegisterBenchmark(("BM_MemoryPerKey/" + std::string(subject.name)).c_str(),
+                                 BM_MemoryPerKey, subject.options)
         ->Iterations(1)
         ->Unit(benchmark::kMillisecond);
   }

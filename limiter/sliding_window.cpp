@@ -46,10 +46,19 @@ TimePoint SlidingWindow::admission_time(const State& state, TimePoint now,
     return kNever;
   }
   const std::int64_t length = options_.window.count();
-  const std::optional<std::int64_t> counted = counted_window(state, now);
+  // The current window does not depend on the key's state, so it is computed while that state
+  // is still on its way from memory.
+  const std::int64_t current = windows_.index(now);
+  const bool fresh = state.previous == 0 && state.current == 0;
+  const std::optional<std::int64_t> counted =
+      fresh ? std::nullopt : std::optional(unwrap_period(state.window, current));
   // Arrival order: never admit before a window that already holds reservations.
-  const TimePoint from = counted ? std::max(now, windows_.start(*counted)) : now;
-  std::int64_t window = windows_.index(from);
+  TimePoint from = now;
+  std::int64_t window = current;
+  if (counted && *counted > current) {
+    window = *counted;
+    from = windows_.start(window);
+  }
   // Two windows later every count has aged out, and cost <= limit fits.
   for (int step = 0; step < 3; ++step, ++window) {
     const Counts counts = counted ? counts_in(state, *counted, window) : Counts{};
@@ -81,7 +90,9 @@ Verdict SlidingWindow::evaluate(const State& state, TimePoint now, Permits cost,
 
 void SlidingWindow::commit(State& state, TimePoint now, Permits cost,
                            Duration hold) const noexcept {
-  const std::int64_t window = windows_.index(now + hold);
+  // Most requests are not held: their window is now's, known before the state arrives.
+  const std::int64_t window =
+      hold == Duration::zero() ? windows_.index(now) : windows_.index(now + hold);
   const bool fresh = state.previous == 0 && state.current == 0;
   const Counts counts =
       fresh ? Counts{} : counts_in(state, unwrap_period(state.window, window), window);
