@@ -85,12 +85,10 @@ class KeyedLimiter final : public Limiter {
       Shard& shard = shard_for(key);
       const std::lock_guard guard(shard.lock);
       const std::size_t index = shard.table.find(key);
+      // A key released to nothing is fresh; it is left for the sweep to reclaim rather than
+      // dropped now, so that a busy key is not erased and re-inserted around every request.
       if (index != Table::kNotFound) {
         algorithm_.release(shard.table.slot(index).state, cost);
-        // Time plays no part in whether a released key is fresh: any `now` will do.
-        if (algorithm_.fresh_at(shard.table.slot(index).state, kAlways) == kAlways) {
-          drop(shard, index);
-        }
       }
     }
   }
