@@ -1,7 +1,6 @@
 #include "limiter/sliding_window.hpp"
 
 #include <algorithm>
-#include <limits>
 
 #include "limiter/draining_level.hpp"
 #include "limiter/validate.hpp"
@@ -22,11 +21,11 @@ SlidingWindow::SlidingWindow(WindowOptions options)
 }
 
 std::optional<std::int64_t> SlidingWindow::counted_window(const State& state,
-                                                          TimePoint now) const noexcept {
+                                                          std::int64_t current) noexcept {
   if (state.previous == 0 && state.current == 0) {
     return std::nullopt;
   }
-  return unwrap_period(state.window, windows_.index(now));
+  return unwrap_period(state.window, current);
 }
 
 SlidingWindow::Counts SlidingWindow::counts_in(const State& state, std::int64_t counted,
@@ -49,9 +48,7 @@ TimePoint SlidingWindow::admission_time(const State& state, TimePoint now,
   // The current window does not depend on the key's state, so it is computed while that state
   // is still on its way from memory.
   const std::int64_t current = windows_.index(now);
-  const bool fresh = state.previous == 0 && state.current == 0;
-  const std::optional<std::int64_t> counted =
-      fresh ? std::nullopt : std::optional(unwrap_period(state.window, current));
+  const std::optional<std::int64_t> counted = counted_window(state, current);
   // Arrival order: never admit before a window that already holds reservations.
   TimePoint from = now;
   std::int64_t window = current;
@@ -93,9 +90,8 @@ void SlidingWindow::commit(State& state, TimePoint now, Permits cost,
   // Most requests are not held: their window is now's, known before the state arrives.
   const std::int64_t window =
       hold == Duration::zero() ? windows_.index(now) : windows_.index(now + hold);
-  const bool fresh = state.previous == 0 && state.current == 0;
-  const Counts counts =
-      fresh ? Counts{} : counts_in(state, unwrap_period(state.window, window), window);
+  const std::optional<std::int64_t> counted = counted_window(state, window);
+  const Counts counts = counted ? counts_in(state, *counted, window) : Counts{};
   state = {.window = static_cast<std::uint32_t>(window),
            .previous = counts.previous,
            .current = counts.current + cost};
@@ -103,10 +99,11 @@ void SlidingWindow::commit(State& state, TimePoint now, Permits cost,
 
 Status SlidingWindow::status(const State& state, TimePoint now) const noexcept {
   const std::int64_t window = windows_.index(now);
-  if (state.previous == 0 && state.current == 0) {
+  const std::optional<std::int64_t> found = counted_window(state, window);
+  if (!found) {
     return {.remaining = options_.limit, .reset = Duration::zero()};
   }
-  const std::int64_t counted = unwrap_period(state.window, window);
+  const std::int64_t counted = *found;
   const TimePoint reset_at = windows_.start(counted + (state.current != 0 ? 2 : 1));
   const Duration reset = reset_at > now ? reset_at - now : Duration::zero();
   if (counted > window) {
@@ -123,7 +120,7 @@ Status SlidingWindow::status(const State& state, TimePoint now) const noexcept {
 }
 
 TimePoint SlidingWindow::fresh_at(const State& state, TimePoint now) const noexcept {
-  const std::optional<std::int64_t> counted = counted_window(state, now);
+  const std::optional<std::int64_t> counted = counted_window(state, windows_.index(now));
   if (!counted) {
     return kAlways;
   }

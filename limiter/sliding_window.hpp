@@ -39,8 +39,9 @@ class SlidingWindow {
   };
   /// The counts as they stand in `window`, for a state whose window unwraps to `counted`.
   static Counts counts_in(const State& state, std::int64_t counted, std::int64_t window) noexcept;
-  /// The window of `state.current`, unwrapped near `now`'s; nullopt for a fresh state.
-  std::optional<std::int64_t> counted_window(const State& state, TimePoint now) const noexcept;
+  /// The window of `state.current`, unwrapped near `current`; nullopt for a fresh state.
+  static std::optional<std::int64_t> counted_window(const State& state,
+                                                    std::int64_t current) noexcept;
   TimePoint admission_time(const State& state, TimePoint now, Permits cost) const noexcept;
 
   WindowOptions options_;
