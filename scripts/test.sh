@@ -1,21 +1,47 @@
 #!/usr/bin/env bash
 # Installs what sluice needs, then builds and runs the whole suite: a Release build (benchmarks
 # included, so they keep compiling), an AddressSanitizer + UndefinedBehaviorSanitizer build, and
-# the limiter's thread tests under ThreadSanitizer.
+# the limiter's thread tests under ThreadSanitizer. Ends with one line that counts every test run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 bash scripts/install-deps.sh
 bash scripts/check_layering.sh
 
+passed=0
+failed=0
+# Runs ctest with the given arguments and adds its counts to the totals.
+run_ctest() {
+  local log
+  log=$(mktemp)
+  local status=0
+  ctest "$@" 2>&1 | tee "$log" || status=$?
+  local summary
+  summary=$(grep -E '[0-9]+% tests passed, [0-9]+ tests? failed out of [0-9]+' "$log" || true)
+  rm -f "$log"
+  if [ -n "$summary" ]; then
+    local total failures
+    failures=$(sed -E 's/.* ([0-9]+) tests? failed out of ([0-9]+).*/\1/' <<<"$summary")
+    total=$(sed -E 's/.* failed out of ([0-9]+).*/\1/' <<<"$summary")
+    passed=$((passed + total - failures))
+    failed=$((failed + failures))
+  fi
+  return "$status"
+}
+
+status=0
 for preset in release asan; do
   echo "== $preset"
   cmake --preset "$preset" >/dev/null
   cmake --build --preset "$preset"
-  ctest --preset "$preset"
+  run_ctest --preset "$preset" || status=1
 done
 
 echo "== tsan (threads on shared keys)"
 cmake --preset tsan >/dev/null
 cmake --build --preset tsan --target limiter_tests
-ctest --preset tsan --tests-regex 'ConcurrentDecisions\.'
+run_ctest --preset tsan --tests-regex 'ConcurrentDecisions\.' || status=1
+
+echo
+echo "suite: $passed passed, $failed failed"
+exit "$status"
