@@ -4,6 +4,7 @@
 
 #include "limiter/rate.hpp"
 #include "limiter/time.hpp"
+#include "limiter/verdict.hpp"
 
 namespace sluice::limiter {
 
@@ -22,7 +23,14 @@ struct DrainingLevel {
   void add(TimePoint now, double permits, const RateFactors& rate) noexcept {
     empty_at = saturating_add(std::max(empty_at, now), rate.time_for(permits));
   }
+
+  /// Headers' view of a bucket of `capacity` permits at this level: whole permits of room left,
+  /// and the time until it is empty again.
+  Status status(TimePoint now, double capacity, const RateFactors& rate) const noexcept;
 };
+
+/// The largest whole cost that fits in `capacity` permits.
+Permits largest_cost(double capacity) noexcept;
 
 /// Tolerance when comparing permit counts computed in floating point: 0.1 + 0.1 + ... may fall a
 /// hair short of the whole permit that the arithmetic on paper produces. Far below one request.

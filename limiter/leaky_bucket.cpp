@@ -1,6 +1,5 @@
 #include "limiter/leaky_bucket.hpp"
 
-#include <cmath>
 #include <limits>
 
 #include "limiter/validate.hpp"
@@ -39,16 +38,9 @@ void LeakyBucket::commit(State& state, TimePoint now, Permits cost,
 }
 
 Status LeakyBucket::status(const State& state, TimePoint now) const noexcept {
-  const double level = state.at(now, rate_);
-  const double room = capacity_ - level;
-  return {.remaining = room > 0 ? static_cast<std::uint64_t>(room + kPermitTolerance) : 0,
-          .reset = rate_.time_for(level)};
+  return state.status(now, capacity_, rate_);
 }
 
-Permits LeakyBucket::max_cost() const noexcept {
-  const double whole = std::floor(capacity_ + kPermitTolerance);
-  return whole >= std::numeric_limits<Permits>::max() ? std::numeric_limits<Permits>::max()
-                                                       : static_cast<Permits>(whole);
-}
+Permits LeakyBucket::max_cost() const noexcept { return largest_cost(capacity_); }
 
 }  // namespace sluice::limiter

@@ -1,6 +1,5 @@
 #include "limiter/token_bucket.hpp"
 
-#include <cmath>
 #include <limits>
 
 #include "limiter/validate.hpp"
@@ -33,16 +32,9 @@ void TokenBucket::commit(State& state, TimePoint now, Permits cost,
 }
 
 Status TokenBucket::status(const State& state, TimePoint now) const noexcept {
-  const double drawn = state.at(now, rate_);
-  const double tokens = options_.burst - drawn;
-  return {.remaining = tokens > 0 ? static_cast<std::uint64_t>(tokens + kPermitTolerance) : 0,
-          .reset = rate_.time_for(drawn)};
+  return state.status(now, options_.burst, rate_);
 }
 
-Permits TokenBucket::max_cost() const noexcept {
-  const double whole = std::floor(options_.burst + kPermitTolerance);
-  return whole >= std::numeric_limits<Permits>::max() ? std::numeric_limits<Permits>::max()
-                                                       : static_cast<Permits>(whole);
-}
+Permits TokenBucket::max_cost() const noexcept { return largest_cost(options_.burst); }
 
 }  // namespace sluice::limiter

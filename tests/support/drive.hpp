@@ -30,6 +30,18 @@ int admit_all(const A& algorithm, typename A::State& state, limiter::TimePoint n
   return admitted;
 }
 
+/// Fills a fresh key at `at`, then asks again at `earlier` (a clock stepped back) and an hour
+/// after `at`: nothing passes while time is behind, and `capacity` requests pass again once it
+/// has moved on.
+template <limiter::Algorithm A>
+void expect_clock_step_back_is_safe(const A& algorithm, limiter::TimePoint at,
+                                    limiter::TimePoint earlier, int capacity) {
+  auto state = algorithm.fresh_state(at);
+  EXPECT_EQ(admit_all(algorithm, state, at), capacity);
+  EXPECT_EQ(admit_all(algorithm, state, earlier), 0) << "after stepping back";
+  EXPECT_EQ(admit_all(algorithm, state, at + std::chrono::hours(1)), capacity) << "an hour on";
+}
+
 inline constexpr limiter::Policy delay(limiter::Duration max_delay) {
   return {.mode = limiter::Mode::delay, .max_delay = max_delay};
 }
