@@ -55,6 +55,8 @@ class KeyedLimiter final : public Limiter {
 
   Status commit(Ticket& ticket) noexcept override { return finish(ticket, true); }
 
+  Status abandon(Ticket& ticket) noexcept override { return finish(ticket, false); }
+
   /// evaluate() and commit() under one lock, without a ticket: the single-limiter fast path.
   Outcome decide(KeyHash key, TimePoint now, Permits cost) noexcept override {
     Shard& shard = shard_for(key);
@@ -68,7 +70,6 @@ class KeyedLimiter final : public Limiter {
     settle(shard, *slot, now, cost, outcome.verdict, true, outcome.status);
     return outcome;
   }
-  Status abandon(Ticket& ticket) noexcept override { return finish(ticket, false); }
 
   Status peek(KeyHash key, TimePoint now) noexcept override {
     Shard& shard = shard_for(key);
