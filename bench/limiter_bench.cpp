@@ -32,10 +32,14 @@ struct Subject {
 
 /// Generous parameters: the forward path, where nearly every decision admits and commits.
 const std::array<Subject, 7> kSubjects{{
-    {"token_bucket", {.algorithm = AlgorithmKind::token_bucket,
-                      .rate = {.permits = 1000, .period = 1s}, .burst = 1000}},
-    {"leaky_bucket", {.algorithm = AlgorithmKind::leaky_bucket,
-                      .rate = {.permits = 1000, .period = 1s}, .burst = 1000}},
+    {"token_bucket",
+     {.algorithm = AlgorithmKind::token_bucket,
+      .rate = {.permits = 1000, .period = 1s},
+      .burst = 1000}},
+    {"leaky_bucket",
+     {.algorithm = AlgorithmKind::leaky_bucket,
+      .rate = {.permits = 1000, .period = 1s},
+      .burst = 1000}},
     {"fixed_window", {.algorithm = AlgorithmKind::fixed_window, .limit = 60'000, .window = 1min}},
     {"sliding_window",
      {.algorithm = AlgorithmKind::sliding_window, .limit = 60'000, .window = 1min}},
@@ -61,7 +65,8 @@ std::vector<Address> keys_of_thread(std::size_t keys, int thread, int threads) {
   const std::size_t count = std::max<std::size_t>(keys / static_cast<std::size_t>(threads), 1);
   mine.reserve(count);
   for (std::size_t j = 0; j < count; ++j) {
-    mine.push_back(ip_key(static_cast<std::size_t>(thread) + j * static_cast<std::size_t>(threads)));
+    mine.push_back(
+        ip_key(static_cast<std::size_t>(thread) + j * static_cast<std::size_t>(threads)));
   }
   return mine;
 }
@@ -70,8 +75,7 @@ std::unique_ptr<Limiter> g_limiter;  // shared by the benchmark's threads; built
 
 void BM_Decide(benchmark::State& state, const LimiterOptions& options) {
   const auto keys = static_cast<std::size_t>(state.range(0));
-  const std::vector<Address> mine =
-      keys_of_thread(keys, state.thread_index(), state.threads());
+  const std::vector<Address> mine = keys_of_thread(keys, state.thread_index(), state.threads());
   if (state.thread_index() == 0) {
     g_limiter = make_limiter(options);
     for (std::size_t n = 0; n < keys; ++n) {  // every key known before timing starts

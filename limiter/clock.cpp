@@ -5,15 +5,15 @@
 namespace sluice::limiter {
 
 SystemClock::SystemClock() noexcept
-    : steady_to_epoch_(
-          std::chrono::duration_cast<Duration>(std::chrono::system_clock::now().time_since_epoch()) -
-          std::chrono::duration_cast<Duration>(
-              std::chrono::steady_clock::now().time_since_epoch())) {}
+    : steady_to_epoch_(std::chrono::duration_cast<Duration>(
+                           std::chrono::system_clock::now().time_since_epoch()) -
+                       std::chrono::duration_cast<Duration>(
+                           std::chrono::steady_clock::now().time_since_epoch())) {}
 
 TimePoint SystemClock::now() const noexcept {
-  return TimePoint(std::chrono::duration_cast<Duration>(
-                       std::chrono::steady_clock::now().time_since_epoch()) +
-                   steady_to_epoch_);
+  return TimePoint(
+      std::chrono::duration_cast<Duration>(std::chrono::steady_clock::now().time_since_epoch()) +
+      steady_to_epoch_);
 }
 
 Duration ceil_nanoseconds(double nanoseconds) noexcept {

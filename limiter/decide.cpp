@@ -39,7 +39,8 @@ Decision decide(std::span<const Charge> charges, TimePoint now,
   for (std::size_t n = charges.size(); n-- > 0;) {
     const std::uint8_t i = order[n];
     Limiter& limiter = *charges[i].limiter;
-    outcomes[i].status = decision.admitted ? limiter.commit(tickets[i]) : limiter.abandon(tickets[i]);
+    outcomes[i].status =
+        decision.admitted ? limiter.commit(tickets[i]) : limiter.abandon(tickets[i]);
   }
   if (decision.admitted) {
     decision.retry_after = {};

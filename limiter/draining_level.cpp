@@ -16,7 +16,7 @@ Status DrainingLevel::status(TimePoint now, double capacity,
 Permits largest_cost(double capacity) noexcept {
   const double whole = std::floor(capacity + kPermitTolerance);
   return whole >= std::numeric_limits<Permits>::max() ? std::numeric_limits<Permits>::max()
-                                                       : static_cast<Permits>(whole);
+                                                      : static_cast<Permits>(whole);
 }
 
 }  // namespace sluice::limiter

@@ -27,14 +27,15 @@ std::optional<AlgorithmKind> algorithm_named(std::string_view name) noexcept;
 /// Every parameter of SPEC §2's limiter table; each algorithm reads the ones it needs.
 struct LimiterOptions {
   AlgorithmKind algorithm = AlgorithmKind::token_bucket;
-  std::uint64_t limit = 0;       ///< Windows and concurrency.
-  Duration window{};             ///< Windows.
-  std::uint64_t slots = 10;      ///< wheel.
-  Rate rate{};                   ///< token_bucket, leaky_bucket.
-  std::optional<double> burst = std::nullopt;  ///< token_bucket: one second of rate, at least 1; leaky: 0.
-  Duration warmup{};             ///< token_bucket: > 0 selects Guava's SmoothWarmingUp.
-  double cold_factor = 3;        ///< token_bucket with warmup.
-  Policy policy{};               ///< mode and max_delay.
+  std::uint64_t limit = 0;   ///< Windows and concurrency.
+  Duration window{};         ///< Windows.
+  std::uint64_t slots = 10;  ///< wheel.
+  Rate rate{};               ///< token_bucket, leaky_bucket.
+  std::optional<double> burst =
+      std::nullopt;        ///< token_bucket: one second of rate, at least 1; leaky: 0.
+  Duration warmup{};       ///< token_bucket: > 0 selects Guava's SmoothWarmingUp.
+  double cold_factor = 3;  ///< token_bucket with warmup.
+  Policy policy{};         ///< mode and max_delay.
   std::uint64_t max_keys = 1'000'000;
 };
 

@@ -49,10 +49,10 @@ std::unique_ptr<Limiter> keyed(A algorithm, const LimiterOptions& options) {
 
 std::unique_ptr<Limiter> make_token_bucket(const LimiterOptions& options) {
   if (options.warmup > Duration::zero()) {
-    return keyed(WarmingBucket({.rate = options.rate,
-                                .warmup = options.warmup,
-                                .cold_factor = options.cold_factor}),
-                 options);
+    return keyed(
+        WarmingBucket(
+            {.rate = options.rate, .warmup = options.warmup, .cold_factor = options.cold_factor}),
+        options);
   }
   require_not_negative("warmup", options.warmup);
   const double burst = options.burst.value_or(std::max(1.0, options.rate.per_second()));

@@ -25,9 +25,9 @@ class Periods {
       return period_index(t, Duration(length_));
     }
     auto estimate = static_cast<std::int64_t>(approximate);
-    const auto remainder = static_cast<std::int64_t>(
-        static_cast<std::uint64_t>(ns) -
-        static_cast<std::uint64_t>(estimate) * static_cast<std::uint64_t>(length_));
+    const auto remainder = static_cast<std::int64_t>(static_cast<std::uint64_t>(ns) -
+                                                     static_cast<std::uint64_t>(estimate) *
+                                                         static_cast<std::uint64_t>(length_));
     if (remainder < 0 || remainder >= length_) {
       estimate += period_index(TimePoint(Duration(remainder)), Duration(length_));
     }

@@ -9,12 +9,8 @@ struct Rate {
   double permits = 0;
   Duration period = std::chrono::seconds(1);
 
-  double per_second() const noexcept {
-    return permits * 1e9 / static_cast<double>(period.count());
-  }
-  double per_nanosecond() const noexcept {
-    return permits / static_cast<double>(period.count());
-  }
+  double per_second() const noexcept { return permits * 1e9 / static_cast<double>(period.count()); }
+  double per_nanosecond() const noexcept { return permits / static_cast<double>(period.count()); }
 };
 
 /// A rate as the two factors the hot path multiplies by (no division per decision).

@@ -1,8 +1,8 @@
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <algorithm>
 #include <cstring>
 #include <memory>
 #include <utility>
@@ -91,8 +91,8 @@ class ShardTable {
     for (std::size_t probe = next(hole); occupied(probe); probe = next(probe)) {
       const std::size_t wanted = home(slot(probe).key.get());
       // The slot at `probe` may fill the hole unless its home lies cyclically in (hole, probe].
-      const bool stays = hole <= probe ? (hole < wanted && wanted <= probe)
-                                       : (hole < wanted || wanted <= probe);
+      const bool stays =
+          hole <= probe ? (hole < wanted && wanted <= probe) : (hole < wanted || wanted <= probe);
       if (!stays) {
         slot(hole) = std::move(slot(probe));
         hole = probe;

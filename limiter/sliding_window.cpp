@@ -65,8 +65,8 @@ TimePoint SlidingWindow::admission_time(const State& state, TimePoint now,
       continue;
     }
     // previous·(W − e) + (current + cost)·W <= limit·W  ⇔  e >= W·excess / previous.
-    const std::int64_t excess = std::int64_t{counts.previous} + counts.current + cost -
-                                std::int64_t{options_.limit};
+    const std::int64_t excess =
+        std::int64_t{counts.previous} + counts.current + cost - std::int64_t{options_.limit};
     std::int64_t needed = 0;
     if (excess > 0) {  // W·excess may pass 2^63: 128-bit, on this rarer path only
       needed = static_cast<std::int64_t>((Int128{excess} * length + counts.previous - 1) /

@@ -7,8 +7,7 @@
 
 namespace sluice::limiter {
 
-TimeWheel::TimeWheel(WheelOptions options)
-    : options_(options), buckets_(Duration(1)) {
+TimeWheel::TimeWheel(WheelOptions options) : options_(options), buckets_(Duration(1)) {
   require_at_least("limit", options.limit, 1);
   require_positive("window", options.window);
   require_at_least("slots", options.slots, 1);

@@ -22,8 +22,8 @@ class TimeWheel {
  public:
   struct State {
     std::int64_t head = std::numeric_limits<std::int64_t>::min();  ///< Newest bucket.
-    std::uint64_t total = 0;                 ///< Sum of the buckets in (head − slots, head].
-    std::unique_ptr<Permits[]> buckets;      ///< Ring indexed by bucket mod slots.
+    std::uint64_t total = 0;             ///< Sum of the buckets in (head − slots, head].
+    std::unique_ptr<Permits[]> buckets;  ///< Ring indexed by bucket mod slots.
   };
 
   explicit TimeWheel(WheelOptions options);

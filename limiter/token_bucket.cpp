@@ -6,8 +6,7 @@
 
 namespace sluice::limiter {
 
-TokenBucket::TokenBucket(TokenBucketOptions options)
-    : options_(options), rate_(options.rate) {
+TokenBucket::TokenBucket(TokenBucketOptions options) : options_(options), rate_(options.rate) {
   require_number_at_least("rate", options.rate.permits, std::numeric_limits<double>::min());
   require_positive("rate period", options.rate.period);
   require_number_at_least("burst", options.burst, 1.0);

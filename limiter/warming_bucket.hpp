@@ -27,7 +27,9 @@ class WarmingBucket {
 
   explicit WarmingBucket(WarmingBucketOptions options);
 
-  State fresh_state(TimePoint now) const noexcept { return {.stored = max_permits_, .next_free = now}; }
+  State fresh_state(TimePoint now) const noexcept {
+    return {.stored = max_permits_, .next_free = now};
+  }
   Verdict evaluate(const State& state, TimePoint now, Permits cost,
                    const Policy& policy) const noexcept;
   void commit(State& state, TimePoint now, Permits cost, Duration hold) const noexcept;

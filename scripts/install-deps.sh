@@ -4,7 +4,7 @@
 set -euo pipefail
 
 packages=(
-  build-essential cmake ninja-build ccache pkg-config git
+  build-essential cmake ninja-build ccache pkg-config git clang-format-16
   libboost1.81-dev libyaml-cpp-dev libspdlog-dev libhiredis-dev
   googletest libgtest-dev libgmock-dev libbenchmark-dev
 )

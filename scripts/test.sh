@@ -7,6 +7,7 @@ cd "$(dirname "$0")/.."
 
 bash scripts/install-deps.sh
 bash scripts/check_layering.sh
+bash scripts/format.sh --check
 
 passed=0
 failed=0

@@ -73,10 +73,10 @@ TEST(Allocation, AKnownKeysDecisionsNeverAllocate) {
 }
 
 TEST(Allocation, AllOrNothingDecisionsNeverAllocate) {
-  const auto a = make_limiter({.algorithm = AlgorithmKind::sliding_window, .limit = 50,
-                               .window = 1s});
-  const auto b = make_limiter({.algorithm = AlgorithmKind::token_bucket,
-                               .rate = {.permits = 20, .period = 1s}});
+  const auto a =
+      make_limiter({.algorithm = AlgorithmKind::sliding_window, .limit = 50, .window = 1s});
+  const auto b = make_limiter(
+      {.algorithm = AlgorithmKind::token_bucket, .rate = {.permits = 20, .period = 1s}});
   const KeyHash key = hash_key("k");
   const std::array<Charge, 2> charges{Charge{a.get(), key, 1}, Charge{b.get(), key, 1}};
   std::array<Outcome, 2> outcomes{};

@@ -32,17 +32,24 @@ struct Case {
 std::vector<Case> cases() {
   const Rate rate{.permits = 100, .period = 1s};
   return {
-      {"fixed_window", {.algorithm = AlgorithmKind::fixed_window, .limit = 1000, .window = 1h}, 1000},
+      {"fixed_window",
+       {.algorithm = AlgorithmKind::fixed_window, .limit = 1000, .window = 1h},
+       1000},
       {"sliding_window",
-       {.algorithm = AlgorithmKind::sliding_window, .limit = 1000, .window = 1h}, 1000},
+       {.algorithm = AlgorithmKind::sliding_window, .limit = 1000, .window = 1h},
+       1000},
       {"sliding_log", {.algorithm = AlgorithmKind::sliding_log, .limit = 1000, .window = 1h}, 1000},
       {"wheel",
-       {.algorithm = AlgorithmKind::wheel, .limit = 1000, .window = 1h, .slots = 60}, 1000},
-      {"token_bucket", {.algorithm = AlgorithmKind::token_bucket, .rate = rate, .burst = 1000},
+       {.algorithm = AlgorithmKind::wheel, .limit = 1000, .window = 1h, .slots = 60},
+       1000},
+      {"token_bucket",
+       {.algorithm = AlgorithmKind::token_bucket, .rate = rate, .burst = 1000},
        1000},
       {"token_bucket warmup",
-       {.algorithm = AlgorithmKind::token_bucket, .rate = rate, .warmup = 10s}, 1},
-      {"leaky_bucket", {.algorithm = AlgorithmKind::leaky_bucket, .rate = rate, .burst = 999},
+       {.algorithm = AlgorithmKind::token_bucket, .rate = rate, .warmup = 10s},
+       1},
+      {"leaky_bucket",
+       {.algorithm = AlgorithmKind::leaky_bucket, .rate = rate, .burst = 999},
        1000},
       {"concurrency", {.algorithm = AlgorithmKind::concurrency, .limit = 1000}, 1000},
   };
@@ -82,10 +89,10 @@ TEST(ConcurrentDecisions, ThreadsOnOneKeyAdmitExactlyTheLimit) {
 TEST(ConcurrentDecisions, AllOrNothingHoldsAcrossThreadsAndLockOrders) {
   // Two limiters charged in opposite orders by different threads: no deadlock, and the
   // tighter one bounds both exactly.
-  const auto wide = make_limiter({.algorithm = AlgorithmKind::fixed_window, .limit = 5000,
-                                  .window = 1h});
-  const auto tight = make_limiter({.algorithm = AlgorithmKind::sliding_log, .limit = 700,
-                                   .window = 1h});
+  const auto wide =
+      make_limiter({.algorithm = AlgorithmKind::fixed_window, .limit = 5000, .window = 1h});
+  const auto tight =
+      make_limiter({.algorithm = AlgorithmKind::sliding_log, .limit = 700, .window = 1h});
   const KeyHash key = hash_key("hot-key");
   std::atomic<int> turn{0};
   const int admitted = hammer([&] {
@@ -100,8 +107,8 @@ TEST(ConcurrentDecisions, AllOrNothingHoldsAcrossThreadsAndLockOrders) {
 }
 
 TEST(ConcurrentDecisions, ManyKeysOnManyThreadsStayIndependent) {
-  const auto limiter = make_limiter({.algorithm = AlgorithmKind::token_bucket,
-                                     .rate = {.permits = 1, .period = 1h}, .burst = 3});
+  const auto limiter = make_limiter(
+      {.algorithm = AlgorithmKind::token_bucket, .rate = {.permits = 1, .period = 1h}, .burst = 3});
   std::atomic<int> next{0};
   const int admitted = hammer([&] {
     const int n = next.fetch_add(1, std::memory_order_relaxed) % 5000;

@@ -15,10 +15,11 @@ using namespace std::chrono_literals;
 using test::at;
 
 TEST(Decide, ARequestOneLimiterRefusesConsumesFromNone) {
-  const auto per_ip = make_limiter({.algorithm = AlgorithmKind::fixed_window, .limit = 5,
-                                    .window = 1min});
+  const auto per_ip =
+      make_limiter({.algorithm = AlgorithmKind::fixed_window, .limit = 5, .window = 1min});
   const auto api_key = make_limiter({.algorithm = AlgorithmKind::token_bucket,
-                                     .rate = {.permits = 1, .period = 1min}, .burst = 2});
+                                     .rate = {.permits = 1, .period = 1min},
+                                     .burst = 2});
   const KeyHash ip = hash_key("203.0.113.9");
   const KeyHash token = hash_key("secret-token");
   const std::array<Charge, 2> charges{Charge{per_ip.get(), ip, 1}, Charge{api_key.get(), token, 1}};
@@ -27,20 +28,21 @@ TEST(Decide, ARequestOneLimiterRefusesConsumesFromNone) {
   EXPECT_TRUE(decide(charges, at(0s), outcomes).admitted);
   const Decision refused = decide(charges, at(0s), outcomes);
   EXPECT_FALSE(refused.admitted);
-  EXPECT_EQ(refused.retry_after, 60s);  // api-key's next token
-  EXPECT_TRUE(outcomes[0].verdict.admitted);   // per-ip would have let it through...
+  EXPECT_EQ(refused.retry_after, 60s);          // api-key's next token
+  EXPECT_TRUE(outcomes[0].verdict.admitted);    // per-ip would have let it through...
   EXPECT_EQ(outcomes[0].status.remaining, 3U);  // ...and was not charged for it
-  EXPECT_FALSE(outcomes[1].verdict.admitted);  // api-key is the violated policy
+  EXPECT_FALSE(outcomes[1].verdict.admitted);   // api-key is the violated policy
   EXPECT_EQ(outcomes[1].status.remaining, 0U);
   EXPECT_EQ(per_ip->peek(ip, at(0s)).remaining, 3U);
 }
 
 TEST(Decide, HoldsForTheLongestDelay) {
   const auto shaped = make_limiter({.algorithm = AlgorithmKind::leaky_bucket,
-                                    .rate = {.permits = 10, .period = 1s}, .burst = 5,
+                                    .rate = {.permits = 10, .period = 1s},
+                                    .burst = 5,
                                     .policy = {.mode = Mode::delay, .max_delay = 1s}});
-  const auto counted = make_limiter({.algorithm = AlgorithmKind::fixed_window, .limit = 100,
-                                     .window = 1min});
+  const auto counted =
+      make_limiter({.algorithm = AlgorithmKind::fixed_window, .limit = 100, .window = 1min});
   const KeyHash key = hash_key("k");
   const std::array<Charge, 2> charges{Charge{counted.get(), key, 1}, Charge{shaped.get(), key, 1}};
   std::array<Outcome, 2> outcomes{};

@@ -1,11 +1,11 @@
 #include "limiter/fixed_window.hpp"
-#include "limiter/periods.hpp"
 
 #include <gtest/gtest.h>
 
 #include <limits>
 #include <random>
 
+#include "limiter/periods.hpp"
 #include "tests/support/drive.hpp"
 #include "tests/support/manual_clock.hpp"
 

@@ -37,23 +37,27 @@ TEST(MakeLimiter, RefusesInvalidParametersNamingThemAndTheirValues) {
             "rate must be at least 2.22507e-308, got 0");
   EXPECT_EQ(refusal({.algorithm = token_bucket, .rate = {.permits = 5, .period = 1s}, .burst = 0}),
             "burst must be at least 1, got 0");
-  EXPECT_EQ(refusal({.algorithm = token_bucket, .rate = {.permits = 5, .period = 1s},
-                     .warmup = 1s, .cold_factor = 0.5}),
+  EXPECT_EQ(refusal({.algorithm = token_bucket,
+                     .rate = {.permits = 5, .period = 1s},
+                     .warmup = 1s,
+                     .cold_factor = 0.5}),
             "cold_factor must be at least 1, got 0.5");
-  EXPECT_EQ(refusal({.algorithm = leaky_bucket, .rate = {.permits = 5, .period = 1s},
-                     .burst = -1}),
+  EXPECT_EQ(refusal({.algorithm = leaky_bucket, .rate = {.permits = 5, .period = 1s}, .burst = -1}),
             "burst must be at least 0, got -1");
   EXPECT_EQ(refusal({.algorithm = concurrency, .limit = 0}), "limit must be at least 1, got 0");
   EXPECT_EQ(refusal({.algorithm = concurrency, .limit = 1, .max_keys = 0}),
             "max_keys must be at least 1, got 0");
-  EXPECT_EQ(refusal({.algorithm = fixed_window, .limit = 1, .window = 1s,
+  EXPECT_EQ(refusal({.algorithm = fixed_window,
+                     .limit = 1,
+                     .window = 1s,
                      .policy = {.mode = Mode::delay, .max_delay = -1s}}),
             "max_delay must be zero or positive, got -1s");
 }
 
 TEST(MakeLimiter, RefusesACostThatCanNeverBeAdmitted) {
   const auto limiter = make_limiter({.algorithm = AlgorithmKind::leaky_bucket,
-                                     .rate = {.permits = 10, .period = 1s}, .burst = 4});
+                                     .rate = {.permits = 10, .period = 1s},
+                                     .burst = 4});
   EXPECT_NO_THROW(require_admissible(*limiter, 5));
   try {
     require_admissible(*limiter, 6);
@@ -65,17 +69,17 @@ TEST(MakeLimiter, RefusesACostThatCanNeverBeAdmitted) {
 }
 
 TEST(MakeLimiter, GivesTokenBucketsOneSecondOfRateAsDefaultBurst) {
-  const auto fast = make_limiter({.algorithm = AlgorithmKind::token_bucket,
-                                  .rate = {.permits = 20, .period = 1s}});
+  const auto fast = make_limiter(
+      {.algorithm = AlgorithmKind::token_bucket, .rate = {.permits = 20, .period = 1s}});
   EXPECT_EQ(fast->max_cost(), 20U);
-  const auto slow = make_limiter({.algorithm = AlgorithmKind::token_bucket,
-                                  .rate = {.permits = 30, .period = 1min}});
+  const auto slow = make_limiter(
+      {.algorithm = AlgorithmKind::token_bucket, .rate = {.permits = 30, .period = 1min}});
   EXPECT_EQ(slow->max_cost(), 1U);  // half a permit per second, but at least 1
 }
 
 TEST(MakeLimiter, NamesEveryAlgorithmBothWays) {
-  for (const char* name : {"fixed_window", "sliding_log", "sliding_window", "wheel",
-                           "token_bucket", "leaky_bucket", "concurrency"}) {
+  for (const char* name : {"fixed_window", "sliding_log", "sliding_window", "wheel", "token_bucket",
+                           "leaky_bucket", "concurrency"}) {
     const auto kind = algorithm_named(name);
     ASSERT_TRUE(kind.has_value()) << name;
     EXPECT_EQ(name_of(*kind), name);

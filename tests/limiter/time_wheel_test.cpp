@@ -59,7 +59,7 @@ TEST(TimeWheel, DelayModeHoldsUntilEnoughBucketsLeave) {
   const Policy policy = test::delay(5s);
   request(wheel, state, at(0s));
   request(wheel, state, at(1200ms));
-  EXPECT_EQ(request(wheel, state, at(1500ms), 1, policy).hold, 500ms);  // bucket 0 leaves at 2 s
+  EXPECT_EQ(request(wheel, state, at(1500ms), 1, policy).hold, 500ms);   // bucket 0 leaves at 2 s
   EXPECT_EQ(request(wheel, state, at(1500ms), 1, policy).hold, 1500ms);  // bucket 1 at 3 s
 }
 

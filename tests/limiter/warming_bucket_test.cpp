@@ -14,8 +14,8 @@ using namespace std::chrono_literals;
 using test::at;
 using test::request;
 
-const WarmingBucketOptions kGuava{.rate = {.permits = 2, .period = 1s}, .warmup = 4s,
-                                  .cold_factor = 3};
+const WarmingBucketOptions kGuava{
+    .rate = {.permits = 2, .period = 1s}, .warmup = 4s, .cold_factor = 3};
 
 TEST(WarmingBucket, DerivesGuavasTrapezoid) {
   const WarmingBucket bucket(kGuava);
@@ -27,8 +27,7 @@ TEST(WarmingBucket, WaitsLikeGuavaForBackToBackRequestsOnAColdKey) {
   // Guava: RateLimiter.create(2.0, 4, SECONDS) then acquire() eight times in a row.
   const WarmingBucket bucket(kGuava);
   auto state = bucket.fresh_state(at(0s));
-  const std::vector<Duration> expected{0ms,    1375ms, 1125ms, 875ms,
-                                       625ms,  500ms,  500ms,  500ms};
+  const std::vector<Duration> expected{0ms, 1375ms, 1125ms, 875ms, 625ms, 500ms, 500ms, 500ms};
   TimePoint now = at(0s);
   for (std::size_t i = 0; i < expected.size(); ++i) {
     const Verdict verdict = request(bucket, state, now, 1, test::delay(10s));
