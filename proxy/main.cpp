@@ -3,9 +3,12 @@
 #include <filesystem>
 #include <iostream>
 #include <span>
+#include <string>
 #include <string_view>
 #include <vector>
 
+#include "config/load_config.hpp"
+#include "proxy/check_command.hpp"
 #include "proxy/engine_demo.hpp"
 
 namespace {
@@ -68,9 +71,27 @@ int run(std::span<const std::string_view> args) {
   return 0;
 }
 
+int check(std::span<const std::string_view> args) {
+  bool ok = false;
+  const std::string_view path = config_path(args, ok);
+  if (!ok) {
+    return kUsageError;
+  }
+  try {
+    const sluice::config::ProxyConfig config = sluice::config::load_config(std::string(path));
+    sluice::proxy::print_config_summary(config, std::cout);
+    return 0;
+  } catch (const sluice::config::ConfigError& error) {
+    for (const std::string& line : error.lines()) {
+      std::cerr << line << '\n';
+    }
+    std::cerr << error.what() << '\n';
+    return kRuntimeError;
+  }
+}
+
 int not_built(std::string_view command) {
-  std::cerr << "sluice " << command << ": not built yet in sluice " << SLUICE_VERSION
-            << " (it needs the config loader).\n";
+  std::cerr << "sluice " << command << ": not built yet in sluice " << SLUICE_VERSION << ".\n";
   return kRuntimeError;
 }
 
@@ -95,7 +116,10 @@ int main(int argc, char** argv) {
   if (command == "run") {
     return run(args);
   }
-  if (command == "check" || command == "replay") {
+  if (command == "check") {
+    return check(args);
+  }
+  if (command == "replay") {
     return not_built(command);
   }
   std::cerr << "sluice: unknown command '" << command << "'\n" << kUsage;

@@ -1,0 +1,16 @@
+#pragma once
+
+#include <optional>
+#include <string_view>
+
+#include "config/proxy_config.hpp"
+
+namespace sluice::config {
+
+/// `host:port`, `[v6]:port` or `:port` (all addresses); port 0 lets the system choose.
+std::optional<HostPort> parse_host_port(std::string_view text);
+
+/// `http://host[:port][/]`; nullopt with a message for anything else.
+std::optional<Upstream> parse_upstream(std::string_view text, std::string& problem);
+
+}  // namespace sluice::config

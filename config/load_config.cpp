@@ -1,0 +1,219 @@
+#include "config/load_config.hpp"
+
+#include <fstream>
+#include <sstream>
+
+#include "config/addresses.hpp"
+#include "config/read_limiters.hpp"
+#include "config/read_routes.hpp"
+#include "config/yaml_reader.hpp"
+
+namespace sluice::config {
+namespace {
+
+std::optional<HostPort> read_host_port(MapReader& reader, std::string_view key) {
+  const std::optional<std::string> text = reader.text(key);
+  if (!text) {
+    return std::nullopt;
+  }
+  std::optional<HostPort> address = parse_host_port(*text);
+  if (!address) {
+    reader.error(key, "\"" + *text + "\" is not host:port (0.0.0.0:8080, [::]:8080)");
+  }
+  return address;
+}
+
+std::vector<Cidr> read_networks(MapReader& reader, std::string_view key, ReadContext& context) {
+  std::vector<Cidr> networks;
+  for (const auto& [text, where] : reader.located_texts(key)) {
+    if (std::optional<Cidr> network = parse_cidr(text)) {
+      networks.push_back(*network);
+    } else {
+      context.diagnostics.error(where, reader.path(key) + ": \"" + text +
+                                           "\" is not an IPv4 or IPv6 network (10.0.0.0/8, "
+                                           "2001:db8::/32)");
+    }
+  }
+  return networks;
+}
+
+Timeouts read_timeouts(MapReader& top, ReadContext& context) {
+  Timeouts timeouts;
+  if (!top.has("timeouts")) {
+    return timeouts;
+  }
+  MapReader reader(top.node("timeouts"), "timeouts",
+                   {"header", "idle", "connect", "upstream", "drain"}, context);
+  const std::pair<std::string_view, Duration*> fields[] = {{"header", &timeouts.header},
+                                                           {"idle", &timeouts.idle},
+                                                           {"connect", &timeouts.connect},
+                                                           {"upstream", &timeouts.upstream},
+                                                           {"drain", &timeouts.drain}};
+  for (const auto& [key, field] : fields) {
+    if (const auto value = reader.duration(key)) {
+      if (*value <= Duration::zero()) {
+        reader.error(key, "must be positive");
+      } else {
+        *field = *value;
+      }
+    }
+  }
+  return timeouts;
+}
+
+LogOptions read_log(MapReader& top, ReadContext& context) {
+  LogOptions log;
+  if (!top.has("log")) {
+    return log;
+  }
+  MapReader reader(top.node("log"), "log", {"level", "format", "access"}, context);
+  if (auto level = reader.choice<std::string>("level", {{"trace", "trace"},
+                                                        {"debug", "debug"},
+                                                        {"info", "info"},
+                                                        {"warn", "warn"},
+                                                        {"error", "error"},
+                                                        {"critical", "critical"},
+                                                        {"off", "off"}})) {
+    log.level = *level;
+  }
+  log.format = reader.choice<LogFormat>("format", {{"text", LogFormat::text},
+                                                   {"json", LogFormat::json}})
+                   .value_or(LogFormat::text);
+  log.access = reader.flag("access").value_or(true);
+  return log;
+}
+
+StoreOptions read_store(MapReader& top, ReadContext& context) {
+  StoreOptions store;
+  if (!top.has("store")) {
+    return store;
+  }
+  MapReader reader(top.node("store"), "store", {"type", "max_keys", "redis"}, context);
+  store.type = reader.choice<StoreType>("type", {{"memory", StoreType::memory},
+                                                 {"redis", StoreType::redis}})
+                   .value_or(StoreType::memory);
+  store.max_keys = reader.whole_number("max_keys", 1, 1'000'000'000).value_or(store.max_keys);
+  if (reader.has("redis")) {
+    MapReader redis(reader.node("redis"), "store.redis",
+                    {"url", "prefix", "timeout", "pool", "on_error"}, context);
+    if (auto url = redis.text("url")) {
+      if (!url->starts_with("redis://")) {
+        redis.error("url", "\"" + *url + "\" is not a redis:// URL (redis://[:password@]host:port/db)");
+      }
+      store.redis.url = *url;
+    }
+    store.redis.prefix = redis.text("prefix").value_or(store.redis.prefix);
+    if (auto timeout = redis.duration("timeout")) {
+      if (*timeout <= Duration::zero()) {
+        redis.error("timeout", "must be positive");
+      } else {
+        store.redis.timeout = *timeout;
+      }
+    }
+    store.redis.pool = static_cast<unsigned>(redis.whole_number("pool", 1, 64).value_or(4));
+    store.redis.on_error = redis.choice<OnStoreError>("on_error", {{"allow", OnStoreError::allow},
+                                                                  {"deny", OnStoreError::deny},
+                                                                  {"local", OnStoreError::local}})
+                               .value_or(OnStoreError::allow);
+  }
+  return store;
+}
+
+std::optional<BanOptions> read_ban(MapReader& top, ReadContext& context) {
+  if (!top.has("ban")) {
+    return std::nullopt;
+  }
+  MapReader reader(top.node("ban"), "ban", {"after", "within", "for"}, context);
+  const bool complete = reader.require("after") & reader.require("within") & reader.require("for");
+  BanOptions ban;
+  ban.after = static_cast<std::uint32_t>(reader.whole_number("after", 1, 1'000'000).value_or(0));
+  ban.within = reader.duration("within").value_or(Duration::zero());
+  ban.duration = reader.duration("for").value_or(Duration::zero());
+  for (const auto& [key, value] : {std::pair{"within", ban.within}, std::pair{"for", ban.duration}}) {
+    if (reader.has(key) && value <= Duration::zero()) {
+      reader.error(key, "must be positive");
+    }
+  }
+  return complete ? std::optional(ban) : std::nullopt;
+}
+
+ProxyConfig read_config(const YAML::Node& root, const std::string& file, ReadContext& context) {
+  ProxyConfig config;
+  config.file = file;
+  MapReader top(root, "",
+                {"listen", "admin", "threads", "upstream", "trusted_proxies", "timeouts",
+                 "limits_headers", "log", "store", "limiters", "deny", "ban", "routes"},
+                context);
+  if (!top.valid()) {
+    if (root.IsNull()) {
+      context.diagnostics.error({1, 1}, "the file is empty; it needs at least routes");
+    }
+    return config;
+  }
+  config.listen = read_host_port(top, "listen").value_or(config.listen);
+  if (top.has("admin")) {
+    config.admin = top.text("admin").value_or("").empty() ? std::nullopt
+                                                           : read_host_port(top, "admin");
+  }
+  config.threads = static_cast<unsigned>(top.whole_number("threads", 0, 1024).value_or(0));
+  if (auto upstream = top.text("upstream")) {
+    std::string problem;
+    config.upstream = parse_upstream(*upstream, problem);
+    if (!config.upstream) {
+      top.error("upstream", problem);
+    }
+  }
+  config.trusted_proxies = read_networks(top, "trusted_proxies", context);
+  config.timeouts = read_timeouts(top, context);
+  config.limits_headers = top.choice<LimitsHeaders>("limits_headers",
+                                                    {{"draft", LimitsHeaders::draft},
+                                                     {"legacy", LimitsHeaders::legacy},
+                                                     {"both", LimitsHeaders::both},
+                                                     {"none", LimitsHeaders::none}})
+                              .value_or(LimitsHeaders::both);
+  config.log = read_log(top, context);
+  config.store = read_store(top, context);
+  if (top.has("limiters")) {
+    config.limiters = read_limiters(top.node("limiters"), config.store.max_keys, context);
+  }
+  config.deny = read_networks(top, "deny", context);
+  config.ban = read_ban(top, context);
+  if (top.require("routes")) {
+    config.routes = read_routes(top.node("routes"), config, top.has("upstream"), context);
+    if (config.routes.empty() && top.node("routes").IsSequence()) {
+      top.error("routes", "no route: every request would get 404");
+    }
+  }
+  return config;
+}
+
+}  // namespace
+
+ProxyConfig parse_config(std::string_view yaml, const std::string& file,
+                         const Environment& environment) {
+  Diagnostics diagnostics(file);
+  ReadContext context{diagnostics, environment};
+  YAML::Node root;
+  try {
+    root = YAML::Load(std::string(yaml));
+  } catch (const YAML::Exception& error) {
+    diagnostics.error({error.mark.line + 1, error.mark.column + 1},
+                      "not valid YAML: " + error.msg);
+    diagnostics.throw_if_any();
+  }
+  ProxyConfig config = read_config(root, file, context);
+  diagnostics.throw_if_any();
+  return config;
+}
+
+ProxyConfig load_config(const std::string& file, const Environment& environment) {
+  std::ifstream in(file);
+  if (!in) {
+    throw ConfigError(file, {{{}, "cannot read the file"}});
+  }
+  std::ostringstream text;
+  text << in.rdbuf();
+  return parse_config(text.str(), file, environment);
+}
+
+}  // namespace sluice::config

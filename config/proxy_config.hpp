@@ -1,0 +1,161 @@
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "config/cidr.hpp"
+#include "config/diagnostics.hpp"
+#include "limiter/limiter_options.hpp"
+
+namespace sluice::config {
+
+using limiter::Duration;
+
+/// `host:port`; `[::]:8080` for IPv6.
+struct HostPort {
+  std::string host;
+  std::uint16_t port = 0;
+};
+
+/// `http://host[:port]`: upstreams speak plain HTTP/1.1.
+struct Upstream {
+  std::string url;
+  std::string host;
+  std::uint16_t port = 80;
+};
+
+struct Timeouts {
+  Duration header = std::chrono::seconds(10);
+  Duration idle = std::chrono::seconds(60);
+  Duration connect = std::chrono::seconds(2);
+  Duration upstream = std::chrono::seconds(30);
+  Duration drain = std::chrono::seconds(10);
+};
+
+enum class LimitsHeaders { draft, legacy, both, none };
+enum class LogFormat { text, json };
+enum class StoreType { memory, redis };
+enum class OnStoreError { allow, deny, local };
+
+struct LogOptions {
+  std::string level = "info";
+  LogFormat format = LogFormat::text;
+  bool access = true;
+};
+
+struct RedisOptions {
+  std::string url = "redis://127.0.0.1:6379/0";
+  std::string prefix = "sluice:";
+  Duration timeout = std::chrono::milliseconds(20);
+  unsigned pool = 4;
+  OnStoreError on_error = OnStoreError::allow;
+};
+
+struct StoreOptions {
+  StoreType type = StoreType::memory;
+  std::uint64_t max_keys = 1'000'000;
+  RedisOptions redis;
+};
+
+/// One part of a limiter key (SPEC §2 "Common limiter keys").
+struct KeyPart {
+  enum class Kind { ip, header, bearer, cookie, query, route, global };
+  Kind kind = Kind::ip;
+  std::string name;  ///< The header, cookie or query parameter.
+
+  /// Secret-bearing parts are hashed before they are logged or stored.
+  bool secret() const noexcept {
+    return kind == Kind::header || kind == Kind::bearer || kind == Kind::cookie;
+  }
+};
+
+struct KeySpec {
+  std::string text;  ///< As written: "ip+header:X-User".
+  std::vector<KeyPart> parts;
+};
+
+/// Other parameters for one key value (`overrides: {"premium-key": {limit: 1000}}`).
+struct Override {
+  std::string value;
+  limiter::LimiterOptions options;
+};
+
+struct LimiterConfig {
+  std::string name;
+  limiter::LimiterOptions options;  ///< Algorithm, parameters, mode, max_delay, max_keys.
+  KeySpec key;
+  unsigned ipv6_prefix = 128;  ///< IPv6 clients are grouped by this prefix.
+  bool shadow = false;         ///< Computed and counted, never enforced.
+  unsigned status = 429;       ///< Status of a limited request.
+  std::vector<Override> overrides;
+  Location at;
+  bool valid = false;  ///< Read without problems (a config with problems is never returned).
+};
+
+struct HeaderCondition {
+  std::string name;
+  std::optional<std::string> value;  ///< nullopt: only `present` is checked.
+  bool present = true;
+};
+
+struct RouteMatch {
+  enum class Path { any, exact, prefix, regex };
+  Path path_kind = Path::any;
+  std::string path;
+  std::vector<std::string> methods;  ///< Empty: any method.
+  std::optional<std::string> host;
+  std::vector<HeaderCondition> headers;
+};
+
+struct Respond {
+  unsigned status = 200;
+  std::string body;
+};
+
+struct Route {
+  std::string name;
+  RouteMatch match;
+  std::optional<Upstream> upstream;   ///< nullopt: the top-level upstream.
+  std::vector<std::string> limiters;  ///< Names, in the order written.
+  limiter::Permits cost = 1;
+  std::optional<Respond> respond;  ///< Answered by the proxy itself.
+  Location at;
+};
+
+struct BanOptions {
+  std::uint32_t after = 0;
+  Duration within{};
+  Duration duration{};  ///< `for` in the file.
+};
+
+/// The validated configuration (SPEC §2). Plain values only: the state of limiters lives in the
+/// pipeline that is built from it.
+struct ProxyConfig {
+  std::string file;
+  HostPort listen{"0.0.0.0", 8080};
+  std::optional<HostPort> admin = HostPort{"127.0.0.1", 9901};  ///< nullopt: disabled.
+  unsigned threads = 0;                                         ///< 0: one per core.
+  std::optional<Upstream> upstream;
+  std::vector<Cidr> trusted_proxies;
+  Timeouts timeouts;
+  LimitsHeaders limits_headers = LimitsHeaders::both;
+  LogOptions log;
+  StoreOptions store;
+  std::vector<LimiterConfig> limiters;
+  std::vector<Cidr> deny;
+  std::optional<BanOptions> ban;
+  std::vector<Route> routes;
+
+  const LimiterConfig* limiter_named(std::string_view name) const noexcept {
+    for (const LimiterConfig& limiter : limiters) {
+      if (limiter.name == name) {
+        return &limiter;
+      }
+    }
+    return nullptr;
+  }
+};
+
+}  // namespace sluice::config

@@ -1,0 +1,270 @@
+#include "config/read_limiters.hpp"
+
+#include <algorithm>
+#include <array>
+#include <stdexcept>
+
+#include "limiter/make_limiter.hpp"
+
+namespace sluice::config {
+namespace {
+
+using limiter::AlgorithmKind;
+
+/// Each algorithm's own parameters, and the ones it cannot do without.
+struct Parameters {
+  std::vector<std::string_view> accepted;
+  std::vector<std::string_view> required;
+};
+
+Parameters parameters_of(AlgorithmKind algorithm) {
+  switch (algorithm) {
+    case AlgorithmKind::fixed_window:
+    case AlgorithmKind::sliding_log:
+    case AlgorithmKind::sliding_window:
+      return {{"limit", "window"}, {"limit", "window"}};
+    case AlgorithmKind::wheel:
+      return {{"limit", "window", "slots"}, {"limit", "window"}};
+    case AlgorithmKind::token_bucket:
+      return {{"rate", "burst", "warmup", "cold_factor"}, {"rate"}};
+    case AlgorithmKind::leaky_bucket:
+      return {{"rate", "burst"}, {"rate"}};
+    case AlgorithmKind::concurrency:
+      return {{"limit"}, {"limit"}};
+  }
+  return {};
+}
+
+constexpr std::array<std::string_view, 7> kAllParameters{"limit", "window", "slots", "rate",
+                                                         "burst", "warmup", "cold_factor"};
+
+/// Reads the algorithm parameters present in `reader` onto `options`.
+void read_parameters(MapReader& reader, limiter::LimiterOptions& options) {
+  if (auto limit = reader.whole_number("limit", 1, 4'294'967'295)) {
+    options.limit = *limit;
+  }
+  if (auto window = reader.duration("window")) {
+    options.window = *window;
+  }
+  if (auto slots = reader.whole_number("slots", 1, 100'000)) {
+    options.slots = *slots;
+  }
+  if (auto rate = reader.rate("rate")) {
+    options.rate = *rate;
+  }
+  if (auto burst = reader.number("burst", 0)) {
+    options.burst = *burst;
+  }
+  if (auto warmup = reader.duration("warmup")) {
+    options.warmup = *warmup;
+  }
+  if (auto cold_factor = reader.number("cold_factor", 1)) {
+    options.cold_factor = *cold_factor;
+  }
+}
+
+/// Parameters written that `algorithm` does not use are mistakes worth a message.
+void refuse_foreign_parameters(MapReader& reader, AlgorithmKind algorithm) {
+  const Parameters own = parameters_of(algorithm);
+  for (const std::string_view parameter : kAllParameters) {
+    if (reader.has(parameter) &&
+        std::find(own.accepted.begin(), own.accepted.end(), parameter) == own.accepted.end()) {
+      reader.error(parameter, "does not apply to " + std::string(limiter::name_of(algorithm)) +
+                                  " (its parameters: " + join_words(own.accepted, "and") + ")");
+    }
+  }
+}
+
+/// Builds the limiter to let the engine judge the parameters; its message names the parameter
+/// ("limit must be at least 1, got 0"), which also tells where to point.
+bool accepted_by_engine(MapReader& reader, const limiter::LimiterOptions& options,
+                        const std::string& what) {
+  try {
+    limiter::make_limiter(options);
+    return true;
+  } catch (const std::invalid_argument& refusal) {
+    const std::string message = refusal.what();
+    std::string_view parameter = std::string_view(message).substr(0, message.find(' '));
+    if (!reader.has(parameter)) {
+      parameter = "algorithm";
+    }
+    reader.error(parameter, what + message);
+    return false;
+  }
+}
+
+std::optional<KeyPart> parse_key_part(std::string_view text) {
+  const std::size_t colon = text.find(':');
+  const std::string_view kind = text.substr(0, colon);
+  const std::string_view name = colon == std::string_view::npos ? "" : text.substr(colon + 1);
+  const bool named = colon != std::string_view::npos;
+  using Kind = KeyPart::Kind;
+  if (!named) {
+    if (kind == "ip") return KeyPart{Kind::ip, ""};
+    if (kind == "bearer") return KeyPart{Kind::bearer, ""};
+    if (kind == "route") return KeyPart{Kind::route, ""};
+    if (kind == "global") return KeyPart{Kind::global, ""};
+    return std::nullopt;
+  }
+  if (name.empty()) {
+    return std::nullopt;
+  }
+  if (kind == "header") return KeyPart{Kind::header, std::string(name)};
+  if (kind == "cookie") return KeyPart{Kind::cookie, std::string(name)};
+  if (kind == "query") return KeyPart{Kind::query, std::string(name)};
+  return std::nullopt;
+}
+
+LimiterConfig read_limiter(const std::string& name, const YAML::Node& node,
+                           std::uint64_t max_keys, ReadContext& context) {
+  MapReader reader(node, "limiters." + name,
+                   {"algorithm", "limit", "window", "slots", "rate", "burst", "warmup",
+                    "cold_factor", "key", "ipv6_prefix", "mode", "max_delay", "shadow", "status",
+                    "overrides"},
+                   context);
+  const std::size_t problems_before = context.diagnostics.count();
+  LimiterConfig limiter;
+  limiter.name = name;
+  limiter.at = reader.at();
+  limiter.options.max_keys = max_keys;
+  if (!reader.valid()) {
+    return limiter;
+  }
+  std::optional<AlgorithmKind> algorithm;
+  if (reader.require("algorithm")) {
+    algorithm = reader.choice<AlgorithmKind>(
+        "algorithm", {{"fixed_window", AlgorithmKind::fixed_window},
+                      {"sliding_log", AlgorithmKind::sliding_log},
+                      {"sliding_window", AlgorithmKind::sliding_window},
+                      {"wheel", AlgorithmKind::wheel},
+                      {"token_bucket", AlgorithmKind::token_bucket},
+                      {"leaky_bucket", AlgorithmKind::leaky_bucket},
+                      {"concurrency", AlgorithmKind::concurrency}});
+  }
+  read_parameters(reader, limiter.options);
+
+  limiter.key = KeySpec{.text = "ip", .parts = {KeyPart{}}};
+  if (const std::optional<std::string> key = reader.text("key")) {
+    std::string problem;
+    if (std::optional<KeySpec> spec = parse_key(*key, problem)) {
+      limiter.key = std::move(*spec);
+    } else {
+      reader.error("key", problem);
+    }
+  }
+  if (auto prefix = reader.whole_number("ipv6_prefix", 1, 128)) {
+    limiter.ipv6_prefix = static_cast<unsigned>(*prefix);
+  }
+  if (auto mode = reader.choice<limiter::Mode>(
+          "mode", {{"reject", limiter::Mode::reject}, {"delay", limiter::Mode::delay}})) {
+    limiter.options.policy.mode = *mode;
+  }
+  if (auto max_delay = reader.duration("max_delay")) {
+    limiter.options.policy.max_delay = *max_delay;
+  }
+  if (auto shadow = reader.flag("shadow")) {
+    limiter.shadow = *shadow;
+  }
+  if (auto status = reader.whole_number("status", 400, 599)) {
+    limiter.status = static_cast<unsigned>(*status);
+  }
+  if (!algorithm) {
+    return limiter;
+  }
+  limiter.options.algorithm = *algorithm;
+  refuse_foreign_parameters(reader, *algorithm);
+  bool complete = true;
+  for (const std::string_view required : parameters_of(*algorithm).required) {
+    if (!reader.has(required)) {
+      reader.error(required, "missing (" + std::string(limiter::name_of(*algorithm)) +
+                                 " needs " + join_words(parameters_of(*algorithm).required, "and") +
+                                 ")");
+      complete = false;
+    }
+  }
+  if (*algorithm == AlgorithmKind::concurrency &&
+      limiter.options.policy.mode == limiter::Mode::delay) {
+    reader.error("mode",
+                 "delay does not apply to concurrency: when a permit comes back is not known");
+  }
+  // Judge the parameters only once each of them has read cleanly: a value that failed to read
+  // would otherwise be blamed a second time, as a default the user never wrote.
+  if (!complete || context.diagnostics.count() != problems_before ||
+      !accepted_by_engine(reader, limiter.options, "")) {
+    return limiter;
+  }
+  limiter.valid = true;
+
+  if (reader.has("overrides")) {
+    // Its keys are key values, any text: each value's parameters are checked, not the values.
+    const YAML::Node map = reader.node("overrides");
+    if (!map.IsMap()) {
+      reader.error("overrides", "expected a mapping of key values to parameters");
+    } else {
+      for (const auto& entry : map) {
+        const std::string value = entry.first.Scalar();
+        const std::vector<std::string_view> own = parameters_of(*algorithm).accepted;
+        MapReader parameters(entry.second, reader.path("overrides") + "." + value, own, context);
+        Override override;
+        override.value = value;
+        override.options = limiter.options;
+        const std::size_t before_override = context.diagnostics.count();
+        read_parameters(parameters, override.options);
+        if (parameters.valid() && context.diagnostics.count() == before_override &&
+            accepted_by_engine(parameters, override.options, "")) {
+          limiter.overrides.push_back(std::move(override));
+        }
+      }
+    }
+  }
+  return limiter;
+}
+
+}  // namespace
+
+std::optional<KeySpec> parse_key(std::string_view text, std::string& problem) {
+  KeySpec spec{.text = std::string(text), .parts = {}};
+  std::size_t start = 0;
+  while (true) {
+    const std::size_t plus = text.find('+', start);
+    const std::string_view part = text.substr(start, plus - start);
+    std::optional<KeyPart> parsed = parse_key_part(part);
+    if (!parsed) {
+      problem = "\"" + std::string(part) +
+                "\" is not a key part; use ip, header:NAME, bearer, cookie:NAME, query:NAME, "
+                "route or global, joined with + (ip+header:X-User)";
+      return std::nullopt;
+    }
+    spec.parts.push_back(std::move(*parsed));
+    if (plus == std::string_view::npos) {
+      break;
+    }
+    start = plus + 1;
+  }
+  const bool has_global = std::any_of(spec.parts.begin(), spec.parts.end(), [](const KeyPart& p) {
+    return p.kind == KeyPart::Kind::global;
+  });
+  if (has_global && spec.parts.size() > 1) {
+    problem = "global is one bucket for every request and cannot be joined with other parts";
+    return std::nullopt;
+  }
+  return spec;
+}
+
+std::vector<LimiterConfig> read_limiters(const YAML::Node& node, std::uint64_t max_keys,
+                                         ReadContext& context) {
+  std::vector<LimiterConfig> limiters;
+  if (!node.IsMap()) {
+    if (!node.IsNull()) {
+      context.diagnostics.error(location_of(node),
+                                "limiters: expected a mapping of limiter names to limiters");
+    }
+    return limiters;
+  }
+  for (const auto& entry : node) {
+    limiters.push_back(read_limiter(entry.first.Scalar(), entry.second, max_keys, context));
+  }
+  return limiters;
+}
+
+}  // namespace sluice::config

@@ -1,0 +1,220 @@
+#include "config/read_routes.hpp"
+
+#include <algorithm>
+#include <cctype>
+
+#include <boost/regex.hpp>
+
+#include "config/addresses.hpp"
+#include "config/did_you_mean.hpp"
+#include "config/route_overlap.hpp"
+#include "limiter/decide.hpp"
+#include "limiter/make_limiter.hpp"
+
+namespace sluice::config {
+namespace {
+
+bool is_token(const std::string& text) {
+  return !text.empty() && std::all_of(text.begin(), text.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) ||
+           std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
+  });
+}
+
+void read_path(MapReader& match, Route& route) {
+  using Path = RouteMatch::Path;
+  const std::pair<std::string_view, Path> kinds[] = {
+      {"path", Path::exact}, {"path_prefix", Path::prefix}, {"path_regex", Path::regex}};
+  int given = 0;
+  for (const auto& [key, kind] : kinds) {
+    const std::optional<std::string> path = match.text(key);
+    if (!path) {
+      continue;
+    }
+    if (++given > 1) {
+      match.error(key, "only one of path, path_prefix and path_regex may be given");
+      continue;
+    }
+    route.match.path_kind = kind;
+    route.match.path = *path;
+    if (kind == Path::regex) {
+      // The same engine and syntax as the request pipeline's (Boost.Regex, Perl syntax).
+      try {
+        const boost::regex compiled(*path, boost::regex::perl);
+      } catch (const boost::regex_error& error) {
+        // Boost's message is its first sentence; the rest repeats the pattern.
+        const std::string what = error.what();
+        match.error(key, "\"" + *path + "\" is not a valid regular expression: " +
+                             what.substr(0, what.find(".  ")) + " (at character " +
+                             std::to_string(error.position()) + ")");
+      }
+    } else if (!path->starts_with('/')) {
+      match.error(key, "\"" + *path + "\" must start with /");
+    }
+  }
+}
+
+void read_headers(MapReader& match, Route& route, ReadContext& context) {
+  if (!match.has("headers")) {
+    return;
+  }
+  const YAML::Node list = match.node("headers");
+  if (!list.IsSequence()) {
+    match.error("headers", "expected a list of {name, present, value}");
+    return;
+  }
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    MapReader header(list[i], match.path("headers") + "[" + std::to_string(i) + "]",
+                     {"name", "present", "value"}, context);
+    HeaderCondition condition;
+    if (header.require("name")) {
+      condition.name = header.text("name").value_or("");
+    }
+    condition.value = header.text("value");
+    condition.present = header.flag("present").value_or(true);
+    if (!condition.present && condition.value) {
+      header.error("value", "a header that must be absent cannot have a value");
+    }
+    route.match.headers.push_back(std::move(condition));
+  }
+}
+
+void read_match(MapReader& reader, Route& route, ReadContext& context) {
+  if (!reader.has("match")) {
+    return;  // matches every request
+  }
+  MapReader match(reader.node("match"), reader.path("match"),
+                  {"path", "path_prefix", "path_regex", "methods", "host", "headers"}, context);
+  read_path(match, route);
+  if (auto methods = match.texts("methods")) {
+    for (std::string& method : *methods) {
+      std::transform(method.begin(), method.end(), method.begin(),
+                     [](char c) { return static_cast<char>(std::toupper(c)); });
+      if (!is_token(method)) {
+        match.error("methods", "\"" + method + "\" is not an HTTP method");
+      }
+    }
+    route.match.methods = std::move(*methods);
+  }
+  route.match.host = match.text("host");
+  read_headers(match, route, context);
+}
+
+void read_limiter_names(MapReader& reader, Route& route, const ProxyConfig& config) {
+  const std::optional<std::vector<std::string>> names = reader.texts("limiters");
+  if (!names) {
+    return;
+  }
+  std::vector<std::string_view> known;
+  for (const LimiterConfig& limiter : config.limiters) {
+    known.push_back(limiter.name);
+  }
+  for (const std::string& name : *names) {
+    if (std::find(route.limiters.begin(), route.limiters.end(), name) != route.limiters.end()) {
+      reader.error("limiters", "\"" + name + "\" is named twice");
+    } else if (!config.limiter_named(name)) {
+      std::string message = "no limiter is named \"" + name + "\"";
+      if (const auto suggestion = closest_word(name, known)) {
+        message += " (did you mean \"" + std::string(*suggestion) + "\"?)";
+      }
+      reader.error("limiters", message + (known.empty() ? std::string("; none is defined")
+                                                        : "; defined: " + join_words(known)));
+    } else {
+      route.limiters.push_back(name);
+    }
+  }
+  if (route.limiters.size() > limiter::kMaxChargesPerRequest) {
+    reader.error("limiters", "at most " + std::to_string(limiter::kMaxChargesPerRequest) +
+                                 " limiters per route");
+  }
+}
+
+/// Every limiter of the route must be able to admit its cost.
+void check_cost(MapReader& reader, const Route& route, const ProxyConfig& config) {
+  for (const std::string& name : route.limiters) {
+    const LimiterConfig& limiter = *config.limiter_named(name);
+    if (!limiter.valid) {
+      continue;  // its own problems are reported with it
+    }
+    const limiter::Permits largest = limiter::make_limiter(limiter.options)->max_cost();
+    if (route.cost > largest) {
+      reader.error(reader.has("cost") ? "cost" : "limiters",
+                   "cost " + std::to_string(route.cost) + " is more than limiter \"" + name +
+                       "\" can ever admit (at most " + std::to_string(largest) + ")");
+    }
+  }
+}
+
+Route read_route(const YAML::Node& node, std::size_t index, const ProxyConfig& config,
+                 bool upstream_given, ReadContext& context) {
+  const std::string path = "routes[" + std::to_string(index) + "]";
+  MapReader reader(node, path, {"name", "match", "upstream", "limiters", "cost", "respond"},
+                   context);
+  Route route;
+  route.name = "route-" + std::to_string(index + 1);
+  route.at = reader.at();
+  if (!reader.valid()) {
+    return route;
+  }
+  if (auto name = reader.text("name")) {
+    route.name = *name;
+  }
+  read_match(reader, route, context);
+  if (auto upstream = reader.text("upstream")) {
+    std::string problem;
+    route.upstream = parse_upstream(*upstream, problem);
+    if (!route.upstream) {
+      reader.error("upstream", problem);
+    }
+  }
+  read_limiter_names(reader, route, config);
+  if (auto cost = reader.whole_number("cost", 1, 4'294'967'295)) {
+    route.cost = static_cast<limiter::Permits>(*cost);
+  }
+  check_cost(reader, route, config);
+  if (reader.has("respond")) {
+    MapReader respond(reader.node("respond"), reader.path("respond"), {"status", "body"}, context);
+    route.respond = Respond{
+        .status = static_cast<unsigned>(respond.whole_number("status", 100, 599).value_or(200)),
+        .body = respond.text("body").value_or("")};
+    if (reader.has("upstream")) {
+      reader.error("respond", "a route answers itself (respond) or forwards (upstream), not both");
+    }
+  } else if (!reader.has("upstream") && !upstream_given) {
+    context.diagnostics.error(reader.at(),
+                              path + ": no upstream; give one here or at the top level");
+  }
+  return route;
+}
+
+}  // namespace
+
+std::vector<Route> read_routes(const YAML::Node& node, const ProxyConfig& config,
+                               bool upstream_given, ReadContext& context) {
+  std::vector<Route> routes;
+  if (!node.IsSequence()) {
+    context.diagnostics.error(location_of(node), "routes: expected a list of routes");
+    return routes;
+  }
+  for (std::size_t i = 0; i < node.size(); ++i) {
+    Route route = read_route(node[i], i, config, upstream_given, context);
+    for (std::size_t earlier = 0; earlier < routes.size(); ++earlier) {
+      if (routes[earlier].name == route.name) {
+        context.diagnostics.error(route.at, "routes[" + std::to_string(i) + "]: the name \"" +
+                                                route.name + "\" is taken by routes[" +
+                                                std::to_string(earlier) + "]");
+      }
+      if (covers(routes[earlier].match, route.match)) {
+        context.diagnostics.error(
+            route.at, "routes[" + std::to_string(i) + "] (\"" + route.name +
+                          "\") can never match: routes[" + std::to_string(earlier) + "] (\"" +
+                          routes[earlier].name + "\") before it matches every request it would");
+        break;
+      }
+    }
+    routes.push_back(std::move(route));
+  }
+  return routes;
+}
+
+}  // namespace sluice::config

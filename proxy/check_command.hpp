@@ -1,0 +1,12 @@
+#pragma once
+
+#include <ostream>
+
+#include "config/proxy_config.hpp"
+
+namespace sluice::proxy {
+
+/// `sluice check`: the routes and limiters of a valid config, as tables a person can read.
+void print_config_summary(const config::ProxyConfig& config, std::ostream& out);
+
+}  // namespace sluice::proxy

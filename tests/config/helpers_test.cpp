@@ -1,0 +1,118 @@
+// The small parsers config/ is built from: CIDRs, addresses, keys, ${VAR}, "did you mean".
+#include <gtest/gtest.h>
+
+#include "config/addresses.hpp"
+#include "config/cidr.hpp"
+#include "config/did_you_mean.hpp"
+#include "config/env_expand.hpp"
+#include "config/read_limiters.hpp"
+#include "config/route_overlap.hpp"
+
+namespace sluice::config {
+namespace {
+
+TEST(ParseCidr, ReadsIpv4AndIpv6NetworksAndClearsHostBits) {
+  EXPECT_EQ(to_string(*parse_cidr("10.0.0.0/8")), "10.0.0.0/8");
+  EXPECT_EQ(to_string(*parse_cidr("10.1.2.3/8")), "10.0.0.0/8");
+  EXPECT_EQ(to_string(*parse_cidr("203.0.113.7")), "203.0.113.7/32");
+  EXPECT_EQ(to_string(*parse_cidr("2001:db8::1/32")), "2001:db8::/32");
+  EXPECT_EQ(to_string(*parse_cidr("::1")), "::1/128");
+  EXPECT_FALSE(parse_cidr("2001:db8::1")->ipv4);
+  for (const char* bad : {"", "10.0.0.0/33", "10.0.0/8", "::/129", "10.0.0.0/", "x/8",
+                          "10.0.0.0/8x", "256.0.0.0/8"}) {
+    EXPECT_FALSE(parse_cidr(bad).has_value()) << bad;
+  }
+}
+
+TEST(ParseHostPort, ReadsIpv4Ipv6AndBarePorts) {
+  EXPECT_EQ(parse_host_port("0.0.0.0:8080")->port, 8080);
+  EXPECT_EQ(parse_host_port("[::]:8080")->host, "::");
+  EXPECT_EQ(parse_host_port(":9901")->host, "0.0.0.0");
+  EXPECT_EQ(parse_host_port("127.0.0.1:0")->port, 0);
+  for (const char* bad : {"8080", "host:", "host:65536", "::1:80", "[::1]80", "h:8o"}) {
+    EXPECT_FALSE(parse_host_port(bad).has_value()) << bad;
+  }
+}
+
+TEST(ParseUpstream, AcceptsPlainHttpHostAndPort) {
+  std::string problem;
+  EXPECT_EQ(parse_upstream("http://127.0.0.1:9000", problem)->port, 9000);
+  EXPECT_EQ(parse_upstream("http://backend/", problem)->port, 80);
+  EXPECT_EQ(parse_upstream("http://[::1]:81", problem)->host, "::1");
+  EXPECT_FALSE(parse_upstream("https://backend", problem).has_value());
+  EXPECT_FALSE(parse_upstream("http://backend/api", problem).has_value());
+  EXPECT_FALSE(parse_upstream("http://", problem).has_value());
+}
+
+TEST(ParseKey, RefusesUnknownPartsAndEmptyNames) {
+  std::string problem;
+  EXPECT_TRUE(parse_key("bearer", problem).has_value());
+  EXPECT_TRUE(parse_key("cookie:session+route", problem).has_value());
+  for (const char* bad : {"", "ip+", "header:", "header", "cookies:a", "ip++route"}) {
+    EXPECT_FALSE(parse_key(bad, problem).has_value()) << bad;
+  }
+}
+
+TEST(ExpandEnvironment, ExpandsSetVariablesAndDefaults) {
+  const Environment environment = [](std::string_view name) -> std::optional<std::string> {
+    if (name == "HOST") return "backend";
+    if (name == "EMPTY") return "";
+    return std::nullopt;
+  };
+  std::string problem;
+  EXPECT_EQ(expand_environment("http://${HOST}:${PORT:-9000}", environment, problem),
+            "http://backend:9000");
+  EXPECT_EQ(expand_environment("${EMPTY:-fallback}", environment, problem), "fallback");
+  EXPECT_EQ(expand_environment("${EMPTY}", environment, problem), "");
+  EXPECT_EQ(expand_environment("cost $5 and $$", environment, problem), "cost $5 and $");
+  EXPECT_FALSE(expand_environment("${MISSING}", environment, problem).has_value());
+  EXPECT_EQ(problem,
+            "environment variable MISSING is not set (give a default with ${MISSING:-value})");
+  EXPECT_FALSE(expand_environment("${HOST", environment, problem).has_value());
+  EXPECT_FALSE(expand_environment("${}", environment, problem).has_value());
+}
+
+TEST(ClosestWord, SuggestsOnlyLikelyTypos) {
+  const std::vector<std::string_view> keys{"listen", "limiters", "routes", "ban"};
+  EXPECT_EQ(closest_word("listn", keys), "listen");
+  EXPECT_EQ(closest_word("limters", keys), "limiters");
+  EXPECT_EQ(closest_word("rotues", keys), "routes");  // a swap counts once
+  EXPECT_EQ(closest_word("bna", keys), "ban");
+  EXPECT_FALSE(closest_word("upstream", keys).has_value());
+  EXPECT_FALSE(closest_word("xyz", keys).has_value());
+}
+
+RouteMatch match_of(RouteMatch::Path kind, std::string path, std::vector<std::string> methods = {}) {
+  RouteMatch match;
+  match.path_kind = kind;
+  match.path = std::move(path);
+  match.methods = std::move(methods);
+  return match;
+}
+
+TEST(Covers, FindsRoutesThatCanNeverMatch) {
+  using Path = RouteMatch::Path;
+  EXPECT_TRUE(covers(match_of(Path::any, ""), match_of(Path::exact, "/a")));
+  EXPECT_TRUE(covers(match_of(Path::prefix, "/api/"), match_of(Path::prefix, "/api/v2/")));
+  EXPECT_TRUE(covers(match_of(Path::prefix, "/api/"), match_of(Path::exact, "/api/x", {"GET"})));
+  EXPECT_FALSE(covers(match_of(Path::prefix, "/api/v2/"), match_of(Path::prefix, "/api/")));
+  EXPECT_FALSE(covers(match_of(Path::prefix, "/api/", {"GET"}), match_of(Path::exact, "/api/x")));
+  EXPECT_TRUE(covers(match_of(Path::prefix, "/api/", {"GET", "POST"}),
+                     match_of(Path::exact, "/api/x", {"POST"})));
+  EXPECT_FALSE(covers(match_of(Path::regex, "^/a"), match_of(Path::exact, "/a")));
+  EXPECT_TRUE(covers(match_of(Path::regex, "^/a"), match_of(Path::regex, "^/a")));
+
+  RouteMatch gold = match_of(Path::any, "");
+  gold.headers.push_back({.name = "X-Tier", .value = "gold", .present = true});
+  RouteMatch gold_login = match_of(Path::exact, "/login");
+  gold_login.headers.push_back({.name = "x-tier", .value = "gold", .present = true});
+  gold_login.host = "api.example.com";
+  EXPECT_TRUE(covers(gold, gold_login));
+  EXPECT_FALSE(covers(gold_login, gold));
+  RouteMatch silver = gold_login;
+  silver.headers[0].value = "silver";
+  EXPECT_FALSE(covers(gold, silver));
+}
+
+}  // namespace
+}  // namespace sluice::config

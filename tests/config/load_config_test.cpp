@@ -1,0 +1,262 @@
+#include "config/load_config.hpp"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "tests/config/broken_configs.hpp"
+
+namespace sluice::config {
+namespace {
+
+using namespace std::chrono_literals;
+using ::testing::ElementsAreArray;
+
+/// A fixed environment, so that tests do not depend on the machine's.
+std::optional<std::string> test_environment(std::string_view name) {
+  static const std::map<std::string, std::string, std::less<>> variables{
+      {"SLUICE_TEST_RATE", "25/s"}, {"SLUICE_TEST_EMPTY", ""}};
+  const auto found = variables.find(name);
+  return found == variables.end() ? std::nullopt : std::optional(found->second);
+}
+
+std::vector<std::string> errors_of(const std::string& yaml) {
+  try {
+    parse_config(yaml, "proxy.yaml", test_environment);
+  } catch (const ConfigError& error) {
+    return error.lines();
+  }
+  return {};
+}
+
+class BrokenConfigTest : public ::testing::TestWithParam<test::BrokenConfig> {};
+
+TEST_P(BrokenConfigTest, ReportsEveryProblemAsFileLineColumn) {
+  const test::BrokenConfig& broken = GetParam();
+  const std::vector<std::string> actual = errors_of(broken.yaml);
+  EXPECT_THAT(actual, ElementsAreArray(broken.errors)) << [&] {
+    std::string listing = "actual:\n";
+    for (const std::string& line : actual) {
+      listing += "  \"" + line + "\",\n";
+    }
+    return listing;
+  }();
+}
+
+INSTANTIATE_TEST_SUITE_P(Table, BrokenConfigTest, ::testing::ValuesIn(test::broken_configs()),
+                         [](const auto& test_case) { return std::string(test_case.param.name); });
+
+// SPEC §2's example, as written there.
+constexpr const char* kSpecExample = R"(
+listen: "0.0.0.0:8080"
+admin: "127.0.0.1:9901"
+threads: 0
+upstream: "http://127.0.0.1:9000"
+trusted_proxies: ["10.0.0.0/8"]
+timeouts: {header: 10s, idle: 60s, connect: 2s, upstream: 30s, drain: 10s}
+limits_headers: both
+log: {level: info, format: text, access: true}
+store:
+  type: memory
+  max_keys: 1000000
+  redis:
+    url: "redis://127.0.0.1:6379/0"
+    prefix: "sluice:"
+    timeout: 20ms
+    pool: 4
+    on_error: allow
+limiters:
+  per-ip:
+    algorithm: sliding_window
+    limit: 100
+    window: 1m
+    key: ip
+  api-key:
+    algorithm: token_bucket
+    rate: 10/s
+    burst: 20
+    key: "header:X-Api-Key"
+    mode: delay
+    max_delay: 2s
+deny: ["203.0.113.0/24"]
+ban: {after: 20, within: 1m, for: 10m}
+routes:
+  - name: login
+    match:
+      path: /login
+      methods: [POST]
+      host: api.example.com
+      headers:
+        - {name: X-Api-Key, present: true}
+        - {name: X-Tier, value: gold}
+    upstream: "http://127.0.0.1:9001"
+    limiters: [per-ip, api-key]
+    cost: 1
+  - name: status
+    match: {path: /status}
+    respond: {status: 200, body: "ok\n"}
+)";
+
+TEST(LoadConfig, ReadsTheSpecExample) {
+  const ProxyConfig config = parse_config(kSpecExample, "proxy.yaml", test_environment);
+  EXPECT_EQ(config.listen.host, "0.0.0.0");
+  EXPECT_EQ(config.listen.port, 8080);
+  ASSERT_TRUE(config.admin.has_value());
+  EXPECT_EQ(config.admin->port, 9901);
+  ASSERT_TRUE(config.upstream.has_value());
+  EXPECT_EQ(config.upstream->host, "127.0.0.1");
+  EXPECT_EQ(config.upstream->port, 9000);
+  ASSERT_EQ(config.trusted_proxies.size(), 1U);
+  EXPECT_EQ(to_string(config.trusted_proxies[0]), "10.0.0.0/8");
+  EXPECT_EQ(config.timeouts.upstream, 30s);
+  EXPECT_EQ(config.store.redis.timeout, 20ms);
+
+  ASSERT_EQ(config.limiters.size(), 2U);
+  const LimiterConfig& per_ip = config.limiters[0];
+  EXPECT_EQ(per_ip.name, "per-ip");
+  EXPECT_EQ(per_ip.options.algorithm, limiter::AlgorithmKind::sliding_window);
+  EXPECT_EQ(per_ip.options.limit, 100U);
+  EXPECT_EQ(per_ip.options.window, 1min);
+  EXPECT_EQ(per_ip.options.max_keys, 1'000'000U);
+  ASSERT_EQ(per_ip.key.parts.size(), 1U);
+  EXPECT_EQ(per_ip.key.parts[0].kind, KeyPart::Kind::ip);
+  const LimiterConfig& api_key = config.limiters[1];
+  EXPECT_EQ(api_key.options.rate.permits, 10);
+  EXPECT_EQ(api_key.options.rate.period, 1s);
+  EXPECT_EQ(api_key.options.burst, 20);
+  EXPECT_EQ(api_key.options.policy.mode, limiter::Mode::delay);
+  EXPECT_EQ(api_key.options.policy.max_delay, 2s);
+  EXPECT_EQ(api_key.key.parts[0].kind, KeyPart::Kind::header);
+  EXPECT_EQ(api_key.key.parts[0].name, "X-Api-Key");
+  EXPECT_TRUE(api_key.key.parts[0].secret());
+
+  ASSERT_EQ(config.deny.size(), 1U);
+  ASSERT_TRUE(config.ban.has_value());
+  EXPECT_EQ(config.ban->after, 20U);
+  EXPECT_EQ(config.ban->within, 1min);
+  EXPECT_EQ(config.ban->duration, 10min);
+
+  ASSERT_EQ(config.routes.size(), 2U);
+  const Route& login = config.routes[0];
+  EXPECT_EQ(login.match.path_kind, RouteMatch::Path::exact);
+  EXPECT_EQ(login.match.path, "/login");
+  EXPECT_THAT(login.match.methods, ElementsAreArray({"POST"}));
+  EXPECT_EQ(login.match.host, "api.example.com");
+  ASSERT_EQ(login.match.headers.size(), 2U);
+  EXPECT_FALSE(login.match.headers[0].value.has_value());
+  EXPECT_EQ(login.match.headers[1].value, "gold");
+  EXPECT_EQ(login.upstream->port, 9001);
+  EXPECT_THAT(login.limiters, ElementsAreArray({"per-ip", "api-key"}));
+  const Route& status = config.routes[1];
+  ASSERT_TRUE(status.respond.has_value());
+  EXPECT_EQ(status.respond->status, 200U);
+  EXPECT_EQ(status.respond->body, "ok\n");
+}
+
+TEST(LoadConfig, FillsInTheDefaults) {
+  const ProxyConfig config = parse_config(
+      "upstream: http://127.0.0.1:9000\n"
+      "limiters:\n"
+      "  bucket: {algorithm: token_bucket, rate: 30/m}\n"
+      "  leaky: {algorithm: leaky_bucket, rate: 5/200ms}\n"
+      "routes: [{limiters: [bucket, leaky]}]\n",
+      "proxy.yaml", test_environment);
+  EXPECT_EQ(config.listen.port, 8080);
+  EXPECT_EQ(config.admin->port, 9901);
+  EXPECT_EQ(config.limits_headers, LimitsHeaders::both);
+  EXPECT_EQ(config.timeouts.header, 10s);
+  EXPECT_EQ(config.limiters[0].key.text, "ip");
+  EXPECT_EQ(config.limiters[0].status, 429U);
+  EXPECT_FALSE(config.limiters[0].options.burst.has_value());  // one second of rate, at least 1
+  EXPECT_EQ(config.limiters[0].options.policy.max_delay, 1s);
+  EXPECT_EQ(config.limiters[1].options.rate.period, 200ms);
+  EXPECT_EQ(config.routes[0].name, "route-1");
+  EXPECT_EQ(config.routes[0].match.path_kind, RouteMatch::Path::any);
+  EXPECT_EQ(config.routes[0].cost, 1U);
+}
+
+TEST(LoadConfig, ExpandsEnvironmentVariablesInValues) {
+  const ProxyConfig config = parse_config(
+      "upstream: \"http://${SLUICE_TEST_HOST:-127.0.0.1}:9000\"\n"
+      "admin: \"${SLUICE_TEST_EMPTY}\"\n"
+      "limiters:\n"
+      "  bucket: {algorithm: token_bucket, rate: \"${SLUICE_TEST_RATE}\"}\n"
+      "routes: [{limiters: [bucket], match: {path: \"/price$$\"}}]\n",
+      "proxy.yaml", test_environment);
+  EXPECT_EQ(config.upstream->host, "127.0.0.1");
+  EXPECT_FALSE(config.admin.has_value());  // "" disables the admin port
+  EXPECT_EQ(config.limiters[0].options.rate.permits, 25);
+  EXPECT_EQ(config.routes[0].match.path, "/price$");
+}
+
+TEST(LoadConfig, OverridesStartFromTheLimitersParameters) {
+  const ProxyConfig config = parse_config(
+      "upstream: http://127.0.0.1:9000\n"
+      "limiters:\n"
+      "  per-key:\n"
+      "    algorithm: sliding_window\n"
+      "    limit: 100\n"
+      "    window: 1m\n"
+      "    key: bearer\n"
+      "    overrides: {\"premium-key\": {limit: 1000}, \"slow\": {window: 1h}}\n"
+      "routes: [{limiters: [per-key]}]\n",
+      "proxy.yaml", test_environment);
+  const std::vector<Override>& overrides = config.limiters[0].overrides;
+  ASSERT_EQ(overrides.size(), 2U);
+  EXPECT_EQ(overrides[0].value, "premium-key");
+  EXPECT_EQ(overrides[0].options.limit, 1000U);
+  EXPECT_EQ(overrides[0].options.window, 1min);
+  EXPECT_EQ(overrides[1].options.limit, 100U);
+  EXPECT_EQ(overrides[1].options.window, 1h);
+}
+
+TEST(LoadConfig, ReadsCompositeKeys) {
+  const ProxyConfig config = parse_config(
+      "upstream: http://127.0.0.1:9000\n"
+      "limiters:\n"
+      "  k: {algorithm: fixed_window, limit: 5, window: 1s, key: \"ip+header:X-User+query:page\","
+      " ipv6_prefix: 64}\n"
+      "routes: [{limiters: [k]}]\n",
+      "proxy.yaml", test_environment);
+  const KeySpec& key = config.limiters[0].key;
+  ASSERT_EQ(key.parts.size(), 3U);
+  EXPECT_EQ(key.parts[0].kind, KeyPart::Kind::ip);
+  EXPECT_EQ(key.parts[1].kind, KeyPart::Kind::header);
+  EXPECT_EQ(key.parts[1].name, "X-User");
+  EXPECT_EQ(key.parts[2].kind, KeyPart::Kind::query);
+  EXPECT_EQ(config.limiters[0].ipv6_prefix, 64U);
+}
+
+TEST(LoadConfig, TheShippedProxyYamlIsValid) {
+  const ProxyConfig config = load_config(SLUICE_SOURCE_DIR "/proxy.yaml", test_environment);
+  EXPECT_FALSE(config.routes.empty());
+}
+
+TEST(LoadConfig, NamesAFileItCannotRead) {
+  try {
+    load_config("/nonexistent/proxy.yaml", test_environment);
+    FAIL() << "expected ConfigError";
+  } catch (const ConfigError& error) {
+    EXPECT_THAT(error.lines(), ElementsAreArray({"/nonexistent/proxy.yaml:0:0: cannot read the file"}));
+  }
+}
+
+TEST(LoadConfig, SurvivesArbitraryBytes) {
+  // Not a crash, whatever the input: every prefix of a real config, and some binary noise.
+  const std::string text = kSpecExample;
+  for (std::size_t length = 0; length <= text.size(); length += 7) {
+    try {
+      parse_config(text.substr(0, length), "proxy.yaml", test_environment);
+    } catch (const ConfigError&) {
+    }
+  }
+  std::string noise;
+  for (int i = 0; i < 4096; ++i) {
+    noise += static_cast<char>((i * 131 + 7) % 256);
+  }
+  EXPECT_THROW(parse_config(noise, "proxy.yaml", test_environment), ConfigError);
+}
+
+}  // namespace
+}  // namespace sluice::config
