@@ -11,7 +11,7 @@ namespace sluice::config {
 /// An IPv4 or IPv6 network: `203.0.113.0/24`, `2001:db8::/32`, or one address (a full prefix).
 struct Cidr {
   std::array<std::uint8_t, 16> address{};  ///< Network bytes; IPv4 uses the first 4.
-  unsigned prefix = 0;                       ///< Bits that count.
+  unsigned prefix = 0;                     ///< Bits that count.
   bool ipv4 = true;
 
   bool operator==(const Cidr&) const = default;

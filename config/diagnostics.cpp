@@ -16,11 +16,10 @@ ConfigError::ConfigError(std::string file, std::vector<Diagnostic> diagnostics)
     : std::runtime_error(summary(file, diagnostics)),
       file_(std::move(file)),
       diagnostics_(std::move(diagnostics)) {
-  std::stable_sort(diagnostics_.begin(), diagnostics_.end(),
-                   [](const Diagnostic& a, const Diagnostic& b) {
-                     return a.at.line != b.at.line ? a.at.line < b.at.line
-                                                   : a.at.column < b.at.column;
-                   });
+  std::stable_sort(
+      diagnostics_.begin(), diagnostics_.end(), [](const Diagnostic& a, const Diagnostic& b) {
+        return a.at.line != b.at.line ? a.at.line < b.at.line : a.at.column < b.at.column;
+      });
 }
 
 std::vector<std::string> ConfigError::lines() const {

@@ -49,8 +49,8 @@ std::optional<std::string> expand_environment(std::string_view text, const Envir
     } else if (value) {
       out += *value;  // set but empty, no default: empty, as a shell would
     } else {
-      error = "environment variable " + std::string(name) +
-              " is not set (give a default with ${" + std::string(name) + ":-value})";
+      error = "environment variable " + std::string(name) + " is not set (give a default with ${" +
+              std::string(name) + ":-value})";
       return std::nullopt;
     }
     i = close;

@@ -76,9 +76,9 @@ LogOptions read_log(MapReader& top, ReadContext& context) {
                                                         {"off", "off"}})) {
     log.level = *level;
   }
-  log.format = reader.choice<LogFormat>("format", {{"text", LogFormat::text},
-                                                   {"json", LogFormat::json}})
-                   .value_or(LogFormat::text);
+  log.format =
+      reader.choice<LogFormat>("format", {{"text", LogFormat::text}, {"json", LogFormat::json}})
+          .value_or(LogFormat::text);
   log.access = reader.flag("access").value_or(true);
   return log;
 }
@@ -89,16 +89,17 @@ StoreOptions read_store(MapReader& top, ReadContext& context) {
     return store;
   }
   MapReader reader(top.node("store"), "store", {"type", "max_keys", "redis"}, context);
-  store.type = reader.choice<StoreType>("type", {{"memory", StoreType::memory},
-                                                 {"redis", StoreType::redis}})
-                   .value_or(StoreType::memory);
+  store.type =
+      reader.choice<StoreType>("type", {{"memory", StoreType::memory}, {"redis", StoreType::redis}})
+          .value_or(StoreType::memory);
   store.max_keys = reader.whole_number("max_keys", 1, 1'000'000'000).value_or(store.max_keys);
   if (reader.has("redis")) {
     MapReader redis(reader.node("redis"), "store.redis",
                     {"url", "prefix", "timeout", "pool", "on_error"}, context);
     if (auto url = redis.text("url")) {
       if (!url->starts_with("redis://")) {
-        redis.error("url", "\"" + *url + "\" is not a redis:// URL (redis://[:password@]host:port/db)");
+        redis.error("url",
+                    "\"" + *url + "\" is not a redis:// URL (redis://[:password@]host:port/db)");
       }
       store.redis.url = *url;
     }
@@ -111,7 +112,8 @@ StoreOptions read_store(MapReader& top, ReadContext& context) {
       }
     }
     store.redis.pool = static_cast<unsigned>(redis.whole_number("pool", 1, 64).value_or(4));
-    store.redis.on_error = redis.choice<OnStoreError>("on_error", {{"allow", OnStoreError::allow},
+    store.redis.on_error = redis
+                               .choice<OnStoreError>("on_error", {{"allow", OnStoreError::allow},
                                                                   {"deny", OnStoreError::deny},
                                                                   {"local", OnStoreError::local}})
                                .value_or(OnStoreError::allow);
@@ -129,7 +131,8 @@ std::optional<BanOptions> read_ban(MapReader& top, ReadContext& context) {
   ban.after = static_cast<std::uint32_t>(reader.whole_number("after", 1, 1'000'000).value_or(0));
   ban.within = reader.duration("within").value_or(Duration::zero());
   ban.duration = reader.duration("for").value_or(Duration::zero());
-  for (const auto& [key, value] : {std::pair{"within", ban.within}, std::pair{"for", ban.duration}}) {
+  for (const auto& [key, value] :
+       {std::pair{"within", ban.within}, std::pair{"for", ban.duration}}) {
     if (reader.has(key) && value <= Duration::zero()) {
       reader.error(key, "must be positive");
     }
@@ -152,8 +155,8 @@ ProxyConfig read_config(const YAML::Node& root, const std::string& file, ReadCon
   }
   config.listen = read_host_port(top, "listen").value_or(config.listen);
   if (top.has("admin")) {
-    config.admin = top.text("admin").value_or("").empty() ? std::nullopt
-                                                           : read_host_port(top, "admin");
+    config.admin =
+        top.text("admin").value_or("").empty() ? std::nullopt : read_host_port(top, "admin");
   }
   config.threads = static_cast<unsigned>(top.whole_number("threads", 0, 1024).value_or(0));
   if (auto upstream = top.text("upstream")) {
@@ -165,12 +168,12 @@ ProxyConfig read_config(const YAML::Node& root, const std::string& file, ReadCon
   }
   config.trusted_proxies = read_networks(top, "trusted_proxies", context);
   config.timeouts = read_timeouts(top, context);
-  config.limits_headers = top.choice<LimitsHeaders>("limits_headers",
-                                                    {{"draft", LimitsHeaders::draft},
-                                                     {"legacy", LimitsHeaders::legacy},
-                                                     {"both", LimitsHeaders::both},
-                                                     {"none", LimitsHeaders::none}})
-                              .value_or(LimitsHeaders::both);
+  config.limits_headers =
+      top.choice<LimitsHeaders>("limits_headers", {{"draft", LimitsHeaders::draft},
+                                                   {"legacy", LimitsHeaders::legacy},
+                                                   {"both", LimitsHeaders::both},
+                                                   {"none", LimitsHeaders::none}})
+          .value_or(LimitsHeaders::both);
   config.log = read_log(top, context);
   config.store = read_store(top, context);
   if (top.has("limiters")) {
@@ -197,8 +200,7 @@ ProxyConfig parse_config(std::string_view yaml, const std::string& file,
   try {
     root = YAML::Load(std::string(yaml));
   } catch (const YAML::Exception& error) {
-    diagnostics.error({error.mark.line + 1, error.mark.column + 1},
-                      "not valid YAML: " + error.msg);
+    diagnostics.error({error.mark.line + 1, error.mark.column + 1}, "not valid YAML: " + error.msg);
     diagnostics.throw_if_any();
   }
   ProxyConfig config = read_config(root, file, context);

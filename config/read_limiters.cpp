@@ -35,7 +35,7 @@ Parameters parameters_of(AlgorithmKind algorithm) {
   return {};
 }
 
-constexpr std::array<std::string_view, 7> kAllParameters{"limit", "window", "slots", "rate",
+constexpr std::array<std::string_view, 7> kAllParameters{"limit", "window", "slots",      "rate",
                                                          "burst", "warmup", "cold_factor"};
 
 /// Reads the algorithm parameters present in `reader` onto `options`.
@@ -100,28 +100,42 @@ std::optional<KeyPart> parse_key_part(std::string_view text) {
   const bool named = colon != std::string_view::npos;
   using Kind = KeyPart::Kind;
   if (!named) {
-    if (kind == "ip") return KeyPart{Kind::ip, ""};
-    if (kind == "bearer") return KeyPart{Kind::bearer, ""};
-    if (kind == "route") return KeyPart{Kind::route, ""};
-    if (kind == "global") return KeyPart{Kind::global, ""};
+    if (kind == "ip") {
+      return KeyPart{Kind::ip, ""};
+    }
+    if (kind == "bearer") {
+      return KeyPart{Kind::bearer, ""};
+    }
+    if (kind == "route") {
+      return KeyPart{Kind::route, ""};
+    }
+    if (kind == "global") {
+      return KeyPart{Kind::global, ""};
+    }
     return std::nullopt;
   }
   if (name.empty()) {
     return std::nullopt;
   }
-  if (kind == "header") return KeyPart{Kind::header, std::string(name)};
-  if (kind == "cookie") return KeyPart{Kind::cookie, std::string(name)};
-  if (kind == "query") return KeyPart{Kind::query, std::string(name)};
+  if (kind == "header") {
+    return KeyPart{Kind::header, std::string(name)};
+  }
+  if (kind == "cookie") {
+    return KeyPart{Kind::cookie, std::string(name)};
+  }
+  if (kind == "query") {
+    return KeyPart{Kind::query, std::string(name)};
+  }
   return std::nullopt;
 }
 
-LimiterConfig read_limiter(const std::string& name, const YAML::Node& node,
-                           std::uint64_t max_keys, ReadContext& context) {
-  MapReader reader(node, "limiters." + name,
-                   {"algorithm", "limit", "window", "slots", "rate", "burst", "warmup",
-                    "cold_factor", "key", "ipv6_prefix", "mode", "max_delay", "shadow", "status",
-                    "overrides"},
-                   context);
+LimiterConfig read_limiter(const std::string& name, const YAML::Node& node, std::uint64_t max_keys,
+                           ReadContext& context) {
+  MapReader reader(
+      node, "limiters." + name,
+      {"algorithm", "limit", "window", "slots", "rate", "burst", "warmup", "cold_factor", "key",
+       "ipv6_prefix", "mode", "max_delay", "shadow", "status", "overrides"},
+      context);
   const std::size_t problems_before = context.diagnostics.count();
   LimiterConfig limiter;
   limiter.name = name;
@@ -132,14 +146,14 @@ LimiterConfig read_limiter(const std::string& name, const YAML::Node& node,
   }
   std::optional<AlgorithmKind> algorithm;
   if (reader.require("algorithm")) {
-    algorithm = reader.choice<AlgorithmKind>(
-        "algorithm", {{"fixed_window", AlgorithmKind::fixed_window},
-                      {"sliding_log", AlgorithmKind::sliding_log},
-                      {"sliding_window", AlgorithmKind::sliding_window},
-                      {"wheel", AlgorithmKind::wheel},
-                      {"token_bucket", AlgorithmKind::token_bucket},
-                      {"leaky_bucket", AlgorithmKind::leaky_bucket},
-                      {"concurrency", AlgorithmKind::concurrency}});
+    algorithm = reader.choice<AlgorithmKind>("algorithm",
+                                             {{"fixed_window", AlgorithmKind::fixed_window},
+                                              {"sliding_log", AlgorithmKind::sliding_log},
+                                              {"sliding_window", AlgorithmKind::sliding_window},
+                                              {"wheel", AlgorithmKind::wheel},
+                                              {"token_bucket", AlgorithmKind::token_bucket},
+                                              {"leaky_bucket", AlgorithmKind::leaky_bucket},
+                                              {"concurrency", AlgorithmKind::concurrency}});
   }
   read_parameters(reader, limiter.options);
 
@@ -176,9 +190,8 @@ LimiterConfig read_limiter(const std::string& name, const YAML::Node& node,
   bool complete = true;
   for (const std::string_view required : parameters_of(*algorithm).required) {
     if (!reader.has(required)) {
-      reader.error(required, "missing (" + std::string(limiter::name_of(*algorithm)) +
-                                 " needs " + join_words(parameters_of(*algorithm).required, "and") +
-                                 ")");
+      reader.error(required, "missing (" + std::string(limiter::name_of(*algorithm)) + " needs " +
+                                 join_words(parameters_of(*algorithm).required, "and") + ")");
       complete = false;
     }
   }

@@ -1,9 +1,8 @@
 #include "config/read_routes.hpp"
 
 #include <algorithm>
-#include <cctype>
-
 #include <boost/regex.hpp>
+#include <cctype>
 
 #include "config/addresses.hpp"
 #include "config/did_you_mean.hpp"
@@ -100,25 +99,24 @@ void read_match(MapReader& reader, Route& route, ReadContext& context) {
   read_headers(match, route, context);
 }
 
-void read_limiter_names(MapReader& reader, Route& route, const ProxyConfig& config) {
-  const std::optional<std::vector<std::string>> names = reader.texts("limiters");
-  if (!names) {
-    return;
-  }
+void read_limiter_names(MapReader& reader, Route& route, const ProxyConfig& config,
+                        ReadContext& context) {
   std::vector<std::string_view> known;
   for (const LimiterConfig& limiter : config.limiters) {
     known.push_back(limiter.name);
   }
-  for (const std::string& name : *names) {
+  const std::string path = reader.path("limiters");
+  for (const auto& [name, where] : reader.located_texts("limiters")) {
     if (std::find(route.limiters.begin(), route.limiters.end(), name) != route.limiters.end()) {
-      reader.error("limiters", "\"" + name + "\" is named twice");
+      context.diagnostics.error(where, path + ": \"" + name + "\" is named twice");
     } else if (!config.limiter_named(name)) {
-      std::string message = "no limiter is named \"" + name + "\"";
+      std::string message = path + ": no limiter is named \"" + name + "\"";
       if (const auto suggestion = closest_word(name, known)) {
         message += " (did you mean \"" + std::string(*suggestion) + "\"?)";
       }
-      reader.error("limiters", message + (known.empty() ? std::string("; none is defined")
-                                                        : "; defined: " + join_words(known)));
+      context.diagnostics.error(where,
+                                message + (known.empty() ? std::string("; none is defined")
+                                                         : "; defined: " + join_words(known)));
     } else {
       route.limiters.push_back(name);
     }
@@ -167,7 +165,7 @@ Route read_route(const YAML::Node& node, std::size_t index, const ProxyConfig& c
       reader.error("upstream", problem);
     }
   }
-  read_limiter_names(reader, route, config);
+  read_limiter_names(reader, route, config, context);
   if (auto cost = reader.whole_number("cost", 1, 4'294'967'295)) {
     route.cost = static_cast<limiter::Permits>(*cost);
   }

@@ -1,7 +1,8 @@
 #include "config/route_overlap.hpp"
 
-#include <algorithm>
 #include <strings.h>
+
+#include <algorithm>
 
 namespace sluice::config {
 namespace {
@@ -47,14 +48,14 @@ bool host_covers(const RouteMatch& earlier, const RouteMatch& later) {
 bool headers_cover(const RouteMatch& earlier, const RouteMatch& later) {
   return std::all_of(
       earlier.headers.begin(), earlier.headers.end(), [&](const HeaderCondition& condition) {
-        return std::any_of(
-            later.headers.begin(), later.headers.end(), [&](const HeaderCondition& implied) {
-              if (!same_text_ignoring_case(condition.name, implied.name) ||
-                  condition.present != implied.present) {
-                return false;
-              }
-              return !condition.value || condition.value == implied.value;
-            });
+        return std::any_of(later.headers.begin(), later.headers.end(),
+                           [&](const HeaderCondition& implied) {
+                             if (!same_text_ignoring_case(condition.name, implied.name) ||
+                                 condition.present != implied.present) {
+                               return false;
+                             }
+                             return !condition.value || condition.value == implied.value;
+                           });
       });
 }
 

@@ -20,6 +20,7 @@ std::optional<limiter::Rate> parse_rate(std::string_view text);
 std::string format_rate(const limiter::Rate& rate);
 
 inline constexpr std::string_view kDurationHelp = "use a number and ms, s, m, h or d (250ms, 10s)";
-inline constexpr std::string_view kRateHelp = "use N/s, N/m, N/h, N/d or N/<duration> (10/s, 5/200ms)";
+inline constexpr std::string_view kRateHelp =
+    "use N/s, N/m, N/h, N/d or N/<duration> (10/s, 5/200ms)";
 
 }  // namespace sluice::config

@@ -17,8 +17,7 @@ Location location_of(const YAML::Node& node) {
   return {.line = mark.line + 1, .column = mark.column + 1};
 }
 
-std::string join_words(const std::vector<std::string_view>& words,
-                       std::string_view conjunction) {
+std::string join_words(const std::vector<std::string_view>& words, std::string_view conjunction) {
   std::string joined;
   for (std::size_t i = 0; i < words.size(); ++i) {
     if (i > 0) {
@@ -71,8 +70,8 @@ MapReader::MapReader(const YAML::Node& node, std::string path,
       known = known || name == key;
     }
     if (!known) {
-      std::string message = (path_.empty() ? std::string() : path_ + ": ") + "unknown key \"" +
-                            key + "\"";
+      std::string message =
+          (path_.empty() ? std::string() : path_ + ": ") + "unknown key \"" + key + "\"";
       if (const auto suggestion = closest_word(key, accepted)) {
         message += " (did you mean \"" + std::string(*suggestion) + "\"?)";
       }
@@ -127,8 +126,8 @@ std::optional<std::uint64_t> MapReader::whole_number(std::string_view key, std::
   const auto [end, problem] = std::from_chars(word->data(), word->data() + word->size(), value);
   if (problem != std::errc{} || end != word->data() + word->size() || value < minimum ||
       value > maximum) {
-    error(key, "\"" + *word + "\" is not a whole number from " + std::to_string(minimum) +
-                   " to " + std::to_string(maximum));
+    error(key, "\"" + *word + "\" is not a whole number from " + std::to_string(minimum) + " to " +
+                   std::to_string(maximum));
     return std::nullopt;
   }
   return value;

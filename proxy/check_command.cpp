@@ -65,9 +65,10 @@ std::string parameters(const limiter::LimiterOptions& options) {
 }
 
 std::string behaviour(const LimiterConfig& limiter) {
-  std::string text = limiter.options.policy.mode == limiter::Mode::delay
-                         ? "delay up to " + limiter::format_duration(limiter.options.policy.max_delay)
-                         : "reject";
+  std::string text =
+      limiter.options.policy.mode == limiter::Mode::delay
+          ? "delay up to " + limiter::format_duration(limiter.options.policy.max_delay)
+          : "reject";
   if (limiter.status != 429) {
     text += " with " + std::to_string(limiter.status);
   }

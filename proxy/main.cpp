@@ -1,7 +1,7 @@
 // sluice: command line (SPEC §1). Exit codes: 0 success, 1 configuration or runtime error,
 // 2 usage error.
-#include <filesystem>
 #include <iostream>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -54,19 +54,34 @@ std::string_view config_path(std::span<const std::string_view> args, bool& ok) {
   return path;
 }
 
+/// Loads the config, printing every problem; nullopt when it cannot be used.
+std::optional<sluice::config::ProxyConfig> load(std::string_view path) {
+  try {
+    return sluice::config::load_config(std::string(path));
+  } catch (const sluice::config::ConfigError& error) {
+    for (const std::string& line : error.lines()) {
+      std::cerr << line << '\n';
+    }
+    std::cerr << error.what() << '\n';
+    return std::nullopt;
+  }
+}
+
 int run(std::span<const std::string_view> args) {
   bool ok = false;
   const std::string_view path = config_path(args, ok);
   if (!ok) {
     return kUsageError;
   }
-  std::cout << "sluice " << SLUICE_VERSION << "\n\n"
-            << "Not built yet: the HTTP proxy, so `sluice run` cannot serve " << path
-            << " (the config loader, the proxy and the Redis store are the next steps).\n"
-            << "Built and tested: the limiter engine, every algorithm of the spec.\n\n";
-  if (!std::filesystem::exists(std::filesystem::path(path))) {
-    std::cout << "(" << path << " does not exist either.)\n\n";
+  const std::optional<sluice::config::ProxyConfig> config = load(path);
+  if (!config) {
+    return kRuntimeError;
   }
+  std::cout << "sluice " << SLUICE_VERSION << "\n\n";
+  sluice::proxy::print_config_summary(*config, std::cout);
+  std::cout << "\nNot built yet: the HTTP proxy, so this config is checked but not served (the\n"
+               "request pipeline, the proxy and the Redis store are the next steps). Built and\n"
+               "tested: the limiter engine and the config loader.\n\n";
   sluice::proxy::print_engine_demo(std::cout);
   return 0;
 }
@@ -77,17 +92,12 @@ int check(std::span<const std::string_view> args) {
   if (!ok) {
     return kUsageError;
   }
-  try {
-    const sluice::config::ProxyConfig config = sluice::config::load_config(std::string(path));
-    sluice::proxy::print_config_summary(config, std::cout);
-    return 0;
-  } catch (const sluice::config::ConfigError& error) {
-    for (const std::string& line : error.lines()) {
-      std::cerr << line << '\n';
-    }
-    std::cerr << error.what() << '\n';
+  const std::optional<sluice::config::ProxyConfig> config = load(path);
+  if (!config) {
     return kRuntimeError;
   }
+  sluice::proxy::print_config_summary(*config, std::cout);
+  return 0;
 }
 
 int not_built(std::string_view command) {

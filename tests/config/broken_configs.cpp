@@ -9,19 +9,20 @@ const std::vector<BrokenConfig>& broken_configs() {
        {"proxy.yaml:1:1: not valid YAML: end of map flow not found"}},
       {"unknown_top_key",
        "upstream: \"http://127.0.0.1:9000\"\nlistn: \":8080\"\nroutes: [{name: a}]",
-       {"proxy.yaml:2:1: unknown key \"listn\" (did you mean \"listen\"?); accepted keys: listen, admin, threads, upstream, trusted_proxies, timeouts, limits_headers, log, store, limiters, deny, ban or routes"}},
+       {"proxy.yaml:2:1: unknown key \"listn\" (did you mean \"listen\"?); accepted keys: listen, "
+        "admin, threads, upstream, trusted_proxies, timeouts, limits_headers, log, store, "
+        "limiters, deny, ban or routes"}},
       {"unknown_nested_key",
        "upstream: \"http://127.0.0.1:9000\"\ntimeouts: {idel: 5s}\nroutes: [{name: a}]",
-       {"proxy.yaml:2:12: timeouts: unknown key \"idel\" (did you mean \"idle\"?); accepted keys: header, idle, connect, upstream or drain"}},
+       {"proxy.yaml:2:12: timeouts: unknown key \"idel\" (did you mean \"idle\"?); accepted keys: "
+        "header, idle, connect, upstream or drain"}},
       {"duplicate_key",
        "upstream: \"http://127.0.0.1:9000\"\nthreads: 2\nthreads: 3\nroutes: [{name: a}]",
        {"proxy.yaml:3:1: threads: duplicate key (first at line 2)"}},
       {"missing_routes",
        "upstream: \"http://127.0.0.1:9000\"",
        {"proxy.yaml:1:1: routes: missing"}},
-      {"empty_file",
-       "",
-       {"proxy.yaml:1:1: the file is empty; it needs at least routes"}},
+      {"empty_file", "", {"proxy.yaml:1:1: the file is empty; it needs at least routes"}},
       {"empty_routes",
        "upstream: \"http://127.0.0.1:9000\"\nroutes: []",
        {"proxy.yaml:2:9: routes: no route: every request would get 404"}},
@@ -30,32 +31,42 @@ const std::vector<BrokenConfig>& broken_configs() {
        {"proxy.yaml:1:9: listen: \"8080\" is not host:port (0.0.0.0:8080, [::]:8080)"}},
       {"bad_upstream",
        "upstream: \"https://example.com\"\nroutes: [{name: a}]",
-       {"proxy.yaml:1:11: upstream: \"https://example.com\" is not an http:// URL (upstreams speak plain HTTP)"}},
+       {"proxy.yaml:1:11: upstream: \"https://example.com\" is not an http:// URL (upstreams speak "
+        "plain HTTP)"}},
       {"upstream_with_path",
        "upstream: \"http://127.0.0.1:9000/api\"\nroutes: [{name: a}]",
-       {"proxy.yaml:1:11: upstream: \"http://127.0.0.1:9000/api\" must be http://host[:port], without a path"}},
+       {"proxy.yaml:1:11: upstream: \"http://127.0.0.1:9000/api\" must be http://host[:port], "
+        "without a path"}},
       {"bad_threads",
        "upstream: \"http://127.0.0.1:9000\"\nthreads: -1\nroutes: [{name: a}]",
        {"proxy.yaml:2:10: threads: \"-1\" is not a whole number from 0 to 1024"}},
       {"bad_duration",
        "upstream: \"http://127.0.0.1:9000\"\ntimeouts: {drain: 10 s}\nroutes: [{name: a}]",
-       {"proxy.yaml:2:19: timeouts.drain: \"10 s\" is not a duration; use a number and ms, s, m, h or d (250ms, 10s)"}},
+       {"proxy.yaml:2:19: timeouts.drain: \"10 s\" is not a duration; use a number and ms, s, m, h "
+        "or d (250ms, 10s)"}},
       {"zero_timeout",
        "upstream: \"http://127.0.0.1:9000\"\ntimeouts: {connect: 0}\nroutes: [{name: a}]",
        {"proxy.yaml:2:21: timeouts.connect: must be positive"}},
       {"bad_choice",
-       "upstream: \"http://127.0.0.1:9000\"\nlimits_headers: legacyy\nlog: {format: xml}\nroutes: [{name: a}]",
-       {"proxy.yaml:2:17: limits_headers: \"legacyy\" is not one of draft, legacy, both or none (did you mean \"legacy\"?)",
+       "upstream: \"http://127.0.0.1:9000\"\nlimits_headers: legacyy\nlog: {format: xml}\nroutes: "
+       "[{name: a}]",
+       {"proxy.yaml:2:17: limits_headers: \"legacyy\" is not one of draft, legacy, both or none "
+        "(did you mean \"legacy\"?)",
         "proxy.yaml:3:15: log.format: \"xml\" is not one of text or json"}},
       {"bad_cidr",
-       "upstream: \"http://127.0.0.1:9000\"\ndeny: [\"203.0.113.0/24\", \"203.0.113.0/40\", \"2001:db8::/129\"]\nroutes: [{name: a}]",
-       {"proxy.yaml:2:26: deny: \"203.0.113.0/40\" is not an IPv4 or IPv6 network (10.0.0.0/8, 2001:db8::/32)",
-        "proxy.yaml:2:44: deny: \"2001:db8::/129\" is not an IPv4 or IPv6 network (10.0.0.0/8, 2001:db8::/32)"}},
+       "upstream: \"http://127.0.0.1:9000\"\ndeny: [\"203.0.113.0/24\", \"203.0.113.0/40\", "
+       "\"2001:db8::/129\"]\nroutes: [{name: a}]",
+       {"proxy.yaml:2:26: deny: \"203.0.113.0/40\" is not an IPv4 or IPv6 network (10.0.0.0/8, "
+        "2001:db8::/32)",
+        "proxy.yaml:2:44: deny: \"2001:db8::/129\" is not an IPv4 or IPv6 network (10.0.0.0/8, "
+        "2001:db8::/32)"}},
       {"bad_store",
-       "upstream: \"http://127.0.0.1:9000\"\nstore: {type: memcached, max_keys: 0, redis: {url: \"localhost:6379\", pool: 0, on_error: retry}}\nroutes: [{name: a}]",
+       "upstream: \"http://127.0.0.1:9000\"\nstore: {type: memcached, max_keys: 0, redis: {url: "
+       "\"localhost:6379\", pool: 0, on_error: retry}}\nroutes: [{name: a}]",
        {"proxy.yaml:2:15: store.type: \"memcached\" is not one of memory or redis",
         "proxy.yaml:2:36: store.max_keys: \"0\" is not a whole number from 1 to 1000000000",
-        "proxy.yaml:2:52: store.redis.url: \"localhost:6379\" is not a redis:// URL (redis://[:password@]host:port/db)",
+        "proxy.yaml:2:52: store.redis.url: \"localhost:6379\" is not a redis:// URL "
+        "(redis://[:password@]host:port/db)",
         "proxy.yaml:2:76: store.redis.pool: \"0\" is not a whole number from 1 to 64",
         "proxy.yaml:2:89: store.redis.on_error: \"retry\" is not one of allow, deny or local"}},
       {"incomplete_ban",
@@ -63,64 +74,99 @@ const std::vector<BrokenConfig>& broken_configs() {
        {"proxy.yaml:2:6: ban.for: missing"}},
       {"unset_variable",
        "upstream: \"${SLUICE_UPSTREAM}\"\nroutes: [{name: a}]",
-       {"proxy.yaml:1:11: upstream: environment variable SLUICE_UPSTREAM is not set (give a default with ${SLUICE_UPSTREAM:-value})"}},
+       {"proxy.yaml:1:11: upstream: environment variable SLUICE_UPSTREAM is not set (give a "
+        "default with ${SLUICE_UPSTREAM:-value})"}},
       {"unknown_algorithm",
-       "upstream: \"http://127.0.0.1:9000\"\nlimiters:\n  per-ip: {algorithm: sliding-window, limit: 10, window: 1m}\nroutes: [{name: a}]",
-       {"proxy.yaml:3:23: limiters.per-ip.algorithm: \"sliding-window\" is not one of fixed_window, sliding_log, sliding_window, wheel, token_bucket, leaky_bucket or concurrency (did you mean \"sliding_window\"?)"}},
+       "upstream: \"http://127.0.0.1:9000\"\nlimiters:\n  per-ip: {algorithm: sliding-window, "
+       "limit: 10, window: 1m}\nroutes: [{name: a}]",
+       {"proxy.yaml:3:23: limiters.per-ip.algorithm: \"sliding-window\" is not one of "
+        "fixed_window, sliding_log, sliding_window, wheel, token_bucket, leaky_bucket or "
+        "concurrency (did you mean \"sliding_window\"?)"}},
       {"missing_algorithm",
-       "upstream: \"http://127.0.0.1:9000\"\nlimiters:\n  per-ip: {limit: 10, window: 1m}\nroutes: [{name: a}]",
+       "upstream: \"http://127.0.0.1:9000\"\nlimiters:\n  per-ip: {limit: 10, window: 1m}\nroutes: "
+       "[{name: a}]",
        {"proxy.yaml:3:11: limiters.per-ip.algorithm: missing"}},
       {"missing_parameters",
-       "upstream: \"http://127.0.0.1:9000\"\nlimiters:\n  per-ip: {algorithm: sliding_window}\n  bucket: {algorithm: token_bucket, burst: 5}\nroutes: [{name: a}]",
+       "upstream: \"http://127.0.0.1:9000\"\nlimiters:\n  per-ip: {algorithm: sliding_window}\n  "
+       "bucket: {algorithm: token_bucket, burst: 5}\nroutes: [{name: a}]",
        {"proxy.yaml:3:11: limiters.per-ip.limit: missing (sliding_window needs limit and window)",
         "proxy.yaml:3:11: limiters.per-ip.window: missing (sliding_window needs limit and window)",
         "proxy.yaml:4:11: limiters.bucket.rate: missing (token_bucket needs rate)"}},
       {"foreign_parameter",
-       "upstream: \"http://127.0.0.1:9000\"\nlimiters:\n  bucket: {algorithm: token_bucket, rate: 10/s, window: 1m}\nroutes: [{name: a}]",
-       {"proxy.yaml:3:57: limiters.bucket.window: does not apply to token_bucket (its parameters: rate, burst, warmup and cold_factor)"}},
+       "upstream: \"http://127.0.0.1:9000\"\nlimiters:\n  bucket: {algorithm: token_bucket, rate: "
+       "10/s, window: 1m}\nroutes: [{name: a}]",
+       {"proxy.yaml:3:57: limiters.bucket.window: does not apply to token_bucket (its parameters: "
+        "rate, burst, warmup and cold_factor)"}},
       {"zero_limit",
-       "upstream: \"http://127.0.0.1:9000\"\nlimiters:\n  per-ip: {algorithm: fixed_window, limit: 0, window: 1m}\nroutes: [{name: a}]",
-       {"proxy.yaml:3:44: limiters.per-ip.limit: \"0\" is not a whole number from 1 to 4294967295"}},
+       "upstream: \"http://127.0.0.1:9000\"\nlimiters:\n  per-ip: {algorithm: fixed_window, limit: "
+       "0, window: 1m}\nroutes: [{name: a}]",
+       {"proxy.yaml:3:44: limiters.per-ip.limit: \"0\" is not a whole number from 1 to "
+        "4294967295"}},
       {"zero_window",
-       "upstream: \"http://127.0.0.1:9000\"\nlimiters:\n  per-ip: {algorithm: fixed_window, limit: 10, window: 0}\nroutes: [{name: a}]",
+       "upstream: \"http://127.0.0.1:9000\"\nlimiters:\n  per-ip: {algorithm: fixed_window, limit: "
+       "10, window: 0}\nroutes: [{name: a}]",
        {"proxy.yaml:3:56: limiters.per-ip.window: window must be positive, got 0ns"}},
       {"bad_rate",
-       "upstream: \"http://127.0.0.1:9000\"\nlimiters:\n  bucket: {algorithm: token_bucket, rate: 10 per second}\nroutes: [{name: a}]",
-       {"proxy.yaml:3:43: limiters.bucket.rate: \"10 per second\" is not a rate; use N/s, N/m, N/h, N/d or N/<duration> (10/s, 5/200ms)"}},
+       "upstream: \"http://127.0.0.1:9000\"\nlimiters:\n  bucket: {algorithm: token_bucket, rate: "
+       "10 per second}\nroutes: [{name: a}]",
+       {"proxy.yaml:3:43: limiters.bucket.rate: \"10 per second\" is not a rate; use N/s, N/m, "
+        "N/h, N/d or N/<duration> (10/s, 5/200ms)"}},
       {"zero_burst",
-       "upstream: \"http://127.0.0.1:9000\"\nlimiters:\n  bucket: {algorithm: token_bucket, rate: 10/s, burst: 0}\nroutes: [{name: a}]",
+       "upstream: \"http://127.0.0.1:9000\"\nlimiters:\n  bucket: {algorithm: token_bucket, rate: "
+       "10/s, burst: 0}\nroutes: [{name: a}]",
        {"proxy.yaml:3:56: limiters.bucket.burst: burst must be at least 1, got 0"}},
       {"wheel_slots",
-       "upstream: \"http://127.0.0.1:9000\"\nlimiters:\n  wheel: {algorithm: wheel, limit: 10, window: 1s, slots: 3}\nroutes: [{name: a}]",
-       {"proxy.yaml:3:48: limiters.wheel.window: window must be a whole number of slots, got window 1s for 3 slots"}},
+       "upstream: \"http://127.0.0.1:9000\"\nlimiters:\n  wheel: {algorithm: wheel, limit: 10, "
+       "window: 1s, slots: 3}\nroutes: [{name: a}]",
+       {"proxy.yaml:3:48: limiters.wheel.window: window must be a whole number of slots, got "
+        "window 1s for 3 slots"}},
       {"bad_key",
-       "upstream: \"http://127.0.0.1:9000\"\nlimiters:\n  per-key: {algorithm: fixed_window, limit: 10, window: 1m, key: \"ip+heder:X-User\"}\nroutes: [{name: a}]",
-       {"proxy.yaml:3:66: limiters.per-key.key: \"heder:X-User\" is not a key part; use ip, header:NAME, bearer, cookie:NAME, query:NAME, route or global, joined with + (ip+header:X-User)"}},
+       "upstream: \"http://127.0.0.1:9000\"\nlimiters:\n  per-key: {algorithm: fixed_window, "
+       "limit: 10, window: 1m, key: \"ip+heder:X-User\"}\nroutes: [{name: a}]",
+       {"proxy.yaml:3:66: limiters.per-key.key: \"heder:X-User\" is not a key part; use ip, "
+        "header:NAME, bearer, cookie:NAME, query:NAME, route or global, joined with + "
+        "(ip+header:X-User)"}},
       {"global_joined",
-       "upstream: \"http://127.0.0.1:9000\"\nlimiters:\n  all: {algorithm: fixed_window, limit: 10, window: 1m, key: \"global+ip\"}\nroutes: [{name: a}]",
-       {"proxy.yaml:3:62: limiters.all.key: global is one bucket for every request and cannot be joined with other parts"}},
+       "upstream: \"http://127.0.0.1:9000\"\nlimiters:\n  all: {algorithm: fixed_window, limit: "
+       "10, window: 1m, key: \"global+ip\"}\nroutes: [{name: a}]",
+       {"proxy.yaml:3:62: limiters.all.key: global is one bucket for every request and cannot be "
+        "joined with other parts"}},
       {"bad_mode",
-       "upstream: \"http://127.0.0.1:9000\"\nlimiters:\n  per-ip: {algorithm: fixed_window, limit: 10, window: 1m, mode: queue}\nroutes: [{name: a}]",
+       "upstream: \"http://127.0.0.1:9000\"\nlimiters:\n  per-ip: {algorithm: fixed_window, limit: "
+       "10, window: 1m, mode: queue}\nroutes: [{name: a}]",
        {"proxy.yaml:3:66: limiters.per-ip.mode: \"queue\" is not one of reject or delay"}},
       {"delay_concurrency",
-       "upstream: \"http://127.0.0.1:9000\"\nlimiters:\n  inflight: {algorithm: concurrency, limit: 10, mode: delay}\nroutes: [{name: a}]",
-       {"proxy.yaml:3:55: limiters.inflight.mode: delay does not apply to concurrency: when a permit comes back is not known"}},
+       "upstream: \"http://127.0.0.1:9000\"\nlimiters:\n  inflight: {algorithm: concurrency, "
+       "limit: 10, mode: delay}\nroutes: [{name: a}]",
+       {"proxy.yaml:3:55: limiters.inflight.mode: delay does not apply to concurrency: when a "
+        "permit comes back is not known"}},
       {"bad_status",
-       "upstream: \"http://127.0.0.1:9000\"\nlimiters:\n  per-ip: {algorithm: fixed_window, limit: 10, window: 1m, status: 200}\nroutes: [{name: a}]",
+       "upstream: \"http://127.0.0.1:9000\"\nlimiters:\n  per-ip: {algorithm: fixed_window, limit: "
+       "10, window: 1m, status: 200}\nroutes: [{name: a}]",
        {"proxy.yaml:3:68: limiters.per-ip.status: \"200\" is not a whole number from 400 to 599"}},
       {"bad_override",
-       "upstream: \"http://127.0.0.1:9000\"\nlimiters:\n  per-key:\n    algorithm: fixed_window\n    limit: 10\n    window: 1m\n    overrides: {\"premium\": {limit: 0}, \"gold\": {rate: 10/s}}\nroutes: [{name: a}]",
-       {"proxy.yaml:7:36: limiters.per-key.overrides.premium.limit: \"0\" is not a whole number from 1 to 4294967295",
-        "proxy.yaml:7:49: limiters.per-key.overrides.gold: unknown key \"rate\"; accepted keys: limit or window"}},
+       "upstream: \"http://127.0.0.1:9000\"\nlimiters:\n  per-key:\n    algorithm: fixed_window\n  "
+       "  limit: 10\n    window: 1m\n    overrides: {\"premium\": {limit: 0}, \"gold\": {rate: "
+       "10/s}}\nroutes: [{name: a}]",
+       {"proxy.yaml:7:36: limiters.per-key.overrides.premium.limit: \"0\" is not a whole number "
+        "from 1 to 4294967295",
+        "proxy.yaml:7:49: limiters.per-key.overrides.gold: unknown key \"rate\"; accepted keys: "
+        "limit or window"}},
       {"unknown_limiter",
-       "upstream: \"http://127.0.0.1:9000\"\nlimiters:\n  per-ip: {algorithm: fixed_window, limit: 10, window: 1m}\nroutes: [{name: a, limiters: [per_ip]}]",
-       {"proxy.yaml:4:30: routes[0].limiters: no limiter is named \"per_ip\" (did you mean \"per-ip\"?); defined: per-ip"}},
+       "upstream: \"http://127.0.0.1:9000\"\nlimiters:\n  per-ip: {algorithm: fixed_window, limit: "
+       "10, window: 1m}\nroutes: [{name: a, limiters: [per_ip]}]",
+       {"proxy.yaml:4:31: routes[0].limiters: no limiter is named \"per_ip\" (did you mean "
+        "\"per-ip\"?); defined: per-ip"}},
       {"limiter_twice",
-       "upstream: \"http://127.0.0.1:9000\"\nlimiters:\n  per-ip: {algorithm: fixed_window, limit: 10, window: 1m}\nroutes: [{name: a, limiters: [per-ip, per-ip]}]",
-       {"proxy.yaml:4:30: routes[0].limiters: \"per-ip\" is named twice"}},
+       "upstream: \"http://127.0.0.1:9000\"\nlimiters:\n  per-ip: {algorithm: fixed_window, limit: "
+       "10, window: 1m}\nroutes: [{name: a, limiters: [per-ip, per-ip]}]",
+       {"proxy.yaml:4:39: routes[0].limiters: \"per-ip\" is named twice"}},
       {"cost_too_large",
-       "upstream: \"http://127.0.0.1:9000\"\nlimiters:\n  per-ip: {algorithm: fixed_window, limit: 10, window: 1m}\n  bucket: {algorithm: leaky_bucket, rate: 1/s, burst: 4}\nroutes: [{name: a, limiters: [per-ip, bucket], cost: 8}]",
-       {"proxy.yaml:5:54: routes[0].cost: cost 8 is more than limiter \"bucket\" can ever admit (at most 5)"}},
+       "upstream: \"http://127.0.0.1:9000\"\nlimiters:\n  per-ip: {algorithm: fixed_window, limit: "
+       "10, window: 1m}\n  bucket: {algorithm: leaky_bucket, rate: 1/s, burst: 4}\nroutes: [{name: "
+       "a, limiters: [per-ip, bucket], cost: 8}]",
+       {"proxy.yaml:5:54: routes[0].cost: cost 8 is more than limiter \"bucket\" can ever admit "
+        "(at most 5)"}},
       {"zero_cost",
        "upstream: \"http://127.0.0.1:9000\"\nroutes: [{name: a, cost: 0}]",
        {"proxy.yaml:2:26: routes[0].cost: \"0\" is not a whole number from 1 to 4294967295"}},
@@ -129,31 +175,43 @@ const std::vector<BrokenConfig>& broken_configs() {
        {"proxy.yaml:1:10: routes[0]: no upstream; give one here or at the top level"}},
       {"respond_and_upstream",
        "routes: [{name: a, upstream: \"http://127.0.0.1:9000\", respond: {status: 200}}]",
-       {"proxy.yaml:1:64: routes[0].respond: a route answers itself (respond) or forwards (upstream), not both"}},
+       {"proxy.yaml:1:64: routes[0].respond: a route answers itself (respond) or forwards "
+        "(upstream), not both"}},
       {"two_paths",
-       "upstream: \"http://127.0.0.1:9000\"\nroutes: [{name: a, match: {path: /a, path_prefix: /b}}]",
-       {"proxy.yaml:2:51: routes[0].match.path_prefix: only one of path, path_prefix and path_regex may be given"}},
+       "upstream: \"http://127.0.0.1:9000\"\nroutes: [{name: a, match: {path: /a, path_prefix: "
+       "/b}}]",
+       {"proxy.yaml:2:51: routes[0].match.path_prefix: only one of path, path_prefix and "
+        "path_regex may be given"}},
       {"relative_path",
        "upstream: \"http://127.0.0.1:9000\"\nroutes: [{name: a, match: {path_prefix: api/}}]",
        {"proxy.yaml:2:41: routes[0].match.path_prefix: \"api/\" must start with /"}},
       {"bad_regex",
        "upstream: \"http://127.0.0.1:9000\"\nroutes: [{name: a, match: {path_regex: \"^/v(1|2\"}}]",
-       {"proxy.yaml:2:40: routes[0].match.path_regex: \"^/v(1|2\" is not a valid regular expression: Unmatched marking parenthesis ( or \\( (at character 7)"}},
+       {"proxy.yaml:2:40: routes[0].match.path_regex: \"^/v(1|2\" is not a valid regular "
+        "expression: Unmatched marking parenthesis ( or \\( (at character 7)"}},
       {"bad_method",
-       "upstream: \"http://127.0.0.1:9000\"\nroutes: [{name: a, match: {methods: [GET, \"P O S T\"]}}]",
+       "upstream: \"http://127.0.0.1:9000\"\nroutes: [{name: a, match: {methods: [GET, \"P O S "
+       "T\"]}}]",
        {"proxy.yaml:2:37: routes[0].match.methods: \"P O S T\" is not an HTTP method"}},
       {"header_absent_with_value",
-       "upstream: \"http://127.0.0.1:9000\"\nroutes: [{name: a, match: {headers: [{name: X-Tier, present: false, value: gold}]}}]",
-       {"proxy.yaml:2:76: routes[0].match.headers[0].value: a header that must be absent cannot have a value"}},
+       "upstream: \"http://127.0.0.1:9000\"\nroutes: [{name: a, match: {headers: [{name: X-Tier, "
+       "present: false, value: gold}]}}]",
+       {"proxy.yaml:2:76: routes[0].match.headers[0].value: a header that must be absent cannot "
+        "have a value"}},
       {"duplicate_route_name",
-       "upstream: \"http://127.0.0.1:9000\"\nroutes:\n  - {name: a, match: {path: /a}}\n  - {name: a, match: {path: /b}}",
+       "upstream: \"http://127.0.0.1:9000\"\nroutes:\n  - {name: a, match: {path: /a}}\n  - {name: "
+       "a, match: {path: /b}}",
        {"proxy.yaml:4:5: routes[1]: the name \"a\" is taken by routes[0]"}},
       {"unreachable_prefix",
-       "upstream: \"http://127.0.0.1:9000\"\nroutes:\n  - {name: api, match: {path_prefix: /api/}}\n  - {name: login, match: {path: /api/login, methods: [POST]}}",
-       {"proxy.yaml:4:5: routes[1] (\"login\") can never match: routes[0] (\"api\") before it matches every request it would"}},
+       "upstream: \"http://127.0.0.1:9000\"\nroutes:\n  - {name: api, match: {path_prefix: "
+       "/api/}}\n  - {name: login, match: {path: /api/login, methods: [POST]}}",
+       {"proxy.yaml:4:5: routes[1] (\"login\") can never match: routes[0] (\"api\") before it "
+        "matches every request it would"}},
       {"unreachable_catch_all",
-       "upstream: \"http://127.0.0.1:9000\"\nroutes:\n  - {name: all}\n  - {name: status, match: {path: /status}}",
-       {"proxy.yaml:4:5: routes[1] (\"status\") can never match: routes[0] (\"all\") before it matches every request it would"}},
+       "upstream: \"http://127.0.0.1:9000\"\nroutes:\n  - {name: all}\n  - {name: status, match: "
+       "{path: /status}}",
+       {"proxy.yaml:4:5: routes[1] (\"status\") can never match: routes[0] (\"all\") before it "
+        "matches every request it would"}},
   };
   return table;
 }

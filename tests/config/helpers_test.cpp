@@ -55,8 +55,12 @@ TEST(ParseKey, RefusesUnknownPartsAndEmptyNames) {
 
 TEST(ExpandEnvironment, ExpandsSetVariablesAndDefaults) {
   const Environment environment = [](std::string_view name) -> std::optional<std::string> {
-    if (name == "HOST") return "backend";
-    if (name == "EMPTY") return "";
+    if (name == "HOST") {
+      return "backend";
+    }
+    if (name == "EMPTY") {
+      return "";
+    }
     return std::nullopt;
   };
   std::string problem;
@@ -82,7 +86,8 @@ TEST(ClosestWord, SuggestsOnlyLikelyTypos) {
   EXPECT_FALSE(closest_word("xyz", keys).has_value());
 }
 
-RouteMatch match_of(RouteMatch::Path kind, std::string path, std::vector<std::string> methods = {}) {
+RouteMatch match_of(RouteMatch::Path kind, std::string path,
+                    std::vector<std::string> methods = {}) {
   RouteMatch match;
   match.path_kind = kind;
   match.path = std::move(path);

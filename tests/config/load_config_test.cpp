@@ -238,7 +238,8 @@ TEST(LoadConfig, NamesAFileItCannotRead) {
     load_config("/nonexistent/proxy.yaml", test_environment);
     FAIL() << "expected ConfigError";
   } catch (const ConfigError& error) {
-    EXPECT_THAT(error.lines(), ElementsAreArray({"/nonexistent/proxy.yaml:0:0: cannot read the file"}));
+    EXPECT_THAT(error.lines(),
+                ElementsAreArray({"/nonexistent/proxy.yaml:0:0: cannot read the file"}));
   }
 }
 

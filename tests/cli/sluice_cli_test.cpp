@@ -1,0 +1,114 @@
+// The sluice binary itself: exit codes and output of `check` and `version` (SPEC §1).
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+namespace {
+
+using ::testing::HasSubstr;
+
+struct Result {
+  int status = -1;
+  std::string out;
+  std::string err;
+};
+
+std::string read_file(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+class SluiceCli : public ::testing::Test {
+ protected:
+  std::filesystem::path directory_ =
+      std::filesystem::temp_directory_path() /
+      ("sluice-cli-" + std::to_string(::getpid()) + "-" +
+       ::testing::UnitTest::GetInstance()->current_test_info()->name());
+
+  void SetUp() override { std::filesystem::create_directories(directory_); }
+  void TearDown() override { std::filesystem::remove_all(directory_); }
+
+  std::filesystem::path write(const std::string& name, const std::string& text) {
+    const std::filesystem::path path = directory_ / name;
+    std::ofstream(path) << text;
+    return path;
+  }
+
+  Result run(const std::string& arguments) {
+    const std::filesystem::path out = directory_ / "stdout";
+    const std::filesystem::path err = directory_ / "stderr";
+    const std::string command = std::string(SLUICE_BINARY) + " " + arguments + " >" +
+                                out.string() + " 2>" + err.string() + " </dev/null";
+    const int raw = std::system(command.c_str());
+    return {WIFEXITED(raw) ? WEXITSTATUS(raw) : -1, read_file(out), read_file(err)};
+  }
+};
+
+TEST_F(SluiceCli, CheckPrintsRoutesAndLimitersOfAValidConfig) {
+  const auto config = write("proxy.yaml",
+                            "upstream: http://127.0.0.1:9000\n"
+                            "limiters:\n"
+                            "  per-ip: {algorithm: sliding_window, limit: 100, window: 1m}\n"
+                            "routes:\n"
+                            "  - {name: api, match: {path_prefix: /api/}, limiters: [per-ip]}\n");
+  const Result result = run("check -c " + config.string());
+  EXPECT_EQ(result.status, 0) << result.err;
+  EXPECT_THAT(result.out, HasSubstr(config.string() + ": OK"));
+  EXPECT_THAT(result.out, HasSubstr("per-ip   sliding_window  limit 100 per 1m  ip   reject"));
+  EXPECT_THAT(result.out, HasSubstr("api    /api/*  per-ip    1     http://127.0.0.1:9000"));
+}
+
+TEST_F(SluiceCli, CheckPrintsEveryErrorAndExitsOne) {
+  const auto config = write("broken.yaml",
+                            "upstream: http://127.0.0.1:9000\n"
+                            "limiters:\n"
+                            "  per-ip: {algorithm: sliding_window, limit: 0, windw: 1m}\n"
+                            "routes: [{name: a, limiters: [per-ip, nope]}]\n");
+  const Result result = run("check -c " + config.string());
+  EXPECT_EQ(result.status, 1);
+  const std::string file = config.string();
+  // In file order, each pointing at the offending text.
+  EXPECT_EQ(result.err,
+            file + ":3:11: limiters.per-ip.window: missing (sliding_window needs limit and "
+                   "window)\n" +
+                file + ":3:46: limiters.per-ip.limit: \"0\" is not a whole number from 1 to "
+                       "4294967295\n" +
+                file + ":3:49: limiters.per-ip: unknown key \"windw\" (did you mean \"window\"?); "
+                       "accepted keys: algorithm, limit, window, slots, rate, burst, warmup, "
+                       "cold_factor, key, ipv6_prefix, mode, max_delay, shadow, status or "
+                       "overrides\n" +
+                file + ":4:39: routes[0].limiters: no limiter is named \"nope\"; defined: per-ip\n" +
+                file + ": 4 errors\n");
+  EXPECT_EQ(result.out, "");
+}
+
+TEST_F(SluiceCli, NamesAMissingConfigFile) {
+  const Result result = run("check -c " + (directory_ / "absent.yaml").string());
+  EXPECT_EQ(result.status, 1);
+  EXPECT_THAT(result.err, HasSubstr("absent.yaml:0:0: cannot read the file"));
+}
+
+TEST_F(SluiceCli, UsageErrorsExitTwo) {
+  EXPECT_EQ(run("check --bogus").status, 2);
+  EXPECT_EQ(run("check -c").status, 2);
+  EXPECT_EQ(run("frobnicate").status, 2);
+}
+
+TEST_F(SluiceCli, HelpAndVersionExitZero) {
+  const Result help = run("check --help");
+  EXPECT_EQ(help.status, 0);
+  EXPECT_THAT(help.out, HasSubstr("sluice check [-c FILE]"));
+  const Result version = run("version");
+  EXPECT_EQ(version.status, 0);
+  EXPECT_THAT(version.out, HasSubstr("sluice "));
+}
+
+}  // namespace
