@@ -195,6 +195,17 @@ LimiterConfig read_limiter(const std::string& name, const YAML::Node& node, std:
       complete = false;
     }
   }
+  if (*algorithm == AlgorithmKind::token_bucket) {
+    const bool warms_up = limiter.options.warmup > limiter::Duration::zero();
+    if (warms_up && reader.has("burst")) {
+      reader.error("burst",
+                   "does not apply with warmup (Guava's warm-up sets its own maximum of stored "
+                   "permits)");
+    }
+    if (!warms_up && reader.has("cold_factor")) {
+      reader.error("cold_factor", "applies only with warmup");
+    }
+  }
   if (*algorithm == AlgorithmKind::concurrency &&
       limiter.options.policy.mode == limiter::Mode::delay) {
     reader.error("mode",

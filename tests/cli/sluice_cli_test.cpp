@@ -45,8 +45,8 @@ class SluiceCli : public ::testing::Test {
   Result run(const std::string& arguments) {
     const std::filesystem::path out = directory_ / "stdout";
     const std::filesystem::path err = directory_ / "stderr";
-    const std::string command = std::string(SLUICE_BINARY) + " " + arguments + " >" +
-                                out.string() + " 2>" + err.string() + " </dev/null";
+    const std::string command = std::string(SLUICE_BINARY) + " " + arguments + " >" + out.string() +
+                                " 2>" + err.string() + " </dev/null";
     const int raw = std::system(command.c_str());
     return {WIFEXITED(raw) ? WEXITSTATUS(raw) : -1, read_file(out), read_file(err)};
   }
@@ -77,15 +77,19 @@ TEST_F(SluiceCli, CheckPrintsEveryErrorAndExitsOne) {
   const std::string file = config.string();
   // In file order, each pointing at the offending text.
   EXPECT_EQ(result.err,
-            file + ":3:11: limiters.per-ip.window: missing (sliding_window needs limit and "
-                   "window)\n" +
-                file + ":3:46: limiters.per-ip.limit: \"0\" is not a whole number from 1 to "
-                       "4294967295\n" +
-                file + ":3:49: limiters.per-ip: unknown key \"windw\" (did you mean \"window\"?); "
-                       "accepted keys: algorithm, limit, window, slots, rate, burst, warmup, "
-                       "cold_factor, key, ipv6_prefix, mode, max_delay, shadow, status or "
-                       "overrides\n" +
-                file + ":4:39: routes[0].limiters: no limiter is named \"nope\"; defined: per-ip\n" +
+            file +
+                ":3:11: limiters.per-ip.window: missing (sliding_window needs limit and "
+                "window)\n" +
+                file +
+                ":3:46: limiters.per-ip.limit: \"0\" is not a whole number from 1 to "
+                "4294967295\n" +
+                file +
+                ":3:49: limiters.per-ip: unknown key \"windw\" (did you mean \"window\"?); "
+                "accepted keys: algorithm, limit, window, slots, rate, burst, warmup, "
+                "cold_factor, key, ipv6_prefix, mode, max_delay, shadow, status or "
+                "overrides\n" +
+                file +
+                ":4:39: routes[0].limiters: no limiter is named \"nope\"; defined: per-ip\n" +
                 file + ": 4 errors\n");
   EXPECT_EQ(result.out, "");
 }

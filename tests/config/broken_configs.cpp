@@ -115,6 +115,16 @@ const std::vector<BrokenConfig>& broken_configs() {
        "upstream: \"http://127.0.0.1:9000\"\nlimiters:\n  bucket: {algorithm: token_bucket, rate: "
        "10/s, burst: 0}\nroutes: [{name: a}]",
        {"proxy.yaml:3:56: limiters.bucket.burst: burst must be at least 1, got 0"}},
+      {"burst_with_warmup",
+       "upstream: \"http://127.0.0.1:9000\"\nlimiters:\n  warm: {algorithm: token_bucket, rate: "
+       "2/s, "
+       "warmup: 4s, burst: 10}\n  cold: {algorithm: token_bucket, rate: 2/s, cold_factor: "
+       "3}\nroutes: "
+       "[{name: a}]",
+       {"proxy.yaml:3:65: limiters.warm.burst: does not apply with warmup (Guava's warm-up sets "
+        "its "
+        "own maximum of stored permits)",
+        "proxy.yaml:4:59: limiters.cold.cold_factor: applies only with warmup"}},
       {"wheel_slots",
        "upstream: \"http://127.0.0.1:9000\"\nlimiters:\n  wheel: {algorithm: wheel, limit: 10, "
        "window: 1s, slots: 3}\nroutes: [{name: a}]",
