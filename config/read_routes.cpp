@@ -114,9 +114,9 @@ void read_limiter_names(MapReader& reader, Route& route, const ProxyConfig& conf
       if (const auto suggestion = closest_word(name, known)) {
         message += " (did you mean \"" + std::string(*suggestion) + "\"?)";
       }
-      context.diagnostics.error(where,
-                                message + (known.empty() ? std::string("; none is defined")
-                                                         : "; defined: " + join_words(known)));
+      context.diagnostics.error(
+          where, message + (known.empty() ? std::string("; none is defined")
+                                          : "; defined: " + join_words(known, "and")));
     } else {
       route.limiters.push_back(name);
     }
