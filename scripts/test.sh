@@ -40,7 +40,7 @@ done
 
 echo "== tsan (threads on shared keys)"
 cmake --preset tsan >/dev/null
-cmake --build --preset tsan --target limiter_tests
+cmake --build --preset tsan --target limiter_tests pipeline_tests
 run_ctest --preset tsan --tests-regex 'ConcurrentDecisions\.' || status=1
 
 echo

@@ -10,6 +10,7 @@
 #include "limiter/decide.hpp"
 #include "limiter/key_hash.hpp"
 #include "limiter/make_limiter.hpp"
+#include "tests/proxy/pipeline_fixture.hpp"
 #include "tests/support/manual_clock.hpp"
 
 namespace {
@@ -87,6 +88,35 @@ TEST(Allocation, AllOrNothingDecisionsNeverAllocate) {
               }
             }),
             0U);
+}
+
+TEST(Allocation, ThePipelinesDecisionsNeverAllocate) {
+  // Trusted proxies and a forwarding chain, a regex route, ip and header keys, two limiters.
+  test::PipelineFixture fixture(R"(
+upstream: http://127.0.0.1:9000
+trusted_proxies: ["10.0.0.0/8"]
+deny: ["203.0.113.0/24"]
+limiters:
+  per-ip: {algorithm: sliding_window, limit: 100000, window: 1m}
+  api-key: {algorithm: token_bucket, rate: 1000/s, key: "ip+header:X-Api-Key"}
+routes:
+  - {name: status, match: {path: /status}, respond: {status: 200}}
+  - {name: versioned, match: {path_regex: "^/v[0-9]+/"}, limiters: [per-ip, api-key]}
+)");
+  const test::PipelineFixture::Request request{
+      .target = "/v2/orders?page=3",
+      .headers = {{"X-Forwarded-For", "198.51.100.4, 10.1.1.1"}, {"X-Api-Key", "key-123"}},
+      .peer = "10.0.0.9"};
+  TimePoint now = at(0s);
+  const auto run = [&] {
+    for (int i = 0; i < 10'000; ++i) {
+      now += 1ms;
+      const proxy::Decision decision = fixture.send(request, now);
+      ASSERT_EQ(decision.outcome, proxy::Outcome::allowed);
+    }
+  };
+  run();
+  EXPECT_EQ(allocations_during(run), 0U);
 }
 
 }  // namespace

@@ -1,0 +1,93 @@
+#pragma once
+
+#include <array>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "config/proxy_config.hpp"
+#include "limiter/decide.hpp"
+#include "proxy/ban_list.hpp"
+#include "proxy/cidr_trie.hpp"
+#include "proxy/request_view.hpp"
+#include "proxy/route_table.hpp"
+
+namespace sluice::proxy {
+
+/// What happened to a request (SPEC §6's decisions).
+enum class Outcome { allowed, delayed, limited, denied, no_route };
+std::string_view name_of(Outcome outcome) noexcept;
+
+/// One limiter that applied to a request: for the RateLimit headers, logs and replay.
+struct LimiterReport {
+  const config::LimiterConfig* limiter = nullptr;
+  limiter::Verdict verdict;
+  limiter::Status status;
+};
+
+/// A permit that a concurrency limiter holds until the response is over.
+struct Permit {
+  limiter::Limiter* limiter = nullptr;
+  limiter::KeyHash key = 0;
+  limiter::Permits cost = 0;
+};
+
+/// The pipeline's answer for one request. Fixed-size, so deciding allocates nothing.
+struct Decision {
+  Outcome outcome = Outcome::no_route;
+  unsigned status = 404;  ///< 0: forward and let the upstream answer.
+  const config::Route* route = nullptr;
+  IpAddress client;
+  bool banned = false;
+  limiter::Duration hold{};         ///< Delay before forwarding (delay mode).
+  limiter::Duration retry_after{};  ///< For 429 and bans.
+  std::array<LimiterReport, limiter::kMaxChargesPerRequest> reports{};
+  std::size_t report_count = 0;
+  std::array<Permit, limiter::kMaxChargesPerRequest> permits{};
+  std::size_t permit_count = 0;
+
+  /// The limiters that applied (their key could be formed), in the route's order.
+  std::span<const LimiterReport> applied() const noexcept {
+    return {reports.data(), report_count};
+  }
+};
+
+/// The decision pipeline of SPEC §2, shared by the proxy and `sluice replay`: client address
+/// (through trusted proxies), deny list, ban, route, keys, overrides, cost, then the route's
+/// limiters, all or nothing, and its shadow limiters. No network, no clock: `now` is given.
+/// Thread-safe; `decide` does not allocate once its per-thread key buffer has grown.
+class Pipeline {
+ public:
+  /// `config` must outlive the pipeline.
+  explicit Pipeline(const config::ProxyConfig& config);
+
+  Decision decide(const RequestView& request, limiter::TimePoint now,
+                  std::optional<limiter::Permits> cost = std::nullopt);
+  /// Gives back the concurrency permits of a finished request.
+  void release(const Decision& decision) noexcept;
+  /// Drops the idle keys of every limiter; call from a timer.
+  void collect_idle(limiter::TimePoint now);
+
+  const config::ProxyConfig& config() const noexcept { return config_; }
+
+ private:
+  struct LimiterSlot {
+    const config::LimiterConfig* config = nullptr;
+    std::unique_ptr<limiter::Limiter> main;
+    /// Key text (parts joined as build_key joins them) → that key's own limiter.
+    std::vector<std::pair<std::string, std::unique_ptr<limiter::Limiter>>> overrides;
+  };
+  limiter::Limiter& instance_for(LimiterSlot& slot, std::string_view key_text) noexcept;
+
+  const config::ProxyConfig& config_;
+  RouteTable routes_;
+  CidrTrie deny_;
+  std::optional<BanList> ban_;
+  std::vector<LimiterSlot> limiters_;
+  std::vector<std::vector<std::size_t>> route_limiters_;  ///< Per route, into limiters_.
+};
+
+}  // namespace sluice::proxy
