@@ -18,8 +18,8 @@ BanList::BanList(const config::BanOptions& options, std::uint64_t max_keys)
                                    .max_keys = max_keys})) {}
 
 limiter::KeyHash BanList::hash(const IpAddress& client) noexcept {
-  return limiter::hash_key(std::string_view(reinterpret_cast<const char*>(client.bytes.data()),
-                                            client.ipv4 ? 4 : 16));
+  return limiter::hash_key(
+      std::string_view(reinterpret_cast<const char*>(client.bytes.data()), client.ipv4 ? 4 : 16));
 }
 
 std::optional<limiter::Duration> BanList::banned_for(const IpAddress& client,

@@ -75,9 +75,9 @@ Hops hops(std::string_view forwarded, std::string_view x_forwarded_for) {
       while (pair <= element.size()) {
         const std::size_t semicolon = std::min(element.find(';', pair), element.size());
         const std::string_view parameter = trim(element.substr(pair, semicolon - pair));
-        if (parameter.size() > 4 && (parameter.substr(0, 4) == "for=" ||
-                                     parameter.substr(0, 4) == "For=" ||
-                                     parameter.substr(0, 4) == "FOR=")) {
+        if (parameter.size() > 4 &&
+            (parameter.substr(0, 4) == "for=" || parameter.substr(0, 4) == "For=" ||
+             parameter.substr(0, 4) == "FOR=")) {
           found.push_back(parameter.substr(4));
         }
         pair = semicolon + 1;

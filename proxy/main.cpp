@@ -10,6 +10,7 @@
 #include "config/load_config.hpp"
 #include "proxy/check_command.hpp"
 #include "proxy/engine_demo.hpp"
+#include "proxy/replay/replay_command.hpp"
 
 namespace {
 
@@ -100,11 +101,6 @@ int check(std::span<const std::string_view> args) {
   return 0;
 }
 
-int not_built(std::string_view command) {
-  std::cerr << "sluice " << command << ": not built yet in sluice " << SLUICE_VERSION << ".\n";
-  return kRuntimeError;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -114,6 +110,9 @@ int main(int argc, char** argv) {
   if (!args.empty() && !args.front().starts_with('-')) {
     command = args.front();
     args = args.subspan(1);
+  }
+  if (command == "replay") {  // it has its own --help
+    return sluice::replay::run_replay_command(args);
   }
   if (command == "help" || wants_help(args)) {
     std::cout << kUsage;
@@ -128,9 +127,6 @@ int main(int argc, char** argv) {
   }
   if (command == "check") {
     return check(args);
-  }
-  if (command == "replay") {
-    return not_built(command);
   }
   std::cerr << "sluice: unknown command '" << command << "'\n" << kUsage;
   return kUsageError;

@@ -135,8 +135,8 @@ Decision Pipeline::decide(const RequestView& request, limiter::TimePoint now,
   std::size_t shadow_count = 0;
   for (const std::size_t slot_index : route_limiters_[*index]) {
     LimiterSlot& slot = limiters_[slot_index];
-    if (!build_key(slot.config->key, slot.config->ipv6_prefix, request, decision.client,
-                   route.name, key_text)) {
+    if (!build_key(slot.config->key, slot.config->ipv6_prefix, request, decision.client, route.name,
+                   key_text)) {
       continue;  // the key cannot be formed: this limiter does not apply
     }
     const Charge charge_of{&instance_for(slot, key_text), limiter::hash_key(key_text),
@@ -168,6 +168,13 @@ Decision Pipeline::decide(const RequestView& request, limiter::TimePoint now,
     if (ban_) {
       ban_->strike(decision.client, now);
     }
+    // Shadow limiters are not charged for a request that does not go through: they did not
+    // apply to it, so they are not reported either.
+    const auto kept = std::remove_if(
+        decision.reports.begin(),
+        decision.reports.begin() + static_cast<std::ptrdiff_t>(decision.report_count),
+        [](const LimiterReport& r) { return r.limiter->shadow; });
+    decision.report_count = static_cast<std::size_t>(kept - decision.reports.begin());
     return decision;
   }
   keep_permits(live_charges, live_reports, decision);

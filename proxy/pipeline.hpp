@@ -50,9 +50,7 @@ struct Decision {
   std::size_t permit_count = 0;
 
   /// The limiters that applied (their key could be formed), in the route's order.
-  std::span<const LimiterReport> applied() const noexcept {
-    return {reports.data(), report_count};
-  }
+  std::span<const LimiterReport> applied() const noexcept { return {reports.data(), report_count}; }
 };
 
 /// The decision pipeline of SPEC §2, shared by the proxy and `sluice replay`: client address

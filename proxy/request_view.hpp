@@ -1,8 +1,9 @@
 #pragma once
 
+#include <strings.h>
+
 #include <span>
 #include <string_view>
-#include <strings.h>
 
 #include "proxy/ip_address.hpp"
 

@@ -1,7 +1,8 @@
 #include "proxy/route_table.hpp"
 
-#include <algorithm>
 #include <strings.h>
+
+#include <algorithm>
 
 namespace sluice::proxy {
 namespace {
@@ -58,22 +59,21 @@ bool RouteTable::matches(const Compiled& compiled, const RequestView& request) c
       break;
     }
   }
-  if (!match.methods.empty() &&
-      std::find(match.methods.begin(), match.methods.end(), request.method) == match.methods.end()) {
+  if (!match.methods.empty() && std::find(match.methods.begin(), match.methods.end(),
+                                          request.method) == match.methods.end()) {
     return false;
   }
   if (match.host && !equal_ignoring_case(host_name(request.host), *match.host)) {
     return false;
   }
-  return std::all_of(match.headers.begin(), match.headers.end(),
-                     [&](const config::HeaderCondition& condition) {
-                       const Header* header = request.find_header(condition.name);
-                       if (!condition.present) {
-                         return header == nullptr;
-                       }
-                       return header != nullptr &&
-                              (!condition.value || header->value == *condition.value);
-                     });
+  return std::all_of(
+      match.headers.begin(), match.headers.end(), [&](const config::HeaderCondition& condition) {
+        const Header* header = request.find_header(condition.name);
+        if (!condition.present) {
+          return header == nullptr;
+        }
+        return header != nullptr && (!condition.value || header->value == *condition.value);
+      });
 }
 
 std::optional<std::size_t> RouteTable::match(const RequestView& request) const {

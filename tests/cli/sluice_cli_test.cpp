@@ -45,8 +45,10 @@ class SluiceCli : public ::testing::Test {
   Result run(const std::string& arguments) {
     const std::filesystem::path out = directory_ / "stdout";
     const std::filesystem::path err = directory_ / "stderr";
+    // Standard input is /dev/null unless the arguments redirect it themselves.
+    const std::string input = arguments.find(" <") == std::string::npos ? " </dev/null" : "";
     const std::string command = std::string(SLUICE_BINARY) + " " + arguments + " >" + out.string() +
-                                " 2>" + err.string() + " </dev/null";
+                                " 2>" + err.string() + input;
     const int raw = std::system(command.c_str());
     return {WIFEXITED(raw) ? WEXITSTATUS(raw) : -1, read_file(out), read_file(err)};
   }
@@ -104,6 +106,54 @@ TEST_F(SluiceCli, UsageErrorsExitTwo) {
   EXPECT_EQ(run("check --bogus").status, 2);
   EXPECT_EQ(run("check -c").status, 2);
   EXPECT_EQ(run("frobnicate").status, 2);
+}
+
+TEST_F(SluiceCli, ReplayWritesDecisionsSummaryAndReport) {
+  const auto config = write("proxy.yaml",
+                            "limiters:\n"
+                            "  per-ip: {algorithm: fixed_window, limit: 1, window: 1m}\n"
+                            "routes: [{name: all, respond: {status: 200}, limiters: [per-ip]}]\n");
+  const auto log = write("access.jsonl",
+                         "{\"t\": 60, \"ip\": \"203.0.113.9\"}\n"
+                         "{\"t\": 61, \"ip\": \"203.0.113.9\"}\n"
+                         "oops\n");
+  const auto out = directory_ / "decisions.jsonl";
+  const auto report = directory_ / "report.html";
+  const Result result = run("replay -c " + config.string() + " --out " + out.string() +
+                            " --report " + report.string() + " " + log.string());
+  EXPECT_EQ(result.status, 0) << result.err;
+  EXPECT_EQ(result.out, "");
+  EXPECT_EQ(read_file(out),
+            "{\"i\":0,\"t\":60,\"route\":\"all\",\"decision\":\"allowed\",\"status\":200,"
+            "\"delay\":0,\"limiters\":[\"per-ip\"],\"remaining\":0,\"retry_after\":0}\n"
+            "{\"i\":1,\"t\":61,\"route\":\"all\",\"decision\":\"limited\",\"status\":429,"
+            "\"delay\":0,\"limiters\":[\"per-ip\"],\"remaining\":0,\"retry_after\":59,"
+            "\"violated\":[\"per-ip\"]}\n");
+  EXPECT_THAT(result.err, HasSubstr("replayed 2 requests"));
+  EXPECT_THAT(result.err, HasSubstr("line 3: not a JSON object"));
+  EXPECT_THAT(result.err, HasSubstr("1  per-ip 203.0.113.9"));
+  EXPECT_THAT(read_file(report), HasSubstr("<svg"));
+}
+
+TEST_F(SluiceCli, ReplayReadsCombinedLogsFromStdin) {
+  const auto config = write("proxy.yaml", "routes: [{name: all, respond: {status: 204}}]\n");
+  const auto log = write("access.log",
+                         "203.0.113.9 - - [10/Oct/2024:13:55:36 +0000] \"GET /x HTTP/1.1\" 200 5 "
+                         "\"-\" \"curl/8\"\n");
+  const Result result =
+      run("replay --format combined -c " + config.string() + " - <" + log.string());
+  EXPECT_EQ(result.status, 0) << result.err;
+  EXPECT_THAT(result.out, HasSubstr("\"t\":1728568536,\"route\":\"all\",\"decision\":\"allowed\","
+                                    "\"status\":204"));
+}
+
+TEST_F(SluiceCli, ReplayRefusesBadArgumentsAndFiles) {
+  const auto config = write("proxy.yaml", "routes: [{name: all, respond: {status: 204}}]\n");
+  EXPECT_EQ(run("replay --format xml -c " + config.string()).status, 2);
+  EXPECT_EQ(run("replay -c " + config.string() + " a.log b.log").status, 2);
+  EXPECT_EQ(run("replay -c " + config.string() + " /nonexistent.log").status, 1);
+  EXPECT_EQ(run("replay -c /nonexistent.yaml -").status, 1);
+  EXPECT_EQ(run("replay --help").status, 0);
 }
 
 TEST_F(SluiceCli, HelpAndVersionExitZero) {

@@ -1,10 +1,9 @@
-#include "proxy/ip_address.hpp"
-
 #include <gtest/gtest.h>
 
 #include <vector>
 
 #include "proxy/cidr_trie.hpp"
+#include "proxy/ip_address.hpp"
 
 namespace sluice::proxy {
 namespace {

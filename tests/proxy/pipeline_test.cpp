@@ -86,15 +86,15 @@ routes: [{name: all}]
   EXPECT_EQ(fixture.send({.peer = "203.0.113.5"}, at(0s)).outcome, Outcome::denied);
   EXPECT_EQ(fixture.send({.peer = "203.0.113.5"}, at(0s)).status, 403U);
   // Through a trusted proxy the forwarded client is judged...
-  EXPECT_EQ(fixture.send({.headers = {{"X-Forwarded-For", "203.0.113.5"}}, .peer = "10.0.0.2"},
-                         at(0s))
-                .outcome,
-            Outcome::denied);
+  EXPECT_EQ(
+      fixture.send({.headers = {{"X-Forwarded-For", "203.0.113.5"}}, .peer = "10.0.0.2"}, at(0s))
+          .outcome,
+      Outcome::denied);
   // ...but a denied client cannot claim another address from outside.
-  EXPECT_EQ(fixture.send({.headers = {{"X-Forwarded-For", "192.0.2.1"}}, .peer = "203.0.113.5"},
-                         at(0s))
-                .outcome,
-            Outcome::denied);
+  EXPECT_EQ(
+      fixture.send({.headers = {{"X-Forwarded-For", "192.0.2.1"}}, .peer = "203.0.113.5"}, at(0s))
+          .outcome,
+      Outcome::denied);
   EXPECT_EQ(fixture.send({.peer = "192.0.2.1"}, at(0s)).outcome, Outcome::allowed);
 }
 

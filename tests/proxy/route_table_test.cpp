@@ -35,8 +35,7 @@ TEST(RouteTable, FirstMatchWins) {
   EXPECT_EQ(route_of(fixture, {.method = "POST", .target = "/login/x"}), "404");
   EXPECT_EQ(route_of(fixture, {.target = "/api/x", .headers = {{"X-Tier", "gold"}}}), "gold");
   EXPECT_EQ(route_of(fixture, {.target = "/api/x", .headers = {{"x-tier", "gold"}}}), "gold");
-  EXPECT_EQ(route_of(fixture, {.target = "/api/x", .headers = {{"X-Tier", "silver"}}}),
-            "keyless");
+  EXPECT_EQ(route_of(fixture, {.target = "/api/x", .headers = {{"X-Tier", "silver"}}}), "keyless");
   EXPECT_EQ(route_of(fixture, {.target = "/api/x", .headers = {{"X-Api-Key", "k"}}}), "api");
   EXPECT_EQ(route_of(fixture, {.target = "/v2/things?x=1"}), "versioned");
   EXPECT_EQ(route_of(fixture, {.target = "/version/2"}), "404");

@@ -1,0 +1,221 @@
+#include "proxy/replay/replayer.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+
+#include "limiter/key_hash.hpp"
+#include "proxy/request_key.hpp"
+
+namespace sluice::replay {
+namespace {
+
+using limiter::Duration;
+using limiter::TimePoint;
+
+/// The shortest fixed-point text that reads back as `value` (1700000000.1, never 1.7e+09).
+void append_number(std::string& out, double value) {
+  char text[48];
+  const auto result = std::to_chars(text, text + sizeof text, value, std::chars_format::fixed);
+  out.append(text, result.ptr);
+}
+
+void append_number(std::string& out, std::uint64_t value) {
+  char text[24];
+  const auto result = std::to_chars(text, text + sizeof text, value);
+  out.append(text, result.ptr);
+}
+
+void append_string(std::string& out, std::string_view text) {
+  out += '"';
+  for (const char c : text) {
+    switch (c) {
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20) {
+          static constexpr char kHex[] = "0123456789abcdef";
+          out += "\\u00";
+          out += kHex[(c >> 4) & 0xf];
+          out += kHex[c & 0xf];
+        } else {
+          out += c;
+        }
+    }
+  }
+  out += '"';
+}
+
+double seconds(Duration duration) { return static_cast<double>(duration.count()) / 1e9; }
+
+/// Retry-After as the proxy would send it: whole seconds, rounded up, at least 1.
+std::uint64_t whole_seconds_up(Duration duration) {
+  if (duration <= Duration::zero()) {
+    return 0;
+  }
+  if (duration == Duration::max()) {
+    return 0;  // never admitted: no retry helps
+  }
+  return std::max<std::uint64_t>(
+      1, static_cast<std::uint64_t>((duration.count() + 999'999'999) / 1'000'000'000));
+}
+
+}  // namespace
+
+Replayer::Replayer(const config::ProxyConfig& config, InputFormat format)
+    : pipeline_(config), summary_(config), format_(format) {}
+
+void Replayer::release_due(TimePoint now) {
+  while (!releases_.empty() && releases_.top().at <= now) {
+    const proxy::Permit& permit = releases_.top().permit;
+    permit.limiter->release(permit.key, permit.cost);
+    releases_.pop();
+  }
+}
+
+void Replayer::hold_permits(const proxy::Decision& decision, TimePoint now) {
+  const auto in_flight = Duration(std::llround(record_.duration * 1e9));
+  const TimePoint done = now + decision.hold + in_flight;
+  for (std::size_t i = 0; i < decision.permit_count; ++i) {
+    if (done <= now) {
+      decision.permits[i].limiter->release(decision.permits[i].key, decision.permits[i].cost);
+    } else {
+      releases_.push({done, decision.permits[i]});
+    }
+  }
+}
+
+std::string Replayer::key_label(const proxy::LimiterReport& report,
+                                const proxy::RequestView& request,
+                                const proxy::Decision& decision) {
+  const config::LimiterConfig& limiter = *report.limiter;
+  proxy::build_key(limiter.key, limiter.ipv6_prefix, request, decision.client,
+                   decision.route->name, key_text_);
+  const bool secret = std::any_of(limiter.key.parts.begin(), limiter.key.parts.end(),
+                                  [](const config::KeyPart& part) { return part.secret(); });
+  std::string label = limiter.name + " ";
+  if (secret) {
+    // A fixed seed, so that a key has the same label in every replay of a log.
+    char hex[17];
+    const auto end = std::to_chars(hex, hex + 16, limiter::hash_key(key_text_, 0x5157u), 16).ptr;
+    label += "#" + std::string(hex, end);
+  } else {
+    for (const char c : key_text_) {
+      label += c == proxy::kKeyPartSeparator ? '+' : c;
+    }
+  }
+  return label;
+}
+
+void Replayer::write(const proxy::Decision& decision, std::string& out) const {
+  out += "{\"i\":";
+  append_number(out, index_);
+  out += ",\"t\":";
+  append_number(out, record_.t);
+  out += ",\"route\":";
+  if (decision.route != nullptr) {
+    append_string(out, decision.route->name);
+  } else {
+    out += "null";
+  }
+  out += ",\"decision\":\"";
+  out += proxy::name_of(decision.outcome);
+  out += "\",\"status\":";
+  append_number(out, std::uint64_t{decision.status == 0 ? 200U : decision.status});
+  out += ",\"delay\":";
+  append_number(out, seconds(decision.hold));
+  out += ",\"limiters\":[";
+  std::uint64_t remaining = UINT64_MAX;
+  bool first = true;
+  for (const proxy::LimiterReport& report : decision.applied()) {
+    if (report.limiter->shadow) {
+      continue;
+    }
+    out += first ? "" : ",";
+    append_string(out, report.limiter->name);
+    remaining = std::min(remaining, report.status.remaining);
+    first = false;
+  }
+  out += "],\"remaining\":";
+  if (remaining == UINT64_MAX) {
+    out += "null";
+  } else {
+    append_number(out, remaining);
+  }
+  out += ",\"retry_after\":";
+  append_number(out, whole_seconds_up(decision.retry_after));
+  const auto list = [&](const char* field, bool shadow) {
+    bool any = false;
+    for (const proxy::LimiterReport& report : decision.applied()) {
+      if (report.limiter->shadow == shadow && !report.verdict.admitted) {
+        out += any ? "," : std::string(",\"") + field + "\":[";
+        append_string(out, report.limiter->name);
+        any = true;
+      }
+    }
+    out += any ? "]" : "";
+  };
+  if (decision.outcome == proxy::Outcome::limited) {
+    list("violated", false);
+  } else {
+    list("shadow_limited", true);
+  }
+  out += "}\n";
+}
+
+void Replayer::feed(std::string_view line, std::string& out) {
+  ++line_number_;
+  if (line.find_first_not_of(" \t") == std::string_view::npos) {
+    return;
+  }
+  const std::optional<std::string> problem = format_ == InputFormat::jsonl
+                                                 ? parse_json_line(line, record_)
+                                                 : parse_combined_line(line, record_);
+  if (problem) {
+    summary_.malformed(line_number_, *problem);
+    return;
+  }
+  const std::optional<proxy::IpAddress> peer = proxy::IpAddress::parse(record_.ip);
+  if (!peer) {
+    summary_.malformed(line_number_, "\"" + std::string(record_.ip) + "\" is not an IP address");
+    return;
+  }
+  TimePoint now{Duration(std::llround(record_.t * 1e9))};
+  if (now < last_) {
+    ++out_of_order_;  // decided at the latest time seen: time does not run backwards
+    now = last_;
+  }
+  last_ = now;
+  release_due(now);
+
+  const proxy::RequestView request{.method = record_.method,
+                                   .target = record_.path,
+                                   .host = record_.host,
+                                   .headers = {record_.headers.data(), record_.header_count},
+                                   .peer = *peer};
+  const proxy::Decision decision = pipeline_.decide(request, now, record_.cost);
+  hold_permits(decision, now);
+  bool shadow_limited = false;
+  for (const proxy::LimiterReport& report : decision.applied()) {
+    if (!report.verdict.admitted) {
+      if (report.limiter->shadow) {
+        shadow_limited = true;
+      } else if (decision.outcome == proxy::Outcome::limited) {
+        summary_.limited_key(key_label(report, request, decision));
+        break;  // the first refusing limiter is the one that limited
+      }
+    }
+  }
+  summary_.record(record_.t, decision, shadow_limited && decision.outcome != proxy::Outcome::limited);
+  write(decision, out);
+  ++index_;
+}
+
+}  // namespace sluice::replay

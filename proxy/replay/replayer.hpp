@@ -1,0 +1,59 @@
+#pragma once
+
+#include <cstdint>
+#include <queue>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "proxy/pipeline.hpp"
+#include "proxy/replay/replay_record.hpp"
+#include "proxy/replay/replay_summary.hpp"
+
+namespace sluice::replay {
+
+enum class InputFormat { jsonl, combined };
+
+/// Runs recorded requests through the same pipeline as the live proxy, with a simulated clock
+/// (SPEC §6): each request is decided at its recorded `t`; a delayed one reserves its permits at
+/// once; a concurrency permit is given back `duration` after the request starts. Streaming:
+/// memory holds one line, the permits still in flight and the bounded summary.
+class Replayer {
+ public:
+  Replayer(const config::ProxyConfig& config, InputFormat format);
+
+  /// Decides one input line and appends its JSON output line to `out`. A malformed line is
+  /// counted in the summary, with its number, and produces no output. Blank lines are skipped.
+  void feed(std::string_view line, std::string& out);
+
+  const ReplaySummary& summary() const noexcept { return summary_; }
+  std::uint64_t requests() const noexcept { return index_; }
+  std::uint64_t out_of_order() const noexcept { return out_of_order_; }
+
+ private:
+  struct PendingRelease {
+    limiter::TimePoint at;
+    proxy::Permit permit;
+    bool operator>(const PendingRelease& other) const noexcept { return at > other.at; }
+  };
+
+  void release_due(limiter::TimePoint now);
+  void hold_permits(const proxy::Decision& decision, limiter::TimePoint now);
+  /// "per-ip 203.0.113.9"; secret-bearing keys as a hash ("api-key #3fa9c2e1b0d4").
+  std::string key_label(const proxy::LimiterReport& report, const proxy::RequestView& request,
+                        const proxy::Decision& decision);
+  void write(const proxy::Decision& decision, std::string& out) const;
+
+  proxy::Pipeline pipeline_;
+  ReplaySummary summary_;
+  ReplayRecord record_;
+  InputFormat format_;
+  std::size_t line_number_ = 0;
+  std::uint64_t index_ = 0;
+  std::uint64_t out_of_order_ = 0;
+  limiter::TimePoint last_{};
+  std::priority_queue<PendingRelease, std::vector<PendingRelease>, std::greater<>> releases_;
+  std::string key_text_;
+};
+
+}  // namespace sluice::replay

@@ -1,0 +1,165 @@
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+#include "config/load_config.hpp"
+#include "proxy/replay/replay_record.hpp"
+#include "proxy/replay/replayer.hpp"
+#include "proxy/replay/report_html.hpp"
+
+namespace sluice::replay {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+TEST(ParseJsonLine, ReadsEveryFieldAndUnescapesStrings) {
+  ReplayRecord record;
+  const auto problem = parse_json_line(
+      R"({"t": 12.5, "ip": "1.2.3.4", "method": "POST", "path": "/a\"b?x=\u00e9", "host": "h",)"
+      R"( "headers": {"X-Api-Key": "k\\1", "Cookie": "a=1"}, "cost": 3, "duration": 0.25,)"
+      R"( "extra": {"nested": [1, 2, {"x": null}], "flag": true}})",
+      record);
+  ASSERT_FALSE(problem.has_value()) << *problem;
+  EXPECT_EQ(record.t, 12.5);
+  EXPECT_EQ(record.ip, "1.2.3.4");
+  EXPECT_EQ(record.method, "POST");
+  EXPECT_EQ(record.path, "/a\"b?x=\xc3\xa9");
+  EXPECT_EQ(record.host, "h");
+  ASSERT_EQ(record.header_count, 2U);
+  EXPECT_EQ(record.headers[0].name, "X-Api-Key");
+  EXPECT_EQ(record.headers[0].value, "k\\1");
+  EXPECT_EQ(record.cost, 3U);
+  EXPECT_EQ(record.duration, 0.25);
+}
+
+TEST(ParseJsonLine, DefaultsEveryFieldButT) {
+  ReplayRecord record;
+  ASSERT_FALSE(parse_json_line(R"({"t": 1})", record).has_value());
+  EXPECT_EQ(record.ip, "0.0.0.0");
+  EXPECT_EQ(record.method, "GET");
+  EXPECT_EQ(record.path, "/");
+  EXPECT_FALSE(record.cost.has_value());
+}
+
+TEST(ParseJsonLine, ExplainsWhatIsWrong) {
+  ReplayRecord record;
+  const std::pair<const char*, const char*> cases[] = {
+      {"", "not a JSON object"},
+      {"[1]", "not a JSON object"},
+      {R"({"ip": "1.2.3.4"})", "missing \"t\" (seconds since the Unix epoch)"},
+      {R"({"t": -1})", "t must be a non-negative number at column 7"},
+      {R"({"t": 1, "cost": 0})", "cost must be a whole number of at least 1 at column 18"},
+      {R"({"t": 1, "cost": 1.5})", "cost must be a whole number of at least 1 at column 18"},
+      {R"({"t": 1, "ip": 5})", "expected a string at column 16"},
+      {R"({"t": 1, "headers": {"a": 1}})", "header values must be strings at column 27"},
+      {R"({"t": 1} trailing)", "unexpected text after the object at column 10"},
+      {R"({"t": 1, "path": "unterminated)", "expected a string at column 18"},
+  };
+  for (const auto& [line, message] : cases) {
+    const auto problem = parse_json_line(line, record);
+    ASSERT_TRUE(problem.has_value()) << line;
+    EXPECT_EQ(*problem, message) << line;
+  }
+}
+
+TEST(ParseCombinedLine, ReadsAddressTimeRequestAndAgent) {
+  ReplayRecord record;
+  const auto problem = parse_combined_line(
+      R"log(203.0.113.9 - frank [10/Oct/2000:13:55:36 -0700] "GET /apache_pb.gif?x=1 HTTP/1.0" )log"
+      R"log(200 2326 "http://www.example.com/start.html" "Mozilla/4.08 [en] (Win98; I ;Nav)")log",
+      record);
+  ASSERT_FALSE(problem.has_value()) << *problem;
+  EXPECT_EQ(record.ip, "203.0.113.9");
+  EXPECT_EQ(record.t, 971211336.0);  // 2000-10-10 20:55:36 UTC
+  EXPECT_EQ(record.method, "GET");
+  EXPECT_EQ(record.path, "/apache_pb.gif?x=1");
+  ASSERT_EQ(record.header_count, 2U);
+  EXPECT_EQ(record.headers[1].name, "User-Agent");
+  EXPECT_EQ(record.headers[1].value, "Mozilla/4.08 [en] (Win98; I ;Nav)");
+}
+
+TEST(ParseCombinedLine, RefusesOtherLines) {
+  ReplayRecord record;
+  EXPECT_TRUE(parse_combined_line("garbage", record).has_value());
+  EXPECT_TRUE(parse_combined_line(R"(1.2.3.4 - - [32/Oct/2000:13:55:36 +0000] "GET / HTTP/1.1" 200 1 "-" "-")", record).has_value());
+  EXPECT_TRUE(parse_combined_line(R"(1.2.3.4 - - [10/Oct/2000:13:55:36 +0000] "GET" 200 1 "-" "-")", record).has_value());
+}
+
+config::ProxyConfig one_route(const std::string& limiter) {
+  return config::parse_config(
+      "limiters:\n  l: " + limiter + "\nroutes: [{name: all, respond: {status: 200}, limiters: [l]}]\n",
+      "proxy.yaml", [](std::string_view) { return std::nullopt; });
+}
+
+TEST(Replayer, CountsMalformedLinesWithTheirNumbersAndCarriesOn) {
+  const config::ProxyConfig config = one_route("{algorithm: fixed_window, limit: 100, window: 1m}");
+  Replayer replayer(config, InputFormat::jsonl);
+  std::string out;
+  replayer.feed(R"({"t": 1, "ip": "1.2.3.4"})", out);
+  replayer.feed("not json", out);
+  replayer.feed("", out);  // blank lines are skipped, not counted
+  replayer.feed(R"({"t": 2, "ip": "not-an-ip"})", out);
+  replayer.feed(R"({"t": 3, "ip": "1.2.3.4"})", out);
+  EXPECT_EQ(replayer.requests(), 2U);
+  EXPECT_EQ(replayer.summary().malformed_lines(), 2U);
+  std::ostringstream summary;
+  replayer.summary().print(summary);
+  EXPECT_THAT(summary.str(), HasSubstr("line 2: not a JSON object"));
+  EXPECT_THAT(summary.str(), HasSubstr("line 4: \"not-an-ip\" is not an IP address"));
+}
+
+TEST(Replayer, DecidesEarlierLinesAtTheLatestTimeSeen) {
+  const config::ProxyConfig config = one_route("{algorithm: fixed_window, limit: 1, window: 10s}");
+  Replayer replayer(config, InputFormat::jsonl);
+  std::string out;
+  replayer.feed(R"({"t": 15, "ip": "1.2.3.4"})", out);
+  replayer.feed(R"({"t": 5, "ip": "1.2.3.4"})", out);  // would be another window if believed
+  EXPECT_EQ(replayer.out_of_order(), 1U);
+  EXPECT_THAT(out, HasSubstr(R"("t":5,"route":"all","decision":"limited")"));
+}
+
+TEST(ReplaySummary, KeepsItsMemoryBoundedOnALongLog) {
+  const config::ProxyConfig config = one_route("{algorithm: fixed_window, limit: 1, window: 1s}");
+  Replayer replayer(config, InputFormat::jsonl);
+  std::string out;
+  // A month of traffic, one request a minute, from ever new clients, many of them limited.
+  for (int minute = 0; minute < 30 * 24 * 60; ++minute) {
+    const std::string ip = "10." + std::to_string(minute / 65536 % 256) + "." +
+                           std::to_string(minute / 256 % 256) + "." + std::to_string(minute % 256);
+    const std::string t = std::to_string(minute * 60);
+    replayer.feed(R"({"t": )" + t + R"(, "ip": ")" + ip + R"("})", out);
+    replayer.feed(R"({"t": )" + t + R"(, "ip": ")" + ip + R"("})", out);
+    replayer.feed(R"({"t": )" + t + R"(, "ip": "192.0.2.1"})", out);
+    replayer.feed(R"({"t": )" + t + R"(, "ip": "192.0.2.1"})", out);
+    out.clear();
+  }
+  const ReplaySummary& summary = replayer.summary();
+  EXPECT_LE(summary.rows()[0].buckets.size(), ReplaySummary::kMaxBuckets);
+  EXPECT_EQ(summary.rows()[0].totals.total(), 4U * 30 * 24 * 60);
+  // 192.0.2.1 is limited once a minute, each new client once: it stays on top.
+  const auto top = summary.top_keys(3);
+  ASSERT_FALSE(top.empty());
+  EXPECT_EQ(top[0].second, "l 192.0.2.1");
+  EXPECT_GE(top[0].first, 30U * 24 * 60);
+}
+
+TEST(HtmlReport, IsOnePageThatFetchesNothing) {
+  const config::ProxyConfig config = one_route("{algorithm: fixed_window, limit: 1, window: 1s}");
+  Replayer replayer(config, InputFormat::jsonl);
+  std::string out;
+  for (int i = 0; i < 100; ++i) {
+    replayer.feed(R"({"t": )" + std::to_string(i / 3) + R"(, "ip": "1.2.3.4"})", out);
+  }
+  std::ostringstream html;
+  write_html_report(replayer.summary(), "proxy.yaml", "<log>", html);
+  EXPECT_THAT(html.str(), HasSubstr("<svg"));
+  EXPECT_THAT(html.str(), HasSubstr("&lt;log&gt;"));
+  EXPECT_THAT(html.str(), HasSubstr("<td>l 1.2.3.4</td>"));
+  EXPECT_THAT(html.str(), Not(HasSubstr("<script")));
+  EXPECT_THAT(html.str(), Not(HasSubstr("http")));
+}
+
+}  // namespace
+}  // namespace sluice::replay
