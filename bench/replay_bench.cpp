@@ -29,10 +29,11 @@ std::vector<std::string> synthetic_log(std::size_t lines) {
   const char* paths[] = {"/api/orders?page=2", "/api/users/42", "/index.html", "/login"};
   for (std::size_t i = 0; i < lines; ++i) {
     const std::size_t client = (i * 7919) % 10'000;
-    std::string line = "{\"t\": " + std::to_string(1'700'000'000.0 + static_cast<double>(i) * 1e-4) +
-                       ", \"ip\": \"10.0." + std::to_string(client / 256) + "." +
-                       std::to_string(client % 256) + "\", \"method\": \"" +
-                       (i % 4 == 3 ? "POST" : "GET") + "\", \"path\": \"" + paths[i % 4] + "\"";
+    std::string line =
+        "{\"t\": " + std::to_string(1'700'000'000.0 + static_cast<double>(i) * 1e-4) +
+        ", \"ip\": \"10.0." + std::to_string(client / 256) + "." + std::to_string(client % 256) +
+        "\", \"method\": \"" + (i % 4 == 3 ? "POST" : "GET") + "\", \"path\": \"" + paths[i % 4] +
+        "\"";
     if (i % 2 == 0) {
       line += ", \"headers\": {\"X-Api-Key\": \"key-" + std::to_string(client % 500) + "\"}";
     }

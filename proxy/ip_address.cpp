@@ -5,22 +5,14 @@
 #include <algorithm>
 #include <iterator>
 
+#include "proxy/http_text.hpp"
+
 namespace sluice::proxy {
 namespace {
 
-std::string_view trim(std::string_view text) {
-  while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) {
-    text.remove_prefix(1);
-  }
-  while (!text.empty() && (text.back() == ' ' || text.back() == '\t')) {
-    text.remove_suffix(1);
-  }
-  return text;
-}
-
 /// An address from a forwarding header entry: `1.2.3.4`, `1.2.3.4:5678`, `[::1]:80`, `"[::1]"`.
 std::optional<IpAddress> parse_node(std::string_view text) {
-  text = trim(text);
+  text = trim_whitespace(text);
   if (text.size() >= 2 && text.front() == '"' && text.back() == '"') {
     text = text.substr(1, text.size() - 2);
   }
@@ -74,7 +66,7 @@ Hops hops(std::string_view forwarded, std::string_view x_forwarded_for) {
       std::size_t pair = 0;
       while (pair <= element.size()) {
         const std::size_t semicolon = std::min(element.find(';', pair), element.size());
-        const std::string_view parameter = trim(element.substr(pair, semicolon - pair));
+        const std::string_view parameter = trim_whitespace(element.substr(pair, semicolon - pair));
         if (parameter.size() > 4 &&
             (parameter.substr(0, 4) == "for=" || parameter.substr(0, 4) == "For=" ||
              parameter.substr(0, 4) == "FOR=")) {

@@ -68,34 +68,42 @@ std::optional<sluice::config::ProxyConfig> load(std::string_view path) {
   }
 }
 
-int run(std::span<const std::string_view> args) {
+/// Loads the config that -c names (default ./proxy.yaml); on failure sets the exit code.
+std::optional<sluice::config::ProxyConfig> config_from(std::span<const std::string_view> args,
+                                                       int& exit_code) {
   bool ok = false;
   const std::string_view path = config_path(args, ok);
   if (!ok) {
-    return kUsageError;
+    exit_code = kUsageError;
+    return std::nullopt;
   }
-  const std::optional<sluice::config::ProxyConfig> config = load(path);
+  std::optional<sluice::config::ProxyConfig> config = load(path);
   if (!config) {
-    return kRuntimeError;
+    exit_code = kRuntimeError;
+  }
+  return config;
+}
+
+int run(std::span<const std::string_view> args) {
+  int exit_code = 0;
+  const std::optional<sluice::config::ProxyConfig> config = config_from(args, exit_code);
+  if (!config) {
+    return exit_code;
   }
   std::cout << "sluice " << SLUICE_VERSION << "\n\n";
   sluice::proxy::print_config_summary(*config, std::cout);
-  std::cout << "\nNot built yet: the HTTP proxy, so this config is checked but not served (the\n"
-               "request pipeline, the proxy and the Redis store are the next steps). Built and\n"
-               "tested: the limiter engine and the config loader.\n\n";
+  std::cout << "\nNot built yet: the HTTP proxy and the Redis store, so this config is checked\n"
+               "but not served. Built and tested: the limiter engine, the config loader, the\n"
+               "request pipeline and `sluice replay` (try it on a log of yours).\n\n";
   sluice::proxy::print_engine_demo(std::cout);
   return 0;
 }
 
 int check(std::span<const std::string_view> args) {
-  bool ok = false;
-  const std::string_view path = config_path(args, ok);
-  if (!ok) {
-    return kUsageError;
-  }
-  const std::optional<sluice::config::ProxyConfig> config = load(path);
+  int exit_code = 0;
+  const std::optional<sluice::config::ProxyConfig> config = config_from(args, exit_code);
   if (!config) {
-    return kRuntimeError;
+    return exit_code;
   }
   sluice::proxy::print_config_summary(*config, std::cout);
   return 0;

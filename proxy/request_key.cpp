@@ -6,18 +6,10 @@
 #include <algorithm>
 #include <optional>
 
+#include "proxy/http_text.hpp"
+
 namespace sluice::proxy {
 namespace {
-
-std::string_view trim(std::string_view text) {
-  while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) {
-    text.remove_prefix(1);
-  }
-  while (!text.empty() && (text.back() == ' ' || text.back() == '\t')) {
-    text.remove_suffix(1);
-  }
-  return text;
-}
 
 /// The value of the first `name=value` item of `text` (items separated by `separator`).
 template <class Visit>
@@ -45,7 +37,7 @@ void append_address(const IpAddress& address, std::string& out) {
 }  // namespace
 
 std::optional<std::string_view> cookie_value(std::string_view cookies, std::string_view name) {
-  return find_pair(cookies, ';', name, trim);
+  return find_pair(cookies, ';', name, trim_whitespace);
 }
 
 std::optional<std::string_view> query_value(std::string_view query, std::string_view name) {
@@ -53,13 +45,13 @@ std::optional<std::string_view> query_value(std::string_view query, std::string_
 }
 
 std::optional<std::string_view> bearer_token(std::string_view authorization) {
-  authorization = trim(authorization);
+  authorization = trim_whitespace(authorization);
   constexpr std::string_view kScheme = "bearer ";
   if (authorization.size() <= kScheme.size() ||
       strncasecmp(authorization.data(), kScheme.data(), kScheme.size()) != 0) {
     return std::nullopt;
   }
-  const std::string_view token = trim(authorization.substr(kScheme.size()));
+  const std::string_view token = trim_whitespace(authorization.substr(kScheme.size()));
   return token.empty() ? std::nullopt : std::optional(token);
 }
 

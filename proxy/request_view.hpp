@@ -1,10 +1,9 @@
 #pragma once
 
-#include <strings.h>
-
 #include <span>
 #include <string_view>
 
+#include "proxy/http_text.hpp"
 #include "proxy/ip_address.hpp"
 
 namespace sluice::proxy {
@@ -31,8 +30,7 @@ struct RequestView {
   /// The first header of that name (case-insensitive), or nullptr.
   const Header* find_header(std::string_view name) const noexcept {
     for (const Header& header : headers) {
-      if (header.name.size() == name.size() &&
-          strncasecmp(header.name.data(), name.data(), name.size()) == 0) {
+      if (equal_ignoring_case(header.name, name)) {
         return &header;
       }
     }

@@ -1,15 +1,11 @@
 #include "proxy/route_table.hpp"
 
-#include <strings.h>
-
 #include <algorithm>
+
+#include "proxy/http_text.hpp"
 
 namespace sluice::proxy {
 namespace {
-
-bool equal_ignoring_case(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && strncasecmp(a.data(), b.data(), a.size()) == 0;
-}
 
 /// The Host header without its port ("api.example.com:8080" → "api.example.com").
 std::string_view host_name(std::string_view host) {

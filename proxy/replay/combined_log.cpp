@@ -1,5 +1,6 @@
 // nginx / Apache "combined" access logs:
-//   $remote_addr - $remote_user [$time_local] "$request" $status $bytes "$http_referer" "$http_user_agent"
+//   $remote_addr - $remote_user [$time_local] "$request" $status $bytes "$http_referer"
+//   "$http_user_agent"
 #include <array>
 #include <charconv>
 #include <chrono>
@@ -23,8 +24,8 @@ std::optional<double> parse_time_local(std::string_view text) {
   static constexpr std::array<std::string_view, 12> kMonths{
       "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
   // dd/Mon/yyyy:hh:mm:ss +zzzz
-  if (text.size() != 26 || text[2] != '/' || text[6] != '/' || text[11] != ':' ||
-      text[14] != ':' || text[17] != ':' || text[20] != ' ') {
+  if (text.size() != 26 || text[2] != '/' || text[6] != '/' || text[11] != ':' || text[14] != ':' ||
+      text[17] != ':' || text[20] != ' ') {
     return std::nullopt;
   }
   const auto day = number(text.substr(0, 2));

@@ -59,12 +59,26 @@ class Cursor {
         }
         const char escape = text_[at_++];
         switch (escape) {
-          case 'n': c = '\n'; break;
-          case 't': c = '\t'; break;
-          case 'r': c = '\r'; break;
-          case 'b': c = '\b'; break;
-          case 'f': c = '\f'; break;
-          case '"': case '\\': case '/': c = escape; break;
+          case 'n':
+            c = '\n';
+            break;
+          case 't':
+            c = '\t';
+            break;
+          case 'r':
+            c = '\r';
+            break;
+          case 'b':
+            c = '\b';
+            break;
+          case 'f':
+            c = '\f';
+            break;
+          case '"':
+          case '\\':
+          case '/':
+            c = escape;
+            break;
           case 'u': {
             unsigned code = 0;
             if (at_ + 4 > text_.size() ||
@@ -92,7 +106,8 @@ class Cursor {
   std::optional<double> number() {
     skip_space();
     double value = 0;
-    const auto [end, error] = std::from_chars(text_.data() + at_, text_.data() + text_.size(), value);
+    const auto [end, error] =
+        std::from_chars(text_.data() + at_, text_.data() + text_.size(), value);
     if (error != std::errc{} || !std::isfinite(value)) {
       return std::nullopt;
     }

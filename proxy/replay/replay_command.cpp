@@ -46,11 +46,15 @@ std::optional<Arguments> parse(std::span<const std::string_view> args) {
     };
     if (arg == "-c" || arg == "--config") {
       auto v = value();
-      if (!v) return std::nullopt;
+      if (!v) {
+        return std::nullopt;
+      }
       parsed.config = *v;
     } else if (arg == "--format") {
       auto v = value();
-      if (!v) return std::nullopt;
+      if (!v) {
+        return std::nullopt;
+      }
       if (*v == "jsonl") {
         parsed.format = InputFormat::jsonl;
       } else if (*v == "combined") {
@@ -61,11 +65,15 @@ std::optional<Arguments> parse(std::span<const std::string_view> args) {
       }
     } else if (arg == "--out") {
       auto v = value();
-      if (!v) return std::nullopt;
+      if (!v) {
+        return std::nullopt;
+      }
       parsed.output = *v;
     } else if (arg == "--report") {
       auto v = value();
-      if (!v) return std::nullopt;
+      if (!v) {
+        return std::nullopt;
+      }
       parsed.report = *v;
     } else if ((arg.starts_with('-') && arg != "-") || have_input) {
       std::cerr << "sluice replay: unexpected argument '" << arg << "'\n" << kUsage;
@@ -91,7 +99,8 @@ class Progress {
       return;
     }
     drawn_ = now;
-    const std::size_t percent = total_ == 0 ? 100 : std::min<std::size_t>(100, bytes * 100 / total_);
+    const std::size_t percent =
+        total_ == 0 ? 100 : std::min<std::size_t>(100, bytes * 100 / total_);
     const std::string bar = std::string(percent / 4, '#') + std::string(25 - percent / 4, '.');
     std::fprintf(stderr, "\r[%s] %3zu%%  %llu lines", bar.c_str(), percent,
                  static_cast<unsigned long long>(lines));
@@ -143,8 +152,8 @@ int run_replay_command(std::span<const std::string_view> args) {
     return 1;
   }
   struct stat info {};
-  const bool regular_file = input != stdin && fstat(fileno(input), &info) == 0 &&
-                            S_ISREG(info.st_mode);
+  const bool regular_file =
+      input != stdin && fstat(fileno(input), &info) == 0 && S_ISREG(info.st_mode);
   Progress progress(regular_file && isatty(STDERR_FILENO) == 1,
                     regular_file ? static_cast<std::size_t>(info.st_size) : 0);
 

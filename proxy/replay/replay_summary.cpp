@@ -135,8 +135,8 @@ void ReplaySummary::print(std::ostream& out) const {
       continue;
     }
     const Counts& c = row.totals;
-    out << row.name << std::string(width - row.name.size(), ' ') << "  " << cell(c.total())
-        << "  " << cell(c.allowed) << "  " << cell(c.delayed) << "  " << cell(c.limited) << "  "
+    out << row.name << std::string(width - row.name.size(), ' ') << "  " << cell(c.total()) << "  "
+        << cell(c.allowed) << "  " << cell(c.delayed) << "  " << cell(c.limited) << "  "
         << cell(c.denied) << "  " << cell(c.no_route) << "  " << cell(c.shadow_limited) << '\n';
   }
   if (malformed_ > 0) {

@@ -96,8 +96,8 @@ std::string Replayer::key_label(const proxy::LimiterReport& report,
                                 const proxy::RequestView& request,
                                 const proxy::Decision& decision) {
   const config::LimiterConfig& limiter = *report.limiter;
-  proxy::build_key(limiter.key, limiter.ipv6_prefix, request, decision.client,
-                   decision.route->name, key_text_);
+  proxy::build_key(limiter.key, limiter.ipv6_prefix, request, decision.client, decision.route->name,
+                   key_text_);
   const bool secret = std::any_of(limiter.key.parts.begin(), limiter.key.parts.end(),
                                   [](const config::KeyPart& part) { return part.secret(); });
   std::string label = limiter.name + " ";
@@ -213,7 +213,8 @@ void Replayer::feed(std::string_view line, std::string& out) {
       }
     }
   }
-  summary_.record(record_.t, decision, shadow_limited && decision.outcome != proxy::Outcome::limited);
+  summary_.record(record_.t, decision,
+                  shadow_limited && decision.outcome != proxy::Outcome::limited);
   write(decision, out);
   ++index_;
 }

@@ -1,10 +1,11 @@
 #include "proxy/replay/report_html.hpp"
 
+#include <fmt/chrono.h>
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <fmt/chrono.h>
-#include <fmt/format.h>
 #include <string>
 
 namespace sluice::replay {
@@ -14,11 +15,20 @@ std::string escape(std::string_view text) {
   std::string out;
   for (const char c : text) {
     switch (c) {
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '&': out += "&amp;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '&':
+        out += "&amp;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -70,10 +80,10 @@ void chart(const ReplaySummary::Row& row, const ReplaySummary& summary, std::ost
   }
   out << fmt::format("<text x=\"0\" y=\"{}\" class=\"axis\">{}</text>\n", kHeight + 15,
                      utc(summary.origin()));
-  out << fmt::format("<text x=\"{}\" y=\"{}\" class=\"axis\" text-anchor=\"end\">{}</text>\n",
-                     kWidth, kHeight + 15,
-                     utc(summary.origin() +
-                         static_cast<double>(row.buckets.size()) * summary.bucket_seconds()));
+  out << fmt::format(
+      "<text x=\"{}\" y=\"{}\" class=\"axis\" text-anchor=\"end\">{}</text>\n", kWidth,
+      kHeight + 15,
+      utc(summary.origin() + static_cast<double>(row.buckets.size()) * summary.bucket_seconds()));
   out << fmt::format("<text x=\"4\" y=\"12\" class=\"axis\">{} per {} s</text>\n", highest,
                      summary.bucket_seconds());
   out << "</svg>\n";

@@ -15,7 +15,8 @@
 namespace sluice::replay {
 namespace {
 
-const std::filesystem::path kGolden = std::filesystem::path(SLUICE_SOURCE_DIR) / "tests/replay/golden";
+const std::filesystem::path kGolden =
+    std::filesystem::path(SLUICE_SOURCE_DIR) / "tests/replay/golden";
 
 std::vector<std::string> lines_of(const std::string& text) {
   std::vector<std::string> lines;

@@ -83,13 +83,19 @@ TEST(ParseCombinedLine, ReadsAddressTimeRequestAndAgent) {
 TEST(ParseCombinedLine, RefusesOtherLines) {
   ReplayRecord record;
   EXPECT_TRUE(parse_combined_line("garbage", record).has_value());
-  EXPECT_TRUE(parse_combined_line(R"(1.2.3.4 - - [32/Oct/2000:13:55:36 +0000] "GET / HTTP/1.1" 200 1 "-" "-")", record).has_value());
-  EXPECT_TRUE(parse_combined_line(R"(1.2.3.4 - - [10/Oct/2000:13:55:36 +0000] "GET" 200 1 "-" "-")", record).has_value());
+  EXPECT_TRUE(
+      parse_combined_line(
+          R"(1.2.3.4 - - [32/Oct/2000:13:55:36 +0000] "GET / HTTP/1.1" 200 1 "-" "-")", record)
+          .has_value());
+  EXPECT_TRUE(
+      parse_combined_line(R"(1.2.3.4 - - [10/Oct/2000:13:55:36 +0000] "GET" 200 1 "-" "-")", record)
+          .has_value());
 }
 
 config::ProxyConfig one_route(const std::string& limiter) {
   return config::parse_config(
-      "limiters:\n  l: " + limiter + "\nroutes: [{name: all, respond: {status: 200}, limiters: [l]}]\n",
+      "limiters:\n  l: " + limiter +
+          "\nroutes: [{name: all, respond: {status: 200}, limiters: [l]}]\n",
       "proxy.yaml", [](std::string_view) { return std::nullopt; });
 }
 
