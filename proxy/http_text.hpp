@@ -1,7 +1,8 @@
 #pragma once
 
-#include <string_view>
 #include <strings.h>
+
+#include <string_view>
 
 namespace sluice::proxy {
 

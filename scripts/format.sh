@@ -4,7 +4,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-files=$(git ls-files '*.cpp' '*.hpp')
+# Tracked and new (untracked, not ignored) files alike.
+files=$(git ls-files --cached --others --exclude-standard '*.cpp' '*.hpp')
 if [ "${1:-}" = "--check" ]; then
   # shellcheck disable=SC2086
   clang-format-16 --dry-run --Werror $files
