@@ -1,5 +1,10 @@
 // sluice: command line (SPEC §1). Exit codes: 0 success, 1 configuration or runtime error,
 // 2 usage error.
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <chrono>
+#include <csignal>
 #include <iostream>
 #include <optional>
 #include <span>
@@ -8,9 +13,11 @@
 #include <vector>
 
 #include "config/load_config.hpp"
+#include "limiter/clock.hpp"
+#include "limiter/validate.hpp"
 #include "proxy/check_command.hpp"
-#include "proxy/engine_demo.hpp"
 #include "proxy/replay/replay_command.hpp"
+#include "proxy/server.hpp"
 
 namespace {
 
@@ -84,18 +91,50 @@ std::optional<sluice::config::ProxyConfig> config_from(std::span<const std::stri
   return config;
 }
 
+/// Drops idle limiter keys every few seconds, so their memory goes back even when quiet.
+void collect_idle_keys(boost::asio::steady_timer& timer, sluice::proxy::Pipeline& pipeline,
+                       const sluice::limiter::Clock& clock) {
+  timer.expires_after(std::chrono::seconds(10));
+  timer.async_wait([&timer, &pipeline, &clock](const boost::system::error_code& ec) {
+    if (!ec) {
+      pipeline.collect_idle(clock.now());
+      collect_idle_keys(timer, pipeline, clock);
+    }
+  });
+}
+
 int run(std::span<const std::string_view> args) {
   int exit_code = 0;
   const std::optional<sluice::config::ProxyConfig> config = config_from(args, exit_code);
   if (!config) {
     return exit_code;
   }
-  std::cout << "sluice " << SLUICE_VERSION << "\n\n";
-  sluice::proxy::print_config_summary(*config, std::cout);
-  std::cout << "\nNot built yet: the HTTP proxy and the Redis store, so this config is checked\n"
-               "but not served. Built and tested: the limiter engine, the config loader, the\n"
-               "request pipeline and `sluice replay` (try it on a log of yours).\n\n";
-  sluice::proxy::print_engine_demo(std::cout);
+  const sluice::limiter::SystemClock clock;
+  sluice::proxy::Pipeline pipeline(*config);
+  sluice::proxy::Server server(*config, pipeline, clock);
+  try {
+    server.start();
+  } catch (const boost::system::system_error& error) {
+    std::cerr << "sluice: cannot listen on " << config->listen.host << ':' << config->listen.port
+              << ": " << error.code().message() << '\n';
+    return kRuntimeError;
+  }
+  std::cout << "sluice " << SLUICE_VERSION << " listening on " << server.local_endpoint() << " ("
+            << config->file << ", " << config->routes.size() << " routes, "
+            << config->limiters.size() << " limiters)" << std::endl;
+
+  boost::asio::io_context control;
+  boost::asio::signal_set signals(control, SIGTERM, SIGINT);
+  signals.async_wait([&](const boost::system::error_code&, int signal) {
+    std::cout << "sluice: " << (signal == SIGTERM ? "SIGTERM" : "SIGINT") << ": draining for up to "
+              << sluice::limiter::format_duration(config->timeouts.drain) << std::endl;
+    control.stop();
+  });
+  boost::asio::steady_timer collector(control);
+  collect_idle_keys(collector, pipeline, clock);
+  control.run();
+  server.stop(config->timeouts.drain);
+  std::cout << "sluice: stopped" << std::endl;
   return 0;
 }
 

@@ -38,10 +38,10 @@ for preset in release asan; do
   run_ctest --preset "$preset" || status=1
 done
 
-echo "== tsan (threads on shared keys)"
+echo "== tsan (threads on shared keys, the proxy's event loops)"
 cmake --preset tsan >/dev/null
-cmake --build --preset tsan --target limiter_tests pipeline_tests
-run_ctest --preset tsan --tests-regex 'ConcurrentDecisions\.' || status=1
+cmake --build --preset tsan --target limiter_tests pipeline_tests proxy_tests
+run_ctest --preset tsan --tests-regex 'ConcurrentDecisions\.|Proxy\.' || status=1
 
 echo
 echo "suite: $passed passed, $failed failed"

@@ -1,0 +1,53 @@
+#pragma once
+
+#include <atomic>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "config/proxy_config.hpp"
+#include "limiter/clock.hpp"
+#include "proxy/pipeline.hpp"
+#include "proxy/session.hpp"
+
+namespace sluice::proxy {
+
+/// The proxy's listening side: `threads` event loops (one per core by default), each with its
+/// own io_context and its own SO_REUSEPORT acceptor, so a connection lives on one thread and
+/// threads share nothing but the pipeline.
+class Server {
+ public:
+  /// `config`, `pipeline` and `clock` must outlive the server.
+  Server(const config::ProxyConfig& config, Pipeline& pipeline, const limiter::Clock& clock);
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+  Server(Server&&) = delete;
+  Server& operator=(Server&&) = delete;
+  ~Server();
+
+  /// Binds and starts the event loops. Throws boost::system::system_error when it cannot bind.
+  void start();
+  /// The bound address (the real port when the config asked for port 0).
+  boost::asio::ip::tcp::endpoint local_endpoint() const;
+  /// Stops accepting, lets connections finish their request for up to `drain`, then stops.
+  void stop(limiter::Duration drain);
+  std::size_t open_connections() const noexcept { return connections_.load(); }
+
+ private:
+  struct Loop {
+    boost::asio::io_context io{1};
+    std::unique_ptr<boost::asio::ip::tcp::acceptor> acceptor;
+    std::thread thread;
+  };
+
+  const config::ProxyConfig& config_;
+  SessionContext context_;
+  std::vector<std::unique_ptr<Loop>> loops_;
+  std::atomic<bool> draining_{false};
+  std::atomic<std::size_t> connections_{0};
+  boost::asio::ip::tcp::endpoint endpoint_;
+};
+
+}  // namespace sluice::proxy

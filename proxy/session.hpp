@@ -1,0 +1,31 @@
+#pragma once
+
+#include <atomic>
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/ip/tcp.hpp>
+
+#include "config/proxy_config.hpp"
+#include "limiter/clock.hpp"
+#include "proxy/pipeline.hpp"
+
+namespace sluice::proxy {
+
+/// What every connection shares with the server. Read-only but for the counters.
+struct SessionContext {
+  Pipeline* pipeline = nullptr;
+  const config::ProxyConfig* config = nullptr;
+  const limiter::Clock* clock = nullptr;
+  std::atomic<bool>* draining = nullptr;            ///< Set on SIGTERM: finish, keep nothing alive.
+  std::atomic<std::size_t>* connections = nullptr;  ///< Open client connections.
+};
+
+/// Largest request or response header accepted (431 beyond it).
+inline constexpr std::uint32_t kMaxHeaderBytes = 16 * 1024;
+
+/// Serves one client connection: reads requests (keep-alive, pipelined ones in order), runs
+/// each through the pipeline and answers it or relays it to its upstream, streaming bodies both
+/// ways. Owns its socket; everything else is in `context`.
+boost::asio::awaitable<void> serve_client(boost::asio::ip::tcp::socket socket,
+                                          SessionContext context);
+
+}  // namespace sluice::proxy

@@ -1,0 +1,234 @@
+// The proxy over real sockets: a real upstream (TestUpstream), the Server on 127.0.0.1:0, and a
+// client speaking HTTP/1.1 (Beast, or raw bytes for malformed requests).
+#include "proxy/server.hpp"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <boost/asio.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <memory>
+#include <string>
+
+#include "config/load_config.hpp"
+#include "tests/support/test_upstream.hpp"
+
+namespace sluice::proxy {
+namespace {
+
+namespace net = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = net::ip::tcp;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+/// A Server on an ephemeral port in front of a TestUpstream, with `limiters_and_routes` (YAML).
+class ProxyFixture {
+ public:
+  explicit ProxyFixture(const std::string& limiters_and_routes, const std::string& extra = "") {
+    const std::string yaml = "listen: \"127.0.0.1:0\"\nthreads: 2\nupstream: \"http://127.0.0.1:" +
+                             std::to_string(upstream_.port()) + "\"\n" + extra + "\n" +
+                             limiters_and_routes;
+    config_ = std::make_unique<config::ProxyConfig>(
+        config::parse_config(yaml, "test.yaml", [](std::string_view) { return std::nullopt; }));
+    pipeline_ = std::make_unique<Pipeline>(*config_);
+    server_ = std::make_unique<Server>(*config_, *pipeline_, clock_);
+    server_->start();
+  }
+
+  unsigned short port() const { return server_->local_endpoint().port(); }
+  test::TestUpstream& upstream() { return upstream_; }
+  Server& server() { return *server_; }
+
+  /// One request on a new connection.
+  http::response<http::string_body> send(http::request<http::string_body> request) {
+    net::io_context io;
+    beast::tcp_stream stream(io);
+    stream.connect(tcp::endpoint(net::ip::make_address("127.0.0.1"), port()));
+    request.set(http::field::host, "api.test");
+    request.prepare_payload();
+    http::write(stream, request);
+    beast::flat_buffer buffer;
+    http::response<http::string_body> response;
+    http::read(stream, buffer, response);
+    return response;
+  }
+
+  /// Raw bytes in, raw bytes out (until the proxy closes).
+  std::string send_raw(const std::string& bytes) {
+    net::io_context io;
+    tcp::socket socket(io);
+    socket.connect(tcp::endpoint(net::ip::make_address("127.0.0.1"), port()));
+    net::write(socket, net::buffer(bytes));
+    std::string reply;
+    beast::error_code ec;
+    char chunk[4096];
+    for (;;) {
+      const std::size_t n = socket.read_some(net::buffer(chunk), ec);
+      if (ec) {
+        break;
+      }
+      reply.append(chunk, n);
+    }
+    return reply;
+  }
+
+ private:
+  test::TestUpstream upstream_;
+  limiter::SystemClock clock_;
+  std::unique_ptr<config::ProxyConfig> config_;
+  std::unique_ptr<Pipeline> pipeline_;
+  std::unique_ptr<Server> server_;
+};
+
+http::request<http::string_body> get(std::string target) { return {http::verb::get, target, 11}; }
+
+TEST(Proxy, ForwardsWithForwardingHeadersAndWithoutHopByHopOnes) {
+  ProxyFixture proxy("routes: [{name: all}]");
+  auto request = get("/api/x?page=2");
+  request.set(http::field::connection, "keep-alive, X-Hop");
+  request.set("X-Hop", "secret-to-this-hop");
+  request.set("X-Keep", "end-to-end");
+  const auto response = proxy.send(request);
+  EXPECT_EQ(response.result(), http::status::ok);
+  EXPECT_THAT(response.body(), HasSubstr("GET /api/x?page=2\n"));
+  EXPECT_THAT(response.body(), HasSubstr("X-Forwarded-For: 127.0.0.1\n"));
+  EXPECT_THAT(response.body(), HasSubstr("X-Forwarded-Proto: http\n"));
+  EXPECT_THAT(response.body(), HasSubstr("X-Forwarded-Host: api.test\n"));
+  EXPECT_THAT(response.body(), HasSubstr("X-Request-Id: "));
+  EXPECT_THAT(response.body(), HasSubstr("X-Keep: end-to-end\n"));
+  EXPECT_THAT(response.body(), Not(HasSubstr("X-Hop")));
+}
+
+TEST(Proxy, StreamsLargeAndChunkedBodiesIntact) {
+  ProxyFixture proxy("routes: [{name: all}]");
+  http::request<http::string_body> upload{http::verb::post, "/upload", 11};
+  upload.body() = std::string(3 * 1024 * 1024 + 17, 'x');
+  for (std::size_t i = 0; i < upload.body().size(); i += 4099) {
+    upload.body()[i] = static_cast<char>('a' + i % 26);
+  }
+  std::uint64_t checksum = 0;
+  for (const char c : upload.body()) {
+    checksum = checksum * 31 + static_cast<unsigned char>(c);
+  }
+  const auto response = proxy.send(upload);
+  EXPECT_THAT(response.body(), HasSubstr("body " + std::to_string(upload.body().size()) + " " +
+                                         std::to_string(checksum) + "\n"));
+  const std::string reply = proxy.send_raw(
+      "POST /chunked HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
+      "5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n");
+  EXPECT_THAT(reply, HasSubstr("HTTP/1.1 200 OK"));
+  EXPECT_THAT(reply, HasSubstr("body 11 "));
+  EXPECT_THAT(reply, HasSubstr("Transfer-Encoding: chunked"));  // re-chunked to the upstream
+}
+
+TEST(Proxy, AnswersLimitedRequestsWith429AndRateLimitHeaders) {
+  ProxyFixture proxy(
+      "limiters:\n  per-ip: {algorithm: fixed_window, limit: 2, window: 1h}\n"
+      "routes: [{name: all, limiters: [per-ip]}]");
+  const auto first = proxy.send(get("/"));
+  EXPECT_EQ(first.result(), http::status::ok);
+  EXPECT_EQ(first["RateLimit-Policy"], "\"per-ip\";q=2;w=3600");
+  EXPECT_THAT(std::string(first["RateLimit"]), HasSubstr("\"per-ip\";r=1;t="));
+  EXPECT_EQ(first["X-RateLimit-Remaining"], "1");
+  proxy.send(get("/"));
+  const auto limited = proxy.send(get("/"));
+  EXPECT_EQ(limited.result(), http::status::too_many_requests);
+  EXPECT_EQ(limited[http::field::content_type], "application/problem+json");
+  EXPECT_EQ(limited.body(),
+            "{\"type\":\"https://iana.org/assignments/http-problem-types#quota-exceeded\","
+            "\"title\":\"Too Many Requests\",\"status\":429,\"violated-policies\":[\"per-ip\"]}");
+  EXPECT_FALSE(limited[http::field::retry_after].empty());
+  EXPECT_EQ(proxy.upstream().requests(), 2);  // the limited one never reached it
+}
+
+TEST(Proxy, AnswersNoRouteDeniedAndRespondRoutesItself) {
+  ProxyFixture proxy(
+      "routes:\n  - {name: status, match: {path: /status}, respond: {status: 200, body: "
+      "\"ok\\n\"}}\n"
+      "  - {name: api, match: {path_prefix: /api/}}");
+  const auto status = proxy.send(get("/status"));
+  EXPECT_EQ(status.result(), http::status::ok);
+  EXPECT_EQ(status.body(), "ok\n");
+  const auto missing = proxy.send(get("/nope"));
+  EXPECT_EQ(missing.result(), http::status::not_found);
+  EXPECT_EQ(missing[http::field::content_type], "application/problem+json");
+  EXPECT_EQ(proxy.upstream().requests(), 0);
+
+  ProxyFixture denied("routes: [{name: all}]", "deny: [\"127.0.0.0/8\"]");
+  EXPECT_EQ(denied.send(get("/")).result(), http::status::forbidden);
+}
+
+TEST(Proxy, KeepsConnectionsAlive) {
+  ProxyFixture proxy("routes: [{name: all}]");
+  net::io_context io;
+  beast::tcp_stream stream(io);
+  stream.connect(tcp::endpoint(net::ip::make_address("127.0.0.1"), proxy.port()));
+  beast::flat_buffer buffer;
+  for (int i = 0; i < 3; ++i) {
+    auto request = get("/again/" + std::to_string(i));
+    request.set(http::field::host, "a");
+    http::write(stream, request);
+    http::response<http::string_body> response;
+    http::read(stream, buffer, response);
+    EXPECT_EQ(response.result(), http::status::ok);
+    EXPECT_TRUE(response.keep_alive());
+    EXPECT_THAT(response.body(), HasSubstr("/again/" + std::to_string(i)));
+  }
+}
+
+TEST(Proxy, AnswersPipelinedRequestsInOrder) {
+  ProxyFixture proxy("routes: [{name: all}]");
+  const std::string reply = proxy.send_raw(
+      "GET /one HTTP/1.1\r\nHost: a\r\n\r\nGET /two HTTP/1.1\r\nHost: a\r\n\r\n"
+      "GET /three HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n");
+  const auto one = reply.find("GET /one");
+  const auto two = reply.find("GET /two");
+  const auto three = reply.find("GET /three");
+  ASSERT_NE(three, std::string::npos) << reply;
+  EXPECT_LT(one, two);
+  EXPECT_LT(two, three);
+}
+
+TEST(Proxy, Answers502ForADeadUpstreamAnd504ForASlowOne) {
+  ProxyFixture proxy(
+      "routes:\n  - {name: dead, match: {path: /dead}, upstream: \"http://127.0.0.1:1\"}\n"
+      "  - {name: all}",
+      "timeouts: {upstream: 300ms}");
+  EXPECT_EQ(proxy.send(get("/dead")).result(), http::status::bad_gateway);
+  EXPECT_EQ(proxy.send(get("/slow")).result(), http::status::gateway_timeout);
+}
+
+TEST(Proxy, RefusesMalformedAndOversizedRequests) {
+  ProxyFixture proxy("routes: [{name: all}]");
+  EXPECT_THAT(proxy.send_raw("NOT HTTP AT ALL\r\n\r\n"), HasSubstr("HTTP/1.1 400 Bad Request"));
+  EXPECT_THAT(proxy.send_raw("GET / HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\nContent-Length: 7"
+                             "\r\n\r\nhello"),
+              HasSubstr("HTTP/1.1 400 Bad Request"));
+  EXPECT_THAT(proxy.send_raw("GET / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n"
+                             "zz\r\nhello\r\n0\r\n\r\n"),
+              Not(HasSubstr("HTTP/1.1 200")));
+  EXPECT_THAT(
+      proxy.send_raw("GET / HTTP/1.1\r\nHost: a\r\nX-Big: " + std::string(20000, 'b') + "\r\n\r\n"),
+      HasSubstr("HTTP/1.1 431 Request Header Fields Too Large"));
+  EXPECT_EQ(proxy.upstream().requests(), 0);
+}
+
+TEST(Proxy, DrainsInFlightRequestsOnStop) {
+  ProxyFixture proxy("routes: [{name: all}]");
+  std::thread stopper([&] {
+    // Stop once the request is in flight: the upstream has it and answers in a second.
+    while (proxy.upstream().requests() == 0) {
+      std::this_thread::yield();
+    }
+    proxy.server().stop(std::chrono::seconds(5));
+  });
+  const auto response = proxy.send(get("/slow"));  // in flight when the stop begins
+  stopper.join();
+  EXPECT_EQ(response.result(), http::status::ok);
+}
+
+}  // namespace
+}  // namespace sluice::proxy
