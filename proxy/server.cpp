@@ -7,12 +7,14 @@
 #include <boost/asio/detached.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
 #include <chrono>
 
 namespace sluice::proxy {
 namespace {
 
 namespace net = boost::asio;
+namespace beast = boost::beast;
 using tcp = net::ip::tcp;
 constexpr auto use_nothrow = net::as_tuple(net::use_awaitable);
 
@@ -59,7 +61,9 @@ void Server::start() {
     loops_.push_back(std::move(loop));
   }
   for (auto& loop : loops_) {
-    net::co_spawn(loop->io, accept_loop(*loop->acceptor, context_), net::detached);
+    SessionContext context = context_;
+    context.idle = &loop->idle;
+    net::co_spawn(loop->io, accept_loop(*loop->acceptor, context), net::detached);
     loop->thread = std::thread([io = &loop->io] { io->run(); });
   }
 }
@@ -69,9 +73,13 @@ tcp::endpoint Server::local_endpoint() const { return endpoint_; }
 void Server::stop(limiter::Duration drain) {
   draining_.store(true);
   for (auto& loop : loops_) {
-    net::post(loop->io, [acceptor = loop->acceptor.get()] {
+    // Stop accepting; close the connections that wait for a request (nothing in flight).
+    net::post(loop->io, [acceptor = loop->acceptor.get(), idle = &loop->idle] {
       boost::system::error_code ignored;
       acceptor->close(ignored);
+      for (beast::tcp_stream* stream : idle->waiting) {
+        stream->socket().cancel(ignored);
+      }
     });
   }
   const auto deadline = std::chrono::steady_clock::now() + drain;

@@ -39,6 +39,7 @@ class Server {
   struct Loop {
     boost::asio::io_context io{1};
     std::unique_ptr<boost::asio::ip::tcp::acceptor> acceptor;
+    IdleConnections idle;
     std::thread thread;
   };
 

@@ -76,15 +76,21 @@ net::awaitable<void> serve_client(tcp::socket socket, SessionContext context) {
     http::request_parser<http::buffer_body> parser;
     parser.header_limit(kMaxHeaderBytes);
     parser.body_limit(boost::none);  // bodies are streamed, never held whole
+    if (context.draining->load(std::memory_order_relaxed)) {
+      break;
+    }
     client.expires_after(first ? timeouts.header : timeouts.idle);
+    context.idle->waiting.insert(&client);  // nothing in flight: a drain may close it
     auto [ec, read] = co_await http::async_read_header(client, buffer, parser, use_nothrow);
+    context.idle->waiting.erase(&client);
     if (ec == http::error::header_limit) {
       co_await answer(client,
                       problem_response(http::status::request_header_fields_too_large, 11, false));
       break;
     }
     if (ec == http::error::end_of_stream || ec == beast::error::timeout ||
-        ec == net::error::connection_reset || ec == net::error::eof) {
+        ec == net::error::connection_reset || ec == net::error::eof ||
+        ec == net::error::operation_aborted) {
       break;  // the client is done, or went quiet
     }
     if (ec) {  // malformed: 400, and the connection cannot be trusted to continue

@@ -3,12 +3,20 @@
 #include <atomic>
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
+#include <unordered_set>
 
 #include "config/proxy_config.hpp"
 #include "limiter/clock.hpp"
 #include "proxy/pipeline.hpp"
 
 namespace sluice::proxy {
+
+/// The connections of one event loop that are waiting for a request: on drain they have nothing
+/// in flight and are closed at once. Touched only from that loop's thread.
+struct IdleConnections {
+  std::unordered_set<boost::beast::tcp_stream*> waiting;
+};
 
 /// What every connection shares with the server. Read-only but for the counters.
 struct SessionContext {
@@ -17,6 +25,7 @@ struct SessionContext {
   const limiter::Clock* clock = nullptr;
   std::atomic<bool>* draining = nullptr;            ///< Set on SIGTERM: finish, keep nothing alive.
   std::atomic<std::size_t>* connections = nullptr;  ///< Open client connections.
+  IdleConnections* idle = nullptr;                  ///< This event loop's waiting connections.
 };
 
 /// Largest request or response header accepted (431 beyond it).

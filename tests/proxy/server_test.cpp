@@ -230,5 +230,23 @@ TEST(Proxy, DrainsInFlightRequestsOnStop) {
   EXPECT_EQ(response.result(), http::status::ok);
 }
 
+TEST(Proxy, ClosesIdleKeepAliveConnectionsAtOnceOnStop) {
+  ProxyFixture proxy("routes: [{name: all}]");
+  net::io_context io;
+  beast::tcp_stream idle(io);
+  idle.connect(tcp::endpoint(net::ip::make_address("127.0.0.1"), proxy.port()));
+  auto request = get("/");
+  request.set(http::field::host, "a");
+  http::write(idle, request);
+  beast::flat_buffer buffer;
+  http::response<http::string_body> response;
+  http::read(idle, buffer, response);
+  ASSERT_TRUE(response.keep_alive());  // the connection now waits for its next request
+  const auto started = std::chrono::steady_clock::now();
+  proxy.server().stop(std::chrono::seconds(30));
+  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(5));
+  EXPECT_EQ(proxy.server().open_connections(), 0U);
+}
+
 }  // namespace
 }  // namespace sluice::proxy
