@@ -7,16 +7,12 @@
 #include <string>
 
 #include "proxy/http_text.hpp"
+#include "proxy/net.hpp"
 #include "proxy/responses.hpp"
 
 namespace sluice::proxy {
 namespace {
 
-namespace net = boost::asio;
-namespace beast = boost::beast;
-namespace http = beast::http;
-using tcp = net::ip::tcp;
-constexpr auto use_nothrow = net::as_tuple(net::use_awaitable);
 constexpr std::size_t kRelayBuffer = 16 * 1024;
 
 /// Fields that belong to one connection, not to the message (RFC 9110 §7.6.1), plus those the

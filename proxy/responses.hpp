@@ -1,14 +1,12 @@
 #pragma once
 
-#include <boost/beast/http.hpp>
 #include <string_view>
 
 #include "config/proxy_config.hpp"
+#include "proxy/net.hpp"
 #include "proxy/pipeline.hpp"
 
 namespace sluice::proxy {
-
-namespace http = boost::beast::http;
 
 /// The answer the proxy gives itself (SPEC §4): 429 or a limiter's status, 403, 404, 400, 431,
 /// 502, 504, or a route's `respond`. Every error body is problem+json and leaks no internals.

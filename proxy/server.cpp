@@ -10,13 +10,10 @@
 #include <boost/beast/core/tcp_stream.hpp>
 #include <chrono>
 
+#include "proxy/net.hpp"
+
 namespace sluice::proxy {
 namespace {
-
-namespace net = boost::asio;
-namespace beast = boost::beast;
-using tcp = net::ip::tcp;
-constexpr auto use_nothrow = net::as_tuple(net::use_awaitable);
 
 net::awaitable<void> accept_loop(tcp::acceptor& acceptor, SessionContext context) {
   for (;;) {

@@ -8,17 +8,12 @@
 #include <boost/beast/http.hpp>
 #include <vector>
 
+#include "proxy/net.hpp"
 #include "proxy/relay.hpp"
 #include "proxy/responses.hpp"
 
 namespace sluice::proxy {
 namespace {
-
-namespace net = boost::asio;
-namespace beast = boost::beast;
-namespace http = beast::http;
-using tcp = net::ip::tcp;
-constexpr auto use_nothrow = net::as_tuple(net::use_awaitable);
 
 IpAddress address_of(const tcp::endpoint& endpoint) {
   IpAddress address;
