@@ -198,6 +198,22 @@ void Pipeline::release(const Decision& decision) noexcept {
   }
 }
 
+std::optional<limiter::Status> Pipeline::peek(std::string_view limiter_name,
+                                              std::string_view key_text, limiter::TimePoint now) {
+  for (LimiterSlot& slot : limiters_) {
+    if (slot.config->name == limiter_name) {
+      const std::string internal = internal_key_text(std::string(key_text));
+      return instance_for(slot, internal).peek(limiter::hash_key(internal), now);
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<limiter::Duration> Pipeline::banned_for(const IpAddress& client,
+                                                      limiter::TimePoint now) {
+  return ban_ ? ban_->banned_for(client, now) : std::nullopt;
+}
+
 void Pipeline::collect_idle(limiter::TimePoint now) {
   for (LimiterSlot& slot : limiters_) {
     slot.main->collect_idle(now);

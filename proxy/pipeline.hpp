@@ -69,6 +69,14 @@ class Pipeline {
   /// Drops the idle keys of every limiter; call from a timer.
   void collect_idle(limiter::TimePoint now);
 
+  /// The state of one key of a limiter, without consuming anything ("why was I limited?").
+  /// `key_text` is the key as the pipeline forms it (for a composite key, parts joined with
+  /// `+`). nullopt when no limiter has that name.
+  std::optional<limiter::Status> peek(std::string_view limiter_name, std::string_view key_text,
+                                      limiter::TimePoint now);
+  /// How much longer a client address stays banned; nullopt when not banned.
+  std::optional<limiter::Duration> banned_for(const IpAddress& client, limiter::TimePoint now);
+
   const config::ProxyConfig& config() const noexcept { return config_; }
 
  private:

@@ -44,12 +44,6 @@ Quota quota_of(const limiter::LimiterOptions& options) {
   return {};
 }
 
-std::uint64_t reset_seconds(limiter::Duration reset) {
-  return reset <= limiter::Duration::zero()
-             ? 0
-             : static_cast<std::uint64_t>((reset.count() + 999'999'999) / 1'000'000'000);
-}
-
 std::string problem_body(unsigned status, std::string_view type, std::string_view title,
                          std::string_view extra = {}) {
   std::string body = "{\"type\":\"";
@@ -72,11 +66,17 @@ http::response<http::string_body> make(http::status status, unsigned version, bo
 
 }  // namespace
 
+std::uint64_t seconds_rounded_up(limiter::Duration duration) noexcept {
+  return duration <= limiter::Duration::zero()
+             ? 0
+             : static_cast<std::uint64_t>((duration.count() + 999'999'999) / 1'000'000'000);
+}
+
 std::uint64_t retry_after_seconds(limiter::Duration wait) noexcept {
   if (wait <= limiter::Duration::zero() || wait == limiter::Duration::max()) {
     return 1;
   }
-  return std::max<std::uint64_t>(1, reset_seconds(wait));
+  return std::max<std::uint64_t>(1, seconds_rounded_up(wait));
 }
 
 void add_limit_headers(http::fields& fields, const Decision& decision,
@@ -98,7 +98,7 @@ void add_limit_headers(http::fields& fields, const Decision& decision,
       policy += ";w=" + std::to_string(quota.window_seconds);
     }
     state += (state.empty() ? "" : ", ") + name + ";r=" + std::to_string(report.status.remaining) +
-             ";t=" + std::to_string(reset_seconds(report.status.reset));
+             ";t=" + std::to_string(seconds_rounded_up(report.status.reset));
     if (tightest == nullptr || report.status.remaining < tightest->status.remaining) {
       tightest = &report;
     }
@@ -113,7 +113,7 @@ void add_limit_headers(http::fields& fields, const Decision& decision,
   if (headers == config::LimitsHeaders::legacy || headers == config::LimitsHeaders::both) {
     fields.set("X-RateLimit-Limit", std::to_string(quota_of(tightest->limiter->options).permits));
     fields.set("X-RateLimit-Remaining", std::to_string(tightest->status.remaining));
-    fields.set("X-RateLimit-Reset", std::to_string(reset_seconds(tightest->status.reset)));
+    fields.set("X-RateLimit-Reset", std::to_string(seconds_rounded_up(tightest->status.reset)));
   }
 }
 

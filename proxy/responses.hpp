@@ -22,6 +22,9 @@ http::response<http::string_body> problem_response(http::status status, unsigned
 void add_limit_headers(http::fields& fields, const Decision& decision,
                        config::LimitsHeaders headers);
 
+/// Whole seconds, rounded up; 0 for no time at all (RateLimit's `t`, X-RateLimit-Reset).
+std::uint64_t seconds_rounded_up(limiter::Duration duration) noexcept;
+
 /// Retry-After: whole seconds, rounded up, at least 1.
 std::uint64_t retry_after_seconds(limiter::Duration wait) noexcept;
 

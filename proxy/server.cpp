@@ -10,12 +10,15 @@
 #include <boost/beast/core/tcp_stream.hpp>
 #include <chrono>
 
+#include "proxy/admin.hpp"
 #include "proxy/net.hpp"
 
 namespace sluice::proxy {
 namespace {
 
-net::awaitable<void> accept_loop(tcp::acceptor& acceptor, SessionContext context) {
+using Serve = net::awaitable<void> (*)(tcp::socket, SessionContext);
+
+net::awaitable<void> accept_loop(tcp::acceptor& acceptor, SessionContext context, Serve serve) {
   for (;;) {
     auto [ec, socket] = co_await acceptor.async_accept(use_nothrow);
     if (ec == net::error::operation_aborted || !acceptor.is_open()) {
@@ -27,7 +30,7 @@ net::awaitable<void> accept_loop(tcp::acceptor& acceptor, SessionContext context
       continue;
     }
     socket.set_option(tcp::no_delay(true), ec);
-    net::co_spawn(acceptor.get_executor(), serve_client(std::move(socket), context), net::detached);
+    net::co_spawn(acceptor.get_executor(), serve(std::move(socket), context), net::detached);
   }
 }
 
@@ -57,15 +60,27 @@ void Server::start() {
     endpoint_ = loop->acceptor->local_endpoint();  // port 0 becomes the real port
     loops_.push_back(std::move(loop));
   }
+  if (config_.admin) {
+    Loop& first = *loops_.front();
+    const tcp::endpoint admin(net::ip::make_address(config_.admin->host), config_.admin->port);
+    admin_ = std::make_unique<tcp::acceptor>(first.io, admin);
+    SessionContext context = context_;
+    context.idle = &first.idle;
+    net::co_spawn(first.io, accept_loop(*admin_, context, &serve_admin), net::detached);
+  }
   for (auto& loop : loops_) {
     SessionContext context = context_;
     context.idle = &loop->idle;
-    net::co_spawn(loop->io, accept_loop(*loop->acceptor, context), net::detached);
+    net::co_spawn(loop->io, accept_loop(*loop->acceptor, context, &serve_client), net::detached);
     loop->thread = std::thread([io = &loop->io] { io->run(); });
   }
 }
 
 tcp::endpoint Server::local_endpoint() const { return endpoint_; }
+
+tcp::endpoint Server::admin_endpoint() const {
+  return admin_ ? admin_->local_endpoint() : tcp::endpoint();
+}
 
 void Server::stop(limiter::Duration drain) {
   draining_.store(true);
@@ -83,6 +98,12 @@ void Server::stop(limiter::Duration drain) {
   while (connections_.load() > 0 && std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
+  if (admin_ && !loops_.empty()) {
+    net::post(loops_.front()->io, [admin = admin_.get()] {
+      boost::system::error_code ignored;
+      admin->close(ignored);
+    });
+  }
   for (auto& loop : loops_) {
     loop->io.stop();
   }
@@ -91,6 +112,7 @@ void Server::stop(limiter::Duration drain) {
       loop->thread.join();
     }
   }
+  admin_.reset();  // it belongs to the first loop's io_context: it must go first
   loops_.clear();
 }
 

@@ -31,6 +31,8 @@ class Server {
   void start();
   /// The bound address (the real port when the config asked for port 0).
   boost::asio::ip::tcp::endpoint local_endpoint() const;
+  /// The admin port's bound address; unspecified when the admin port is disabled.
+  boost::asio::ip::tcp::endpoint admin_endpoint() const;
   /// Stops accepting, lets connections finish their request for up to `drain`, then stops.
   void stop(limiter::Duration drain);
   std::size_t open_connections() const noexcept { return connections_.load(); }
@@ -46,6 +48,7 @@ class Server {
   const config::ProxyConfig& config_;
   SessionContext context_;
   std::vector<std::unique_ptr<Loop>> loops_;
+  std::unique_ptr<boost::asio::ip::tcp::acceptor> admin_;  ///< On the first loop.
   std::atomic<bool> draining_{false};
   std::atomic<std::size_t> connections_{0};
   boost::asio::ip::tcp::endpoint endpoint_;

@@ -28,9 +28,10 @@ using ::testing::Not;
 class ProxyFixture {
  public:
   explicit ProxyFixture(const std::string& limiters_and_routes, const std::string& extra = "") {
-    const std::string yaml = "listen: \"127.0.0.1:0\"\nthreads: 2\nupstream: \"http://127.0.0.1:" +
-                             std::to_string(upstream_.port()) + "\"\n" + extra + "\n" +
-                             limiters_and_routes;
+    const std::string yaml =
+        "listen: \"127.0.0.1:0\"\nadmin: \"127.0.0.1:0\"\nthreads: 2\n"
+        "upstream: \"http://127.0.0.1:" +
+        std::to_string(upstream_.port()) + "\"\n" + extra + "\n" + limiters_and_routes;
     config_ = std::make_unique<config::ProxyConfig>(
         config::parse_config(yaml, "test.yaml", [](std::string_view) { return std::nullopt; }));
     pipeline_ = std::make_unique<Pipeline>(*config_);
@@ -39,14 +40,17 @@ class ProxyFixture {
   }
 
   unsigned short port() const { return server_->local_endpoint().port(); }
+  unsigned short admin_port() const { return server_->admin_endpoint().port(); }
   test::TestUpstream& upstream() { return upstream_; }
   Server& server() { return *server_; }
 
-  /// One request on a new connection.
-  http::response<http::string_body> send(http::request<http::string_body> request) {
+  /// One request on a new connection (to the admin port if `admin`).
+  http::response<http::string_body> send(http::request<http::string_body> request,
+                                         bool admin = false) {
     net::io_context io;
     beast::tcp_stream stream(io);
-    stream.connect(tcp::endpoint(net::ip::make_address("127.0.0.1"), port()));
+    stream.connect(
+        tcp::endpoint(net::ip::make_address("127.0.0.1"), admin ? admin_port() : port()));
     request.set(http::field::host, "api.test");
     request.prepare_payload();
     http::write(stream, request);
@@ -246,6 +250,34 @@ TEST(Proxy, ClosesIdleKeepAliveConnectionsAtOnceOnStop) {
   proxy.server().stop(std::chrono::seconds(30));
   EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(5));
   EXPECT_EQ(proxy.server().open_connections(), 0U);
+}
+
+TEST(AdminPort, AnswersHealthReadinessAndKeyState) {
+  ProxyFixture proxy(
+      "limiters:\n  per-ip: {algorithm: fixed_window, limit: 5, window: 1h}\n"
+      "routes: [{name: all, limiters: [per-ip]}]");
+  const auto health = proxy.send(get("/healthz"), true);
+  EXPECT_EQ(health.result(), http::status::ok);
+  EXPECT_EQ(health.body(), "ok\n");
+  EXPECT_EQ(proxy.send(get("/readyz"), true).body(), "ready\n");
+
+  proxy.send(get("/"));
+  proxy.send(get("/"));
+  const auto state = proxy.send(get("/limiters/per-ip/127.0.0.1"), true);
+  EXPECT_EQ(state.result(), http::status::ok);
+  EXPECT_EQ(state[http::field::content_type], "application/json");
+  EXPECT_THAT(state.body(), HasSubstr("\"remaining\":3,"));
+  EXPECT_THAT(state.body(), HasSubstr("\"banned\":false"));
+  // Looking does not consume: the same answer again.
+  EXPECT_THAT(proxy.send(get("/limiters/per-ip/127.0.0.1"), true).body(),
+              HasSubstr("\"remaining\":3,"));
+  EXPECT_THAT(proxy.send(get("/limiters/per-ip/192.0.2.1"), true).body(),
+              HasSubstr("\"remaining\":5,"));
+  EXPECT_EQ(proxy.send(get("/limiters/nope/127.0.0.1"), true).result(), http::status::not_found);
+  EXPECT_EQ(proxy.send(get("/limiters/per-ip"), true).result(), http::status::not_found);
+  EXPECT_EQ(proxy.send(get("/elsewhere"), true).result(), http::status::not_found);
+  EXPECT_EQ(proxy.send({http::verb::post, "/healthz", 11}, true).result(),
+            http::status::method_not_allowed);
 }
 
 }  // namespace

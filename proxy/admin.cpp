@@ -1,0 +1,121 @@
+#include "proxy/admin.hpp"
+
+#include <string>
+
+#include "proxy/net.hpp"
+#include "proxy/responses.hpp"
+
+namespace sluice::proxy {
+namespace {
+
+/// `%41` → `A`; `+` is kept (a composite key's separator).
+std::string percent_decoded(std::string_view text) {
+  std::string out;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '%' && i + 2 < text.size()) {
+      const auto hex = [](char c) -> int {
+        return c >= '0' && c <= '9'   ? c - '0'
+               : c >= 'a' && c <= 'f' ? c - 'a' + 10
+               : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                      : -1;
+      };
+      const int high = hex(text[i + 1]);
+      const int low = hex(text[i + 2]);
+      if (high >= 0 && low >= 0) {
+        out += static_cast<char>(high * 16 + low);
+        i += 2;
+        continue;
+      }
+    }
+    out += text[i];
+  }
+  return out;
+}
+
+http::response<http::string_body> text_response(http::status status, unsigned version,
+                                                bool keep_alive, std::string body,
+                                                std::string_view type = "text/plain") {
+  http::response<http::string_body> response{status, version};
+  response.set(http::field::content_type, type);
+  response.body() = std::move(body);
+  response.keep_alive(keep_alive);
+  response.prepare_payload();
+  return response;
+}
+
+http::response<http::string_body> limiter_state(std::string_view rest,
+                                                const SessionContext& context, unsigned version,
+                                                bool keep_alive) {
+  const std::size_t slash = rest.find('/');
+  if (slash == std::string_view::npos || slash == 0 || slash + 1 == rest.size()) {
+    return problem_response(http::status::not_found, version, keep_alive);
+  }
+  const std::string name = percent_decoded(rest.substr(0, slash));
+  const std::string key = percent_decoded(rest.substr(slash + 1));
+  const limiter::TimePoint now = context.clock->now();
+  const std::optional<limiter::Status> status = context.pipeline->peek(name, key, now);
+  if (!status) {
+    return problem_response(http::status::not_found, version, keep_alive);
+  }
+  std::optional<limiter::Duration> banned;
+  if (const std::optional<IpAddress> client = IpAddress::parse(key)) {
+    banned = context.pipeline->banned_for(*client, now);
+  }
+  std::string body = "{\"limiter\":\"" + name +
+                     "\",\"remaining\":" + std::to_string(status->remaining) +
+                     ",\"reset\":" + std::to_string(seconds_rounded_up(status->reset)) +
+                     ",\"banned\":" + (banned ? "true" : "false");
+  if (banned) {
+    body += ",\"banned_for\":" + std::to_string(retry_after_seconds(*banned));
+  }
+  body += "}\n";
+  return text_response(http::status::ok, version, keep_alive, std::move(body), "application/json");
+}
+
+}  // namespace
+
+net::awaitable<void> serve_admin(tcp::socket socket, SessionContext context) {
+  beast::tcp_stream stream(std::move(socket));
+  beast::flat_buffer buffer(kMaxHeaderBytes);
+  for (;;) {
+    http::request_parser<http::string_body> parser;
+    parser.header_limit(kMaxHeaderBytes);
+    parser.body_limit(64 * 1024);
+    stream.expires_after(context.config->timeouts.idle);
+    auto [ec, read] = co_await http::async_read(stream, buffer, parser, use_nothrow);
+    if (ec) {
+      break;
+    }
+    const auto& request = parser.get();
+    const bool keep_alive = request.keep_alive();
+    const std::string_view target = request.target().substr(0, request.target().find('?'));
+    const bool get = request.method() == http::verb::get || request.method() == http::verb::head;
+    http::response<http::string_body> response;
+    if (target == "/healthz" || target == "/readyz" || target.starts_with("/limiters/")) {
+      if (!get) {
+        response =
+            problem_response(http::status::method_not_allowed, request.version(), keep_alive);
+      } else if (target == "/healthz") {
+        response = text_response(http::status::ok, request.version(), keep_alive, "ok\n");
+      } else if (target == "/readyz") {
+        const bool draining = context.draining->load(std::memory_order_relaxed);
+        response =
+            text_response(draining ? http::status::service_unavailable : http::status::ok,
+                          request.version(), keep_alive, draining ? "draining\n" : "ready\n");
+      } else {
+        response = limiter_state(target.substr(std::string_view("/limiters/").size()), context,
+                                 request.version(), keep_alive);
+      }
+    } else {
+      response = problem_response(http::status::not_found, request.version(), keep_alive);
+    }
+    auto [write_error, written] = co_await http::async_write(stream, response, use_nothrow);
+    if (write_error || !keep_alive) {
+      break;
+    }
+  }
+  beast::error_code ignored;
+  stream.socket().shutdown(tcp::socket::shutdown_send, ignored);
+}
+
+}  // namespace sluice::proxy
