@@ -37,6 +37,8 @@ struct LimiterOptions {
   double cold_factor = 3;  ///< token_bucket with warmup.
   Policy policy{};         ///< mode and max_delay.
   std::uint64_t max_keys = 1'000'000;
+
+  bool operator==(const LimiterOptions&) const = default;
 };
 
 }  // namespace sluice::limiter

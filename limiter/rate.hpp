@@ -9,6 +9,8 @@ struct Rate {
   double permits = 0;
   Duration period = std::chrono::seconds(1);
 
+  bool operator==(const Rate&) const = default;
+
   double per_second() const noexcept { return permits * 1e9 / static_cast<double>(period.count()); }
   double per_nanosecond() const noexcept { return permits / static_cast<double>(period.count()); }
 };

@@ -16,6 +16,8 @@ enum class Mode : std::uint8_t { reject, delay };
 struct Policy {
   Mode mode = Mode::reject;
   Duration max_delay = std::chrono::seconds(1);
+
+  bool operator==(const Policy&) const = default;
 };
 
 /// One limiter's answer for one request.

@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "proxy/config_json.hpp"
 #include "proxy/net.hpp"
 #include "proxy/responses.hpp"
 
@@ -43,7 +44,7 @@ http::response<http::string_body> text_response(http::status status, unsigned ve
   return response;
 }
 
-http::response<http::string_body> limiter_state(std::string_view rest,
+http::response<http::string_body> limiter_state(std::string_view rest, Pipeline& pipeline,
                                                 const SessionContext& context, unsigned version,
                                                 bool keep_alive) {
   const std::size_t slash = rest.find('/');
@@ -53,13 +54,13 @@ http::response<http::string_body> limiter_state(std::string_view rest,
   const std::string name = percent_decoded(rest.substr(0, slash));
   const std::string key = percent_decoded(rest.substr(slash + 1));
   const limiter::TimePoint now = context.clock->now();
-  const std::optional<limiter::Status> status = context.pipeline->peek(name, key, now);
+  const std::optional<limiter::Status> status = pipeline.peek(name, key, now);
   if (!status) {
     return problem_response(http::status::not_found, version, keep_alive);
   }
   std::optional<limiter::Duration> banned;
   if (const std::optional<IpAddress> client = IpAddress::parse(key)) {
-    banned = context.pipeline->banned_for(*client, now);
+    banned = pipeline.banned_for(*client, now);
   }
   std::string body = "{\"limiter\":\"" + name +
                      "\",\"remaining\":" + std::to_string(status->remaining) +
@@ -72,6 +73,40 @@ http::response<http::string_body> limiter_state(std::string_view rest,
   return text_response(http::status::ok, version, keep_alive, std::move(body), "application/json");
 }
 
+http::response<http::string_body> metrics_page(const Generation& generation,
+                                               const SessionContext& context, unsigned version,
+                                               bool keep_alive) {
+  const auto keys = generation.pipeline.limiter_keys();
+  const std::string_view store =
+      generation.config->store.type == config::StoreType::redis ? "redis" : "memory";
+  return text_response(
+      http::status::ok, version, keep_alive,
+      context.metrics->render(
+          {.limiter_keys = keys, .open_connections = context.connections->load(), .store = store}),
+      "text/plain; version=0.0.4; charset=utf-8");
+}
+
+/// POST /reload: 200 and what was kept, or 422 with every error (the old config stays).
+http::response<http::string_body> reload(const SessionContext& context, unsigned version,
+                                         bool keep_alive) {
+  if (!context.reloader) {
+    return problem_response(http::status::not_found, version, keep_alive);
+  }
+  const ReloadReport report = context.reloader->reload();
+  std::string body =
+      report.ok ? "{\"result\":\"success\",\"kept_state\":" + std::to_string(report.kept_state) +
+                      ",\"restart_needed\":["
+                : std::string("{\"result\":\"failure\",\"errors\":[");
+  const std::vector<std::string>& items = report.ok ? report.restart_needed : report.errors;
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    body += (i == 0 ? "" : ",") + json_string(items[i]);
+  }
+  body += "]}\n";
+  log_reload(report, "POST /reload");
+  return text_response(report.ok ? http::status::ok : http::status::unprocessable_entity, version,
+                       keep_alive, std::move(body), "application/json");
+}
+
 }  // namespace
 
 net::awaitable<void> serve_admin(tcp::socket socket, SessionContext context) {
@@ -81,7 +116,7 @@ net::awaitable<void> serve_admin(tcp::socket socket, SessionContext context) {
     http::request_parser<http::string_body> parser;
     parser.header_limit(kMaxHeaderBytes);
     parser.body_limit(64 * 1024);
-    stream.expires_after(context.config->timeouts.idle);
+    stream.expires_after(context.generations->get()->config->timeouts.idle);
     auto [ec, read] = co_await http::async_read(stream, buffer, parser, use_nothrow);
     if (ec) {
       break;
@@ -90,21 +125,33 @@ net::awaitable<void> serve_admin(tcp::socket socket, SessionContext context) {
     const bool keep_alive = request.keep_alive();
     const std::string_view target = request.target().substr(0, request.target().find('?'));
     const bool get = request.method() == http::verb::get || request.method() == http::verb::head;
+    const std::shared_ptr<const Generation> generation = context.generations->get();
     http::response<http::string_body> response;
-    if (target == "/healthz" || target == "/readyz" || target.starts_with("/limiters/")) {
+    if (target == "/reload") {
+      response =
+          request.method() == http::verb::post
+              ? reload(context, request.version(), keep_alive)
+              : problem_response(http::status::method_not_allowed, request.version(), keep_alive);
+    } else if (target == "/healthz" || target == "/readyz" || target == "/metrics" ||
+               target == "/config" || target.starts_with("/limiters/")) {
       if (!get) {
         response =
             problem_response(http::status::method_not_allowed, request.version(), keep_alive);
       } else if (target == "/healthz") {
         response = text_response(http::status::ok, request.version(), keep_alive, "ok\n");
+      } else if (target == "/metrics") {
+        response = metrics_page(*generation, context, request.version(), keep_alive);
+      } else if (target == "/config") {
+        response = text_response(http::status::ok, request.version(), keep_alive,
+                                 config_json(*generation->config), "application/json");
       } else if (target == "/readyz") {
         const bool draining = context.draining->load(std::memory_order_relaxed);
         response =
             text_response(draining ? http::status::service_unavailable : http::status::ok,
                           request.version(), keep_alive, draining ? "draining\n" : "ready\n");
       } else {
-        response = limiter_state(target.substr(std::string_view("/limiters/").size()), context,
-                                 request.version(), keep_alive);
+        response = limiter_state(target.substr(std::string_view("/limiters/").size()),
+                                 generation->pipeline, context, request.version(), keep_alive);
       }
     } else {
       response = problem_response(http::status::not_found, request.version(), keep_alive);

@@ -15,7 +15,11 @@
 #include "config/load_config.hpp"
 #include "limiter/clock.hpp"
 #include "limiter/validate.hpp"
+#include "proxy/access_log.hpp"
 #include "proxy/check_command.hpp"
+#include "proxy/generation.hpp"
+#include "proxy/metrics.hpp"
+#include "proxy/reloader.hpp"
 #include "proxy/replay/replay_command.hpp"
 #include "proxy/server.hpp"
 
@@ -92,26 +96,43 @@ std::optional<sluice::config::ProxyConfig> config_from(std::span<const std::stri
 }
 
 /// Drops idle limiter keys every few seconds, so their memory goes back even when quiet.
-void collect_idle_keys(boost::asio::steady_timer& timer, sluice::proxy::Pipeline& pipeline,
+void collect_idle_keys(boost::asio::steady_timer& timer, const sluice::proxy::LiveConfig& live,
                        const sluice::limiter::Clock& clock) {
   timer.expires_after(std::chrono::seconds(10));
-  timer.async_wait([&timer, &pipeline, &clock](const boost::system::error_code& ec) {
+  timer.async_wait([&timer, &live, &clock](const boost::system::error_code& ec) {
     if (!ec) {
-      pipeline.collect_idle(clock.now());
-      collect_idle_keys(timer, pipeline, clock);
+      live.current()->pipeline.collect_idle(clock.now());
+      collect_idle_keys(timer, live, clock);
+    }
+  });
+}
+
+/// SIGHUP: reload, then wait for the next one.
+void reload_on_hangup(boost::asio::signal_set& hangup, sluice::proxy::Reloader& reloader) {
+  hangup.async_wait([&hangup, &reloader](const boost::system::error_code& ec, int) {
+    if (!ec) {
+      sluice::proxy::log_reload(reloader.reload(), "SIGHUP");
+      reload_on_hangup(hangup, reloader);
     }
   });
 }
 
 int run(std::span<const std::string_view> args) {
   int exit_code = 0;
-  const std::optional<sluice::config::ProxyConfig> config = config_from(args, exit_code);
-  if (!config) {
+  bool usage_ok = false;
+  const std::string path(config_path(args, usage_ok));
+  std::optional<sluice::config::ProxyConfig> loaded = config_from(args, exit_code);
+  if (!loaded) {
     return exit_code;
   }
+  const auto config = std::make_shared<const sluice::config::ProxyConfig>(std::move(*loaded));
   const sluice::limiter::SystemClock clock;
-  sluice::proxy::Pipeline pipeline(*config);
-  sluice::proxy::Server server(*config, pipeline, clock);
+  sluice::proxy::Metrics metrics(sluice::proxy::Server::threads_for(*config));
+  sluice::proxy::LiveConfig live(
+      std::make_shared<const sluice::proxy::Generation>(config, nullptr, metrics));
+  sluice::proxy::AccessLog access_log;
+  sluice::proxy::Reloader reloader(path, live, metrics);
+  sluice::proxy::Server server(live, metrics, access_log, &reloader, clock);
   try {
     server.start();
   } catch (const boost::system::system_error& error) {
@@ -127,13 +148,16 @@ int run(std::span<const std::string_view> args) {
   boost::asio::signal_set signals(control, SIGTERM, SIGINT);
   signals.async_wait([&](const boost::system::error_code&, int signal) {
     std::cout << "sluice: " << (signal == SIGTERM ? "SIGTERM" : "SIGINT") << ": draining for up to "
-              << sluice::limiter::format_duration(config->timeouts.drain) << std::endl;
+              << sluice::limiter::format_duration(live.current()->config->timeouts.drain)
+              << std::endl;
     control.stop();
   });
+  boost::asio::signal_set hangup(control, SIGHUP);
+  reload_on_hangup(hangup, reloader);
   boost::asio::steady_timer collector(control);
-  collect_idle_keys(collector, pipeline, clock);
+  collect_idle_keys(collector, live, clock);
   control.run();
-  server.stop(config->timeouts.drain);
+  server.stop(live.current()->config->timeouts.drain);
   std::cout << "sluice: stopped" << std::endl;
   return 0;
 }

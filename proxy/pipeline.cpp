@@ -43,6 +43,15 @@ void keep_permits(std::span<const Charge> charges, std::span<const std::size_t> 
   }
 }
 
+/// Whether two limiter definitions key requests alike, so their counts mean the same thing.
+bool same_keys(const config::LimiterConfig& a, const config::LimiterConfig& b) {
+  return a.key.text == b.key.text && a.ipv6_prefix == b.ipv6_prefix;
+}
+
+bool same_ban(const config::BanOptions& a, const config::BanOptions& b) {
+  return a.after == b.after && a.within == b.within && a.duration == b.duration;
+}
+
 }  // namespace
 
 std::string_view name_of(Outcome outcome) noexcept {
@@ -61,18 +70,50 @@ std::string_view name_of(Outcome outcome) noexcept {
   return "unknown";
 }
 
-Pipeline::Pipeline(const config::ProxyConfig& config) : config_(config), routes_(config.routes) {
+Pipeline::Pipeline(const config::ProxyConfig& config, const Pipeline* previous)
+    : config_(config), routes_(config.routes) {
   for (const config::Cidr& network : config.deny) {
     deny_.insert(network);
   }
   if (config.ban) {
-    ban_.emplace(*config.ban, config.store.max_keys);
+    if (previous && previous->ban_ && same_ban(*previous->config_.ban, *config.ban) &&
+        previous->config_.store.max_keys == config.store.max_keys) {
+      ban_ = previous->ban_;
+      ++kept_state_;
+    } else {
+      ban_ = std::make_shared<BanList>(*config.ban, config.store.max_keys);
+    }
   }
   for (const config::LimiterConfig& limiter : config.limiters) {
-    LimiterSlot slot{&limiter, limiter::make_limiter(limiter.options), {}};
+    const LimiterSlot* before = nullptr;
+    if (previous) {
+      for (const LimiterSlot& old : previous->limiters_) {
+        if (old.config->name == limiter.name && same_keys(*old.config, limiter)) {
+          before = &old;
+        }
+      }
+    }
+    LimiterSlot slot{&limiter, nullptr, {}};
+    if (before && before->config->options == limiter.options) {
+      slot.main = before->main;
+      ++kept_state_;
+    } else {
+      slot.main = limiter::make_limiter(limiter.options);
+    }
     for (const config::Override& override : limiter.overrides) {
-      slot.overrides.emplace_back(internal_key_text(override.value),
-                                  limiter::make_limiter(override.options));
+      std::string value = internal_key_text(override.value);
+      std::shared_ptr<limiter::Limiter> instance;
+      if (before) {
+        for (std::size_t i = 0; i < before->overrides.size(); ++i) {
+          if (before->overrides[i].first == value &&
+              before->config->overrides[i].options == override.options) {
+            instance = before->overrides[i].second;
+            ++kept_state_;
+          }
+        }
+      }
+      slot.overrides.emplace_back(std::move(value),
+                                  instance ? instance : limiter::make_limiter(override.options));
     }
     limiters_.push_back(std::move(slot));
   }
@@ -143,6 +184,7 @@ Decision Pipeline::decide(const RequestView& request, limiter::TimePoint now,
                            cost.value_or(route.cost)};
     const std::size_t report = decision.report_count++;
     decision.reports[report].limiter = slot.config;
+    decision.reports[report].key = charge_of.key;
     if (slot.config->shadow) {
       shadow_report[shadow_count] = report;
       shadow[shadow_count++] = charge_of;
@@ -212,6 +254,18 @@ std::optional<limiter::Status> Pipeline::peek(std::string_view limiter_name,
 std::optional<limiter::Duration> Pipeline::banned_for(const IpAddress& client,
                                                       limiter::TimePoint now) {
   return ban_ ? ban_->banned_for(client, now) : std::nullopt;
+}
+
+std::vector<std::pair<std::string_view, std::uint64_t>> Pipeline::limiter_keys() const {
+  std::vector<std::pair<std::string_view, std::uint64_t>> keys;
+  for (const LimiterSlot& slot : limiters_) {
+    std::uint64_t count = slot.main->stats().keys;
+    for (const auto& [value, limiter] : slot.overrides) {
+      count += limiter->stats().keys;
+    }
+    keys.emplace_back(slot.config->name, count);
+  }
+  return keys;
 }
 
 void Pipeline::collect_idle(limiter::TimePoint now) {

@@ -26,6 +26,7 @@ struct LimiterReport {
   const config::LimiterConfig* limiter = nullptr;
   limiter::Verdict verdict;
   limiter::Status status;
+  limiter::KeyHash key = 0;  ///< The key, hashed (for logs: never the key itself).
 };
 
 /// A permit that a concurrency limiter holds until the response is over.
@@ -59,8 +60,10 @@ struct Decision {
 /// Thread-safe; `decide` does not allocate once its per-thread key buffer has grown.
 class Pipeline {
  public:
-  /// `config` must outlive the pipeline.
-  explicit Pipeline(const config::ProxyConfig& config);
+  /// `config` must outlive the pipeline. With a `previous` pipeline (a reload), the limiters and
+  /// the ban list whose definition did not change keep their state: the new pipeline shares
+  /// them with the old one, so requests still in flight on the old one count in the same place.
+  explicit Pipeline(const config::ProxyConfig& config, const Pipeline* previous = nullptr);
 
   Decision decide(const RequestView& request, limiter::TimePoint now,
                   std::optional<limiter::Permits> cost = std::nullopt);
@@ -78,22 +81,27 @@ class Pipeline {
   std::optional<limiter::Duration> banned_for(const IpAddress& client, limiter::TimePoint now);
 
   const config::ProxyConfig& config() const noexcept { return config_; }
+  /// How many limiters (overrides included) and ban lists came with their state from `previous`.
+  std::size_t kept_state() const noexcept { return kept_state_; }
+  /// Keys tracked now, per limiter (its overrides included), in config order.
+  std::vector<std::pair<std::string_view, std::uint64_t>> limiter_keys() const;
 
  private:
   struct LimiterSlot {
     const config::LimiterConfig* config = nullptr;
-    std::unique_ptr<limiter::Limiter> main;
+    std::shared_ptr<limiter::Limiter> main;  ///< Shared with the next pipeline on a reload.
     /// Key text (parts joined as build_key joins them) → that key's own limiter.
-    std::vector<std::pair<std::string, std::unique_ptr<limiter::Limiter>>> overrides;
+    std::vector<std::pair<std::string, std::shared_ptr<limiter::Limiter>>> overrides;
   };
   limiter::Limiter& instance_for(LimiterSlot& slot, std::string_view key_text) noexcept;
 
   const config::ProxyConfig& config_;
   RouteTable routes_;
   CidrTrie deny_;
-  std::optional<BanList> ban_;
+  std::shared_ptr<BanList> ban_;
   std::vector<LimiterSlot> limiters_;
   std::vector<std::vector<std::size_t>> route_limiters_;  ///< Per route, into limiters_.
+  std::size_t kept_state_ = 0;
 };
 
 }  // namespace sluice::proxy

@@ -3,12 +3,16 @@
 #include <array>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <chrono>
+#include <optional>
 #include <random>
 #include <string>
 
 #include "proxy/http_text.hpp"
 #include "proxy/net.hpp"
 #include "proxy/responses.hpp"
+#include "proxy/tunnel.hpp"
+#include "proxy/upstream_pool.hpp"
 
 namespace sluice::proxy {
 namespace {
@@ -74,6 +78,11 @@ net::awaitable<beast::error_code> pump(beast::tcp_stream& in, limiter::Duration 
                                        Serializer& serializer,
                                        http::buffer_body::value_type& out_body, bool& read_failed) {
   std::array<char, kRelayBuffer> chunk;
+  // Beast reads no more than the buffer's free capacity (at least 512 bytes): without room, a
+  // body would move 512 bytes per system call.
+  if (!parser.is_done() && in_buffer.capacity() < kRelayBuffer) {
+    in_buffer.reserve(std::min(kRelayBuffer, in_buffer.max_size()));
+  }
   do {
     if (!parser.is_done()) {
       parser.get().body().data = chunk.data();
@@ -107,42 +116,34 @@ net::awaitable<beast::error_code> pump(beast::tcp_stream& in, limiter::Duration 
   co_return beast::error_code{};
 }
 
-net::awaitable<bool> fail(beast::tcp_stream& client, http::status status, unsigned version,
-                          const Decision& decision, const SessionContext& context) {
-  auto response = problem_response(status, version, false);
-  add_limit_headers(response.base(), decision, context.config->limits_headers);
-  co_await http::async_write(client, response, use_nothrow);
-  co_return false;
+UpstreamFailure failure_of(const beast::error_code& ec) noexcept {
+  return ec == beast::error::timeout ? UpstreamFailure::timeout : UpstreamFailure::broken;
 }
 
-}  // namespace
+net::awaitable<RelayOutcome> fail(beast::tcp_stream& client, UpstreamFailure failure,
+                                  unsigned version, const Decision& decision,
+                                  const config::ProxyConfig& config) {
+  const http::status status = failure == UpstreamFailure::timeout ? http::status::gateway_timeout
+                                                                  : http::status::bad_gateway;
+  auto response = problem_response(status, version, false);
+  add_limit_headers(response.base(), decision, config.limits_headers);
+  co_await http::async_write(client, response, use_nothrow);
+  co_return RelayOutcome{.keep_alive = false,
+                         .status = static_cast<unsigned>(status),
+                         .failure = failure,
+                         .upstream_time = {}};
+}
 
-net::awaitable<bool> relay(beast::tcp_stream& client, beast::flat_buffer& client_buffer,
-                           http::request_parser<http::buffer_body>& parser,
-                           const tcp::endpoint& peer, const config::Upstream& upstream,
-                           const Decision& decision, const SessionContext& context,
-                           bool keep_alive) {
-  const auto executor = co_await net::this_coro::executor;
-  const config::Timeouts& timeouts = context.config->timeouts;
-  auto& request = parser.get();
-
-  tcp::resolver resolver(executor);
-  auto [resolve_error, endpoints] =
-      co_await resolver.async_resolve(upstream.host, std::to_string(upstream.port), use_nothrow);
-  beast::tcp_stream server(executor);
-  server.expires_after(timeouts.connect);
-  beast::error_code connect_error = resolve_error;
-  if (!resolve_error) {
-    auto [ec, endpoint] = co_await server.async_connect(endpoints, use_nothrow);
-    connect_error = ec;
-  }
-  if (connect_error) {
-    co_return co_await fail(client, http::status::bad_gateway, request.version(), decision,
-                            context);
-  }
-
-  http::request<http::buffer_body> out{request.method(), request.target(), request.version()};
+/// The request as the upstream gets it: HTTP/1.1, persistent, end-to-end fields only, plus the
+/// forwarding fields. `Expect` is dropped: the proxy has answered it.
+void build_upstream_request(const http::request<http::buffer_body>& request,
+                            const tcp::endpoint& peer, bool upgrade,
+                            http::request<http::buffer_body>& out) {
+  out.method(request.method());
+  out.target(request.target());
+  out.version(11);
   copy_end_to_end(request.base(), out.base());
+  out.erase(http::field::expect);
   const std::string client_address = peer.address().to_string();
   const std::string_view forwarded_for = request["X-Forwarded-For"];
   out.set("X-Forwarded-For", forwarded_for.empty()
@@ -158,54 +159,155 @@ net::awaitable<bool> relay(beast::tcp_stream& client, beast::flat_buffer& client
   if (request.chunked()) {
     out.chunked(true);
   }
-  out.keep_alive(false);  // one upstream connection per request, for now
-  http::request_serializer<http::buffer_body> request_serializer{out};
-
-  bool client_failed = false;
-  if (const auto ec =
-          co_await pump(client, timeouts.idle, client_buffer, parser, server, timeouts.upstream,
-                        request_serializer, out.body(), client_failed)) {
-    if (client_failed) {
-      co_return false;  // the client went away mid-body
-    }
-    co_return co_await fail(
-        client,
-        ec == beast::error::timeout ? http::status::gateway_timeout : http::status::bad_gateway,
-        request.version(), decision, context);
+  if (upgrade) {
+    out.set(http::field::upgrade, request[http::field::upgrade]);
+    out.set(http::field::connection, "upgrade");
+  } else {
+    out.keep_alive(true);
   }
+}
 
+bool expects_continue(const http::request<http::buffer_body>& request) {
+  return equal_ignoring_case(trim_whitespace(request[http::field::expect]), "100-continue");
+}
+
+}  // namespace
+
+std::string_view name_of(UpstreamFailure failure) noexcept {
+  switch (failure) {
+    case UpstreamFailure::none:
+      return "none";
+    case UpstreamFailure::connect:
+      return "connect";
+    case UpstreamFailure::timeout:
+      return "timeout";
+    case UpstreamFailure::broken:
+      return "broken";
+  }
+  return "unknown";
+}
+
+net::awaitable<RelayOutcome> relay(beast::tcp_stream& client, beast::flat_buffer& client_buffer,
+                                   http::request_parser<http::buffer_body>& parser,
+                                   const tcp::endpoint& peer, const config::Upstream& upstream,
+                                   const Decision& decision, const config::ProxyConfig& config,
+                                   const SessionContext& context, bool keep_alive) {
+  const config::Timeouts& timeouts = config.timeouts;
+  auto& request = parser.get();
+  const unsigned version = request.version();
+  const bool upgrade = parser.upgrade();
+  // Without a body, a send that fails on a parked connection can be repeated on a new one: the
+  // upstream closed it while idle and never saw the request (nginx does the same).
+  const bool repeatable = parser.is_done();
+  http::request<http::buffer_body> out;
+  build_upstream_request(request, peer, upgrade, out);
+
+  std::optional<UpstreamPool::Connection> connection;
   beast::flat_buffer server_buffer;
-  http::response_parser<http::buffer_body> response_parser;
-  response_parser.header_limit(kMaxHeaderBytes);
-  response_parser.body_limit(boost::none);
-  if (request.method() == http::verb::head) {
-    response_parser.skip(true);
+  std::optional<http::response_parser<http::buffer_body>> response_parser;
+  std::chrono::steady_clock::time_point sent_at;
+  for (bool first_try = true;; first_try = false) {
+    beast::error_code connect_error;
+    std::optional<UpstreamPool::Connection> acquired =
+        co_await context.pool->acquire(upstream, first_try, timeouts.connect, connect_error);
+    connection.reset();  // a stale parked connection is closed here
+    if (!acquired) {
+      co_return co_await fail(client, UpstreamFailure::connect, version, decision, config);
+    }
+    connection.emplace(std::move(*acquired));
+    beast::tcp_stream& server = connection->stream;
+    const bool may_retry = first_try && connection->reused && repeatable;
+    if (first_try && !parser.is_done() && expects_continue(request)) {
+      // The client waits for this before it sends the body.
+      static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+      client.expires_after(timeouts.idle);
+      auto [ec, n] = co_await net::async_write(client, net::buffer(kContinue), use_nothrow);
+      if (ec) {
+        co_return RelayOutcome{};
+      }
+    }
+    sent_at = std::chrono::steady_clock::now();
+    http::request_serializer<http::buffer_body> request_serializer{out};
+    bool client_failed = false;
+    if (const auto ec =
+            co_await pump(client, timeouts.idle, client_buffer, parser, server, timeouts.upstream,
+                          request_serializer, out.body(), client_failed)) {
+      if (client_failed) {
+        co_return RelayOutcome{};  // the client went away mid-body
+      }
+      if (may_retry) {
+        continue;
+      }
+      co_return co_await fail(client, failure_of(ec), version, decision, config);
+    }
+    // Until the response header arrives; interim responses (100, 102, 103) are skipped.
+    server.expires_after(timeouts.upstream);
+    beast::error_code header_error;
+    do {
+      response_parser.emplace();
+      response_parser->header_limit(kMaxHeaderBytes);
+      response_parser->body_limit(boost::none);
+      if (request.method() == http::verb::head) {
+        response_parser->skip(true);
+      }
+      auto [ec, n] =
+          co_await http::async_read_header(server, server_buffer, *response_parser, use_nothrow);
+      header_error = ec;
+    } while (!header_error && response_parser->get().result_int() / 100 == 1 &&
+             response_parser->get().result() != http::status::switching_protocols);
+    if (!header_error) {
+      break;
+    }
+    if (may_retry && server_buffer.size() == 0 && header_error != beast::error::timeout) {
+      continue;
+    }
+    co_return co_await fail(client, failure_of(header_error), version, decision, config);
   }
-  server.expires_after(timeouts.upstream);  // until the response header arrives
-  auto [header_error, header_bytes] =
-      co_await http::async_read_header(server, server_buffer, response_parser, use_nothrow);
-  if (header_error) {
-    co_return co_await fail(client,
-                            header_error == beast::error::timeout ? http::status::gateway_timeout
-                                                                  : http::status::bad_gateway,
-                            request.version(), decision, context);
+  beast::tcp_stream& server = connection->stream;
+  RelayOutcome outcome;
+  outcome.upstream_time = std::chrono::steady_clock::now() - sent_at;
+  auto& response = response_parser->get();
+  outcome.status = response.result_int();
+  const bool switching = response.result() == http::status::switching_protocols;
+  if (switching && !upgrade) {  // a protocol switch nobody asked for
+    co_return co_await fail(client, UpstreamFailure::broken, version, decision, config);
   }
-  auto& response = response_parser.get();
   // The client hears its own HTTP version, whatever the upstream speaks.
-  http::response<http::buffer_body> back{response.result(), request.version()};
+  http::response<http::buffer_body> back{response.result(), version};
   copy_end_to_end(response.base(), back.base());
-  add_limit_headers(back.base(), decision, context.config->limits_headers);
+  add_limit_headers(back.base(), decision, config.limits_headers);
+  if (switching) {
+    back.set(http::field::upgrade, response[http::field::upgrade]);
+    back.set(http::field::connection, "upgrade");
+    http::response_serializer<http::buffer_body> serializer{back};
+    client.expires_after(timeouts.idle);
+    auto [ec, n] = co_await http::async_write_header(client, serializer, use_nothrow);
+    if (!ec) {
+      client.expires_never();
+      server.expires_never();
+      co_await tunnel(client.socket(), client_buffer, server.socket(), server_buffer,
+                      timeouts.idle);
+    }
+    co_return outcome;  // an upgraded connection is never reused
+  }
   const bool has_length = response.has_content_length();
-  if (response.chunked() || (!has_length && !response_parser.is_done())) {
+  if (response.chunked() || (!has_length && !response_parser->is_done())) {
     back.chunked(true);  // re-framed; a close-delimited body becomes chunked
   }
   back.keep_alive(keep_alive);
   http::response_serializer<http::buffer_body> response_serializer{back};
   bool upstream_failed = false;
   const beast::error_code ec =
-      co_await pump(server, timeouts.upstream, server_buffer, response_parser, client,
+      co_await pump(server, timeouts.upstream, server_buffer, *response_parser, client,
                     timeouts.idle, response_serializer, back.body(), upstream_failed);
-  co_return !ec && keep_alive;
+  if (!ec && response.keep_alive() && response_parser->is_done()) {
+    context.pool->give_back(upstream, std::move(server));
+  }
+  if (ec && upstream_failed) {
+    outcome.failure = failure_of(ec);
+  }
+  outcome.keep_alive = !ec && keep_alive;
+  co_return outcome;
 }
 
 }  // namespace sluice::proxy

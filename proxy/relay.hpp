@@ -11,15 +11,29 @@
 
 namespace sluice::proxy {
 
+/// Why an upstream exchange failed, for the 502/504 and `sluice_upstream_errors_total`.
+enum class UpstreamFailure { none, connect, timeout, broken };
+std::string_view name_of(UpstreamFailure failure) noexcept;
+
+struct RelayOutcome {
+  bool keep_alive = false;  ///< The client connection may serve another request.
+  unsigned status = 0;      ///< The status the client got; 0 if it went away first.
+  UpstreamFailure failure = UpstreamFailure::none;
+  limiter::Duration upstream_time{};  ///< From sending the request to the response header.
+};
+
 /// Forwards the request whose header `parser` holds to `upstream` and the response back to the
-/// client, streaming both bodies through a fixed buffer. Adds X-Forwarded-For / -Proto / -Host
-/// and X-Request-Id, drops hop-by-hop fields, and adds the limit headers to the response.
-/// An unreachable upstream answers 502, a slow one 504. Returns whether the client connection
-/// may serve another request. Awaited at once by the session, so it may take references.
-boost::asio::awaitable<bool> relay(
+/// client, streaming both bodies through a fixed buffer, on a kept-alive upstream connection
+/// from this loop's pool when one is parked. Adds X-Forwarded-For / -Proto / -Host and
+/// X-Request-Id, drops hop-by-hop fields, answers `Expect: 100-continue` itself, tunnels an
+/// upgrade the upstream accepts (101), and adds the limit headers to the response.
+/// An unreachable upstream answers 502, a slow one 504. Awaited at once by the session, so it
+/// may take references.
+boost::asio::awaitable<RelayOutcome> relay(
     boost::beast::tcp_stream& client, boost::beast::flat_buffer& client_buffer,
     boost::beast::http::request_parser<boost::beast::http::buffer_body>& parser,
     const boost::asio::ip::tcp::endpoint& peer, const config::Upstream& upstream,
-    const Decision& decision, const SessionContext& context, bool keep_alive);
+    const Decision& decision, const config::ProxyConfig& config, const SessionContext& context,
+    bool keep_alive);
 
 }  // namespace sluice::proxy

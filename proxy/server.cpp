@@ -16,6 +16,9 @@
 namespace sluice::proxy {
 namespace {
 
+/// Idle kept-alive connections per upstream and event loop (as nginx's `keepalive 32`).
+constexpr std::size_t kIdleUpstreamConnections = 32;
+
 using Serve = net::awaitable<void> (*)(tcp::socket, SessionContext);
 
 net::awaitable<void> accept_loop(tcp::acceptor& acceptor, SessionContext context, Serve serve) {
@@ -36,20 +39,36 @@ net::awaitable<void> accept_loop(tcp::acceptor& acceptor, SessionContext context
 
 }  // namespace
 
-Server::Server(const config::ProxyConfig& config, Pipeline& pipeline, const limiter::Clock& clock)
-    : config_(config), context_{&pipeline, &config, &clock, &draining_, &connections_} {}
+Server::Server(LiveConfig& live, Metrics& metrics, AccessLog& access_log, Reloader* reloader,
+               const limiter::Clock& clock)
+    : live_(live),
+      context_{.generations = nullptr,
+               .live = &live,
+               .metrics = &metrics,
+               .access_log = &access_log,
+               .reloader = reloader,
+               .clock = &clock,
+               .draining = &draining_,
+               .connections = &connections_,
+               .idle = nullptr,
+               .pool = nullptr,
+               .loop = 0} {}
+
+unsigned Server::threads_for(const config::ProxyConfig& config) {
+  return config.threads != 0 ? config.threads : std::max(1U, std::thread::hardware_concurrency());
+}
 
 Server::~Server() { stop(limiter::Duration::zero()); }
 
 void Server::start() {
-  unsigned threads = config_.threads;
-  if (threads == 0) {
-    threads = std::max(1U, std::thread::hardware_concurrency());
-  }
-  endpoint_ = tcp::endpoint(net::ip::make_address(config_.listen.host), config_.listen.port);
+  const std::shared_ptr<const Generation> generation = live_.current();
+  const config::ProxyConfig& config = *generation->config;
+  const unsigned threads = threads_for(config);
+  endpoint_ = tcp::endpoint(net::ip::make_address(config.listen.host), config.listen.port);
   for (unsigned i = 0; i < threads; ++i) {
-    auto loop = std::make_unique<Loop>();
+    auto loop = std::make_unique<Loop>(live_);
     loop->acceptor = std::make_unique<tcp::acceptor>(loop->io);
+    loop->pool = std::make_unique<UpstreamPool>(kIdleUpstreamConnections, config.timeouts.idle);
     loop->acceptor->open(endpoint_.protocol());
     loop->acceptor->set_option(tcp::acceptor::reuse_address(true));
     // Every loop listens on the same port; the kernel spreads connections among them.
@@ -60,17 +79,23 @@ void Server::start() {
     endpoint_ = loop->acceptor->local_endpoint();  // port 0 becomes the real port
     loops_.push_back(std::move(loop));
   }
-  if (config_.admin) {
+  if (config.admin) {
     Loop& first = *loops_.front();
-    const tcp::endpoint admin(net::ip::make_address(config_.admin->host), config_.admin->port);
+    const tcp::endpoint admin(net::ip::make_address(config.admin->host), config.admin->port);
     admin_ = std::make_unique<tcp::acceptor>(first.io, admin);
     SessionContext context = context_;
     context.idle = &first.idle;
+    context.pool = first.pool.get();
+    context.generations = &first.generations;
     net::co_spawn(first.io, accept_loop(*admin_, context, &serve_admin), net::detached);
   }
-  for (auto& loop : loops_) {
+  for (std::size_t i = 0; i < loops_.size(); ++i) {
+    Loop* loop = loops_[i].get();
     SessionContext context = context_;
     context.idle = &loop->idle;
+    context.pool = loop->pool.get();
+    context.generations = &loop->generations;
+    context.loop = i;
     net::co_spawn(loop->io, accept_loop(*loop->acceptor, context, &serve_client), net::detached);
     loop->thread = std::thread([io = &loop->io] { io->run(); });
   }

@@ -19,8 +19,11 @@ namespace sluice::proxy {
 /// threads share nothing but the pipeline.
 class Server {
  public:
-  /// `config`, `pipeline` and `clock` must outlive the server.
-  Server(const config::ProxyConfig& config, Pipeline& pipeline, const limiter::Clock& clock);
+  /// Everything given must outlive the server. `listen`, `admin` and `threads` are read from
+  /// the live configuration once, at start; `metrics` must have one slot per thread.
+  /// `reloader` may be null (no POST /reload).
+  Server(LiveConfig& live, Metrics& metrics, AccessLog& access_log, Reloader* reloader,
+         const limiter::Clock& clock);
   Server(const Server&) = delete;
   Server& operator=(const Server&) = delete;
   Server(Server&&) = delete;
@@ -37,15 +40,21 @@ class Server {
   void stop(limiter::Duration drain);
   std::size_t open_connections() const noexcept { return connections_.load(); }
 
+  /// Event-loop threads for a configuration: `threads`, or one per core when 0.
+  static unsigned threads_for(const config::ProxyConfig& config);
+
  private:
   struct Loop {
     boost::asio::io_context io{1};
     std::unique_ptr<boost::asio::ip::tcp::acceptor> acceptor;
+    explicit Loop(const LiveConfig& live) : generations(live) {}
     IdleConnections idle;
+    GenerationCache generations;
+    std::unique_ptr<UpstreamPool> pool;  ///< Holds sockets of `io`: declared after it.
     std::thread thread;
   };
 
-  const config::ProxyConfig& config_;
+  LiveConfig& live_;
   SessionContext context_;
   std::vector<std::unique_ptr<Loop>> loops_;
   std::unique_ptr<boost::asio::ip::tcp::acceptor> admin_;  ///< On the first loop.

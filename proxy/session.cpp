@@ -54,6 +54,68 @@ struct ConnectionCount {
   std::atomic<std::size_t>* count_;
 };
 
+MetricDecision metric_decision(Outcome outcome) noexcept {
+  switch (outcome) {
+    case Outcome::allowed:
+      return MetricDecision::allowed;
+    case Outcome::delayed:
+      return MetricDecision::delayed;
+    case Outcome::limited:
+      return MetricDecision::limited;
+    case Outcome::denied:
+      return MetricDecision::denied;
+    case Outcome::no_route:
+      return MetricDecision::no_route;
+  }
+  return MetricDecision::no_route;
+}
+
+UpstreamErrorKind error_kind(UpstreamFailure failure) noexcept {
+  return failure == UpstreamFailure::connect   ? UpstreamErrorKind::connect
+         : failure == UpstreamFailure::timeout ? UpstreamErrorKind::timeout
+                                               : UpstreamErrorKind::broken;
+}
+
+/// Counts a finished request in its loop's metrics, and logs it.
+void account(const SessionContext& context, const Generation& generation, const Decision& decision,
+             const http::request<http::buffer_body>& request, unsigned status,
+             const RelayOutcome* relayed, std::chrono::steady_clock::time_point started) {
+  const auto total = std::chrono::steady_clock::now() - started;
+  RouteCounters& counters = generation.counters_for(decision.route, context.loop);
+  counters.count(metric_decision(decision.outcome));
+  for (const LimiterReport& report : decision.applied()) {
+    if (report.limiter->shadow && !report.verdict.admitted) {
+      counters.count(MetricDecision::shadow_limited);
+      break;
+    }
+  }
+  counters.observe(total);
+  if (relayed && relayed->failure != UpstreamFailure::none) {
+    generation.upstream_counters_for(*decision.route, context.loop)
+        .count(error_kind(relayed->failure));
+  }
+  const config::ProxyConfig& config = *generation.config;
+  if (!config.log.access) {
+    return;
+  }
+  std::array<char, 48> client;  // the longest IPv6 text fits
+  const std::string text = decision.client.to_string();
+  const std::size_t length = std::min(text.size(), client.size());
+  std::copy_n(text.begin(), length, client.begin());
+  const std::uint64_t key = decision.report_count > 0 ? decision.reports[0].key : 0;
+  context.access_log->write(
+      config.log.format,
+      AccessRecord{.client = std::string_view(client.data(), length),
+                   .method = request.method_string(),
+                   .target = request.target(),
+                   .route = decision.route ? std::string_view(decision.route->name) : "",
+                   .decision = metric_decision(decision.outcome),
+                   .status = status,
+                   .key_hash = key,
+                   .upstream = relayed ? relayed->upstream_time : limiter::Duration{},
+                   .total = total});
+}
+
 }  // namespace
 
 net::awaitable<void> serve_client(tcp::socket socket, SessionContext context) {
@@ -65,9 +127,15 @@ net::awaitable<void> serve_client(tcp::socket socket, SessionContext context) {
   beast::flat_buffer buffer(kMaxHeaderBytes);
   std::vector<Header> headers;  // views into the parser's fields; capacity reused
   headers.reserve(32);
-  const config::Timeouts& timeouts = context.config->timeouts;
+  // The generation this connection serves with; replaced between requests after a reload.
+  std::shared_ptr<const Generation> generation = context.generations->get();
 
   for (bool first = true;; first = false) {
+    if (const auto& live = context.generations->get(); live.get() != generation.get()) {
+      generation = live;
+    }
+    const config::ProxyConfig& config = *generation->config;
+    const config::Timeouts& timeouts = config.timeouts;
     http::request_parser<http::buffer_body> parser;
     parser.header_limit(kMaxHeaderBytes);
     parser.body_limit(boost::none);  // bodies are streamed, never held whole
@@ -92,6 +160,7 @@ net::awaitable<void> serve_client(tcp::socket socket, SessionContext context) {
       co_await answer(client, problem_response(http::status::bad_request, 11, false));
       break;
     }
+    const auto started = std::chrono::steady_clock::now();
     auto& request = parser.get();
     headers.clear();
     for (const auto& field : request) {
@@ -102,7 +171,7 @@ net::awaitable<void> serve_client(tcp::socket socket, SessionContext context) {
                            .host = request[http::field::host],
                            .headers = headers,
                            .peer = peer};
-    const Decision decision = context.pipeline->decide(view, context.clock->now());
+    const Decision decision = generation->pipeline.decide(view, context.clock->now());
     // A body left unread would be taken for the next request: only keep alive without one.
     bool keep_alive = request.keep_alive() && !context.draining->load(std::memory_order_relaxed);
     const bool forward =
@@ -111,9 +180,9 @@ net::awaitable<void> serve_client(tcp::socket socket, SessionContext context) {
     if (!forward) {
       keep_alive = keep_alive && parser.is_done();
       const bool again = co_await answer(
-          client,
-          own_response(decision, request.version(), keep_alive, context.config->limits_headers));
-      context.pipeline->release(decision);
+          client, own_response(decision, request.version(), keep_alive, config.limits_headers));
+      generation->pipeline.release(decision);
+      account(context, *generation, decision, request, decision.status, nullptr, started);
       if (!again) {
         break;
       }
@@ -125,11 +194,13 @@ net::awaitable<void> serve_client(tcp::socket socket, SessionContext context) {
       co_await hold.async_wait(use_nothrow);
     }
     const config::Upstream& upstream =
-        decision.route->upstream ? *decision.route->upstream : *context.config->upstream;
-    const bool again = co_await relay(client, buffer, parser, peer_endpoint, upstream, decision,
-                                      context, keep_alive);
-    context.pipeline->release(decision);
-    if (!again) {
+        decision.route->upstream ? *decision.route->upstream : *config.upstream;
+    const RelayOutcome outcome = co_await relay(client, buffer, parser, peer_endpoint, upstream,
+                                                decision, config, context, keep_alive);
+    // The permits go back once the response is over, or the client has gone.
+    generation->pipeline.release(decision);
+    account(context, *generation, decision, request, outcome.status, &outcome, started);
+    if (!outcome.keep_alive) {
       break;
     }
   }

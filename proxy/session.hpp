@@ -8,7 +8,12 @@
 
 #include "config/proxy_config.hpp"
 #include "limiter/clock.hpp"
+#include "proxy/access_log.hpp"
+#include "proxy/generation.hpp"
+#include "proxy/metrics.hpp"
 #include "proxy/pipeline.hpp"
+#include "proxy/reloader.hpp"
+#include "proxy/upstream_pool.hpp"
 
 namespace sluice::proxy {
 
@@ -20,12 +25,17 @@ struct IdleConnections {
 
 /// What every connection shares with the server. Read-only but for the counters.
 struct SessionContext {
-  Pipeline* pipeline = nullptr;
-  const config::ProxyConfig* config = nullptr;
+  GenerationCache* generations = nullptr;  ///< This event loop's view of the live config.
+  LiveConfig* live = nullptr;
+  Metrics* metrics = nullptr;
+  AccessLog* access_log = nullptr;
+  Reloader* reloader = nullptr;  ///< For the admin port's POST /reload.
   const limiter::Clock* clock = nullptr;
   std::atomic<bool>* draining = nullptr;            ///< Set on SIGTERM: finish, keep nothing alive.
   std::atomic<std::size_t>* connections = nullptr;  ///< Open client connections.
   IdleConnections* idle = nullptr;                  ///< This event loop's waiting connections.
+  UpstreamPool* pool = nullptr;                     ///< This event loop's upstream connections.
+  std::size_t loop = 0;                             ///< This event loop's index (its counters).
 };
 
 /// Largest request or response header accepted (431 beyond it).

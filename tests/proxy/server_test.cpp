@@ -11,8 +11,7 @@
 #include <memory>
 #include <string>
 
-#include "config/load_config.hpp"
-#include "tests/support/test_upstream.hpp"
+#include "tests/proxy/proxy_fixture.hpp"
 
 namespace sluice::proxy {
 namespace {
@@ -24,70 +23,8 @@ using tcp = net::ip::tcp;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-/// A Server on an ephemeral port in front of a TestUpstream, with `limiters_and_routes` (YAML).
-class ProxyFixture {
- public:
-  explicit ProxyFixture(const std::string& limiters_and_routes, const std::string& extra = "") {
-    const std::string yaml =
-        "listen: \"127.0.0.1:0\"\nadmin: \"127.0.0.1:0\"\nthreads: 2\n"
-        "upstream: \"http://127.0.0.1:" +
-        std::to_string(upstream_.port()) + "\"\n" + extra + "\n" + limiters_and_routes;
-    config_ = std::make_unique<config::ProxyConfig>(
-        config::parse_config(yaml, "test.yaml", [](std::string_view) { return std::nullopt; }));
-    pipeline_ = std::make_unique<Pipeline>(*config_);
-    server_ = std::make_unique<Server>(*config_, *pipeline_, clock_);
-    server_->start();
-  }
-
-  unsigned short port() const { return server_->local_endpoint().port(); }
-  unsigned short admin_port() const { return server_->admin_endpoint().port(); }
-  test::TestUpstream& upstream() { return upstream_; }
-  Server& server() { return *server_; }
-
-  /// One request on a new connection (to the admin port if `admin`).
-  http::response<http::string_body> send(http::request<http::string_body> request,
-                                         bool admin = false) {
-    net::io_context io;
-    beast::tcp_stream stream(io);
-    stream.connect(
-        tcp::endpoint(net::ip::make_address("127.0.0.1"), admin ? admin_port() : port()));
-    request.set(http::field::host, "api.test");
-    request.prepare_payload();
-    http::write(stream, request);
-    beast::flat_buffer buffer;
-    http::response<http::string_body> response;
-    http::read(stream, buffer, response);
-    return response;
-  }
-
-  /// Raw bytes in, raw bytes out (until the proxy closes).
-  std::string send_raw(const std::string& bytes) {
-    net::io_context io;
-    tcp::socket socket(io);
-    socket.connect(tcp::endpoint(net::ip::make_address("127.0.0.1"), port()));
-    net::write(socket, net::buffer(bytes));
-    std::string reply;
-    beast::error_code ec;
-    char chunk[4096];
-    for (;;) {
-      const std::size_t n = socket.read_some(net::buffer(chunk), ec);
-      if (ec) {
-        break;
-      }
-      reply.append(chunk, n);
-    }
-    return reply;
-  }
-
- private:
-  test::TestUpstream upstream_;
-  limiter::SystemClock clock_;
-  std::unique_ptr<config::ProxyConfig> config_;
-  std::unique_ptr<Pipeline> pipeline_;
-  std::unique_ptr<Server> server_;
-};
-
-http::request<http::string_body> get(std::string target) { return {http::verb::get, target, 11}; }
+using test_support::get;
+using test_support::ProxyFixture;
 
 TEST(Proxy, ForwardsWithForwardingHeadersAndWithoutHopByHopOnes) {
   ProxyFixture proxy("routes: [{name: all}]");

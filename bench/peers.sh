@@ -1,0 +1,454 @@
+#!/usr/bin/env bash
+# sluice vs nginx `limit_req` vs HAProxy stick-table rate limiting, all on 127.0.0.1.
+#
+# Run (from the repository root, after a release build):
+#   cmake --preset release && cmake --build --preset release --target sluice
+#   bash bench/peers.sh
+#
+# Each proxy sits in front of the same upstream (an nginx worker answering `return 200`) and is
+# loaded by the same wrk command, on two paths:
+#   forward  a limit that never triggers, so every request goes to the upstream and back;
+#   all-429  a limit that is already used up, so every request is answered 429 by the proxy.
+# For each (proxy, path) it prints req/s, p50/p99 latency, the proxy's CPU time per request
+# (user + system, read from /proc before and after the run), and how busy the proxy and the
+# load side (wrk + upstream) were, as shares of one core.
+#
+# Fairness: every proxy runs one worker process / one thread (nginx worker_processes 1,
+# HAProxy nbthread 1, sluice threads: 1), with its own config, pid and log files in a temporary
+# directory, no access log, and the same keep-alive to clients and to the upstream. On a machine
+# with 2 or more cores the proxy under test is pinned alone to one CPU (PROXY_CPU, default 1)
+# and wrk plus the upstream share another (LOAD_CPU, default 0), with taskset: the proxy always
+# has a whole core and never fights its own load generator for it, the load side is the same
+# for all three, and runs repeat. Reading the numbers: when the proxy's core is near 100 %, the
+# proxy was the bottleneck and req/s compares the proxies; when the load side is near 100 %
+# instead, req/s is the load side's ceiling and CPU µs/req is the figure that compares them
+# (it also falls a little as load rises, since a busy event loop handles more per wake-up, so
+# compare it at similar req/s). Shares well under 100 on both sides mean something else on the
+# machine took the CPU: run again on a quiet machine. PIN=0 turns pinning off, leaving all
+# processes to the scheduler on every core.
+#
+# Environment (defaults in brackets):
+#   SLUICE_BIN [build/release/sluice]   DURATION [10s]  WARMUP [1s]  CONNECTIONS [50]
+#   WRK_THREADS [1]   PROXIES ["sluice nginx haproxy"]   BENCH_PATHS ["forward all-429"]
+#   UPSTREAM_PORT [18080]  SLUICE_PORT [18081]  NGINX_PORT [18082]  HAPROXY_PORT [18083]
+#   SLUICE_ADMIN_PORT [18091]   PIN [1]  PROXY_CPU [1]  LOAD_CPU [0]   KEEP_WORKDIR [0]
+#
+# nginx, haproxy and wrk come from the distribution: if one is missing, it is installed with
+# apt-get (as root), without letting the package start its system service. The script never
+# uses the system services or port 80; it starts and stops its own instances.
+set -euo pipefail
+
+repo_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+templates=$repo_root/bench/peers
+
+DURATION=${DURATION:-10s}
+WARMUP=${WARMUP:-1s}
+CONNECTIONS=${CONNECTIONS:-50}
+WRK_THREADS=${WRK_THREADS:-1}
+PROXIES=${PROXIES:-sluice nginx haproxy}
+BENCH_PATHS=${BENCH_PATHS:-forward all-429}
+UPSTREAM_PORT=${UPSTREAM_PORT:-18080}
+SLUICE_PORT=${SLUICE_PORT:-18081}
+NGINX_PORT=${NGINX_PORT:-18082}
+HAPROXY_PORT=${HAPROXY_PORT:-18083}
+SLUICE_ADMIN_PORT=${SLUICE_ADMIN_PORT:-18091}
+PIN=${PIN:-1}
+PROXY_CPU=${PROXY_CPU:-1}
+LOAD_CPU=${LOAD_CPU:-0}
+KEEP_WORKDIR=${KEEP_WORKDIR:-0}
+SLUICE_BIN=${SLUICE_BIN:-build/release/sluice}
+# A relative SLUICE_BIN is relative to the repository root, wherever the script is run from.
+[[ $SLUICE_BIN == /* ]] || SLUICE_BIN=$repo_root/$SLUICE_BIN
+
+# nginx and haproxy live in /usr/sbin, which a non-root PATH may lack.
+export PATH=$PATH:/usr/sbin:/sbin
+
+log() { printf '==> %s\n' "$*" >&2; }
+die() {
+  printf 'peers.sh: error: %s\n' "$*" >&2
+  exit 1
+}
+
+# ---------------------------------------------------------------- processes and cleanup
+work=""
+started_pids=()
+policy_rc_created=0
+
+# The process state letter from /proc/PID/stat ("" when gone). The command name is in
+# parentheses and may hold spaces, so fields are counted after the last ')'.
+proc_state() {
+  local stat
+  stat=$(cat "/proc/$1/stat" 2>/dev/null) || return 0
+  stat=${stat##*) }
+  printf '%s' "${stat%% *}"
+}
+
+alive() {
+  local state
+  state=$(proc_state "$1")
+  [[ -n $state && $state != Z ]]
+}
+
+# Stops one process this script started (and any children it left), TERM first, KILL after 5 s.
+stop_pid() {
+  local pid=$1 children child i
+  children=$(pgrep -P "$pid" 2>/dev/null || true)
+  kill -TERM "$pid" 2>/dev/null || true
+  for ((i = 0; i < 50; i++)); do
+    alive "$pid" || break
+    sleep 0.1
+  done
+  if alive "$pid"; then kill -KILL "$pid" 2>/dev/null || true; fi
+  for child in $children; do
+    if alive "$child"; then kill -KILL "$child" 2>/dev/null || true; fi
+  done
+  wait "$pid" 2>/dev/null || true
+}
+
+forget_pid() {
+  local pid=$1 kept=() p
+  for p in "${started_pids[@]}"; do
+    [[ $p == "$pid" ]] || kept+=("$p")
+  done
+  started_pids=("${kept[@]}")
+}
+
+cleanup() {
+  local status=$? i
+  trap - EXIT INT TERM
+  if ((status == 130 || status == 143)); then log "interrupted; stopping what was started"; fi
+  for ((i = ${#started_pids[@]} - 1; i >= 0; i--)); do
+    stop_pid "${started_pids[i]}"
+  done
+  if ((policy_rc_created)); then rm -f /usr/sbin/policy-rc.d; fi
+  if [[ -n $work && -d $work ]]; then
+    # Keep the configs and logs when asked, or after a failure (not after Ctrl-C).
+    if ((KEEP_WORKDIR)) || ((status == 1)); then
+      log "work files kept in $work"
+    else
+      rm -rf "$work"
+    fi
+  fi
+  exit "$status"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# ---------------------------------------------------------------- tools
+install_missing() {
+  local missing=() pair
+  # command:package
+  for pair in nginx:nginx haproxy:haproxy wrk:wrk curl:curl pgrep:procps; do
+    command -v "${pair%%:*}" >/dev/null 2>&1 || missing+=("${pair#*:}")
+  done
+  ((${#missing[@]})) || return 0
+  [[ $EUID -eq 0 ]] || die "missing ${missing[*]}: install with: apt-get install -y ${missing[*]}"
+  log "installing ${missing[*]} with apt-get"
+  # Keep the packages from starting their system services (nginx would take port 80).
+  if [[ ! -e /usr/sbin/policy-rc.d ]]; then
+    printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d
+    chmod 755 /usr/sbin/policy-rc.d
+    policy_rc_created=1
+  fi
+  export DEBIAN_FRONTEND=noninteractive
+  if ! apt-get install -y -qq "${missing[@]}" >/dev/null 2>&1; then
+    apt-get update -qq >/dev/null
+    apt-get install -y -qq "${missing[@]}" >/dev/null
+  fi
+  if ((policy_rc_created)); then
+    rm -f /usr/sbin/policy-rc.d
+    policy_rc_created=0
+  fi
+}
+
+# ---------------------------------------------------------------- helpers
+# Fills a template's @NAME@ placeholders: render TEMPLATE OUT NAME=VALUE...
+render() {
+  local template=$1 out=$2 pair script=()
+  shift 2
+  for pair in "$@"; do
+    script+=(-e "s|@${pair%%=*}@|${pair#*=}|g")
+  done
+  sed "${script[@]}" "$template" >"$out"
+  if grep -q '@[A-Z_]*@' "$out"; then die "unfilled placeholder in $out"; fi
+}
+
+port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+# Waits until PID accepts on PORT (at most 10 s), or dies showing the end of its log.
+wait_port() {
+  local port=$1 pid=$2 name=$3 logfile=$4 i
+  for ((i = 0; i < 100; i++)); do
+    alive "$pid" || { tail -n 20 "$logfile" >&2 || true; die "$name exited during start-up"; }
+    port_open "$port" && return 0
+    sleep 0.1
+  done
+  tail -n 20 "$logfile" >&2 || true
+  die "$name does not accept on 127.0.0.1:$port after 10 s"
+}
+
+http_code() {
+  curl -s -o /dev/null -w '%{http_code}' --max-time 5 "http://127.0.0.1:$1/" || true
+}
+
+# Sum of utime + stime, in clock ticks, of PID and its children (nginx's master and worker).
+cpu_ticks() {
+  local pid total=0 stat fields
+  for pid in "$1" $(pgrep -P "$1" 2>/dev/null || true); do
+    stat=$(cat "/proc/$pid/stat" 2>/dev/null) || continue
+    # After the ')' of the name, field 3 (state) comes first: utime (14) and stime (15) are
+    # the 12th and 13th words.
+    read -r -a fields <<<"${stat##*) }"
+    total=$((total + fields[11] + fields[12]))
+  done
+  echo "$total"
+}
+
+now_ns() { date +%s%N; }
+
+# wrk prints latencies as 512.00us, 1.23ms, 2.00s, 1.00m or 1.00h; prints milliseconds.
+to_ms() {
+  awk -v v="$1" 'BEGIN {
+    if (v ~ /us$/) m = 0.001; else if (v ~ /ms$/) m = 1; else if (v ~ /s$/) m = 1000;
+    else if (v ~ /m$/) m = 60000; else if (v ~ /h$/) m = 3600000; else { print "?"; exit }
+    sub(/[a-z]+$/, "", v); printf "%.2f", v * m }'
+}
+
+# ---------------------------------------------------------------- the proxies
+# start_PROXY PATH: starts the proxy for that path, sets proxy_pid, proxy_port, proxy_log.
+start_sluice() {
+  local path=$1 config=$work/sluice-$1.yaml template
+  case $path in
+    forward) template=$templates/sluice-forward.yaml ;;
+    all-429) template=$templates/sluice-429.yaml ;;
+  esac
+  render "$template" "$config" DIR="$work" UPSTREAM_PORT="$UPSTREAM_PORT" \
+    SLUICE_PORT="$SLUICE_PORT" SLUICE_ADMIN_PORT="$SLUICE_ADMIN_PORT"
+  "$SLUICE_BIN" check -c "$config" >"$work/sluice-$path.check" 2>&1 ||
+    { cat "$work/sluice-$path.check" >&2; die "sluice check refused $config"; }
+  proxy_port=$SLUICE_PORT
+  proxy_log=$work/sluice-$path.log
+  "${proxy_pin[@]}" "$SLUICE_BIN" run -c "$config" >"$proxy_log" 2>&1 &
+  proxy_pid=$!
+}
+
+start_nginx() {
+  local path=$1 config=$work/nginx-$1.conf rate burst
+  case $path in
+    forward) rate=1000000r/s burst="burst=1000000 nodelay" ;;
+    all-429) rate=1r/m burst="" ;;
+  esac
+  render "$templates/nginx.conf" "$config" DIR="$work" UPSTREAM_PORT="$UPSTREAM_PORT" \
+    NGINX_PORT="$NGINX_PORT" RATE="$rate" BURST="$burst"
+  proxy_port=$NGINX_PORT
+  proxy_log=$work/nginx-$path.log
+  nginx -t -q -p "$work/" -e stderr -c "$config" >>"$proxy_log" 2>&1 ||
+    { cat "$proxy_log" >&2; die "nginx -t refused $config"; }
+  "${proxy_pin[@]}" nginx -p "$work/" -e stderr -c "$config" >>"$proxy_log" 2>&1 &
+  proxy_pid=$!
+}
+
+start_haproxy() {
+  local path=$1 config=$work/haproxy-$1.cfg deny_above
+  case $path in
+    forward) deny_above=1000000000 ;;
+    all-429) deny_above=0 ;;
+  esac
+  render "$templates/haproxy.cfg" "$config" DIR="$work" UPSTREAM_PORT="$UPSTREAM_PORT" \
+    HAPROXY_PORT="$HAPROXY_PORT" DENY_ABOVE="$deny_above"
+  proxy_port=$HAPROXY_PORT
+  proxy_log=$work/haproxy-$path.log
+  haproxy -c -q -f "$config" >"$proxy_log" 2>&1 ||
+    { cat "$proxy_log" >&2; die "haproxy -c refused $config"; }
+  # -db: stay in the foreground, one process, so $! is the process that does the work.
+  "${proxy_pin[@]}" haproxy -db -f "$config" >>"$proxy_log" 2>&1 &
+  proxy_pid=$!
+}
+
+# ---------------------------------------------------------------- one measurement
+results=()
+
+# CPU seconds (user + system) of the script's reaped children, in a file written by the `times`
+# builtin. `times` must run in this shell: in a $(...) subshell it sees that subshell's children.
+children_cpu() {
+  awk 'NR == 2 {
+    for (i = 1; i <= 2; i++) { split($i, t, "m"); sub(/s$/, "", t[2]); s += t[1] * 60 + t[2] }
+    printf "%.3f", s }' "$1"
+}
+
+# run_wrk PORT DURATION OUT: wrk's report goes to OUT and its CPU seconds to wrk_cpu.
+# wrk runs in the background and the script waits for it, because wrk catches SIGINT and exits
+# 0, and bash then takes a Ctrl-C during a foreground wrk as handled by wrk and goes on; `wait`
+# is cut short by the signal instead, so the trap runs and cleans up. Nothing else is forked
+# between the two `times`, so their difference is wrk's CPU.
+run_wrk() {
+  local port=$1 duration=$2 out=$3 pid
+  times >"$out.times0"
+  "${load_pin[@]}" wrk -t"$WRK_THREADS" -c"$CONNECTIONS" -d"$duration" --latency \
+    "http://127.0.0.1:$port/" >"$out" 2>&1 &
+  pid=$!
+  started_pids+=("$pid")
+  wait "$pid" || { cat "$out" >&2; die "wrk failed against 127.0.0.1:$port"; }
+  times >"$out.times1"
+  forget_pid "$pid"
+  wrk_cpu=$(awk -v a="$(children_cpu "$out.times0")" -v b="$(children_cpu "$out.times1")" \
+    'BEGIN {printf "%.3f", b - a}')
+}
+
+# measure PROXY PATH: start, check, warm up, measure, stop; appends a row to results.
+measure() {
+  local proxy=$1 path=$2 code expected out ticks0 ticks1 t0 t1
+  local rps requests p50 p99 non2xx sockerr cpu_us cpu_pct load_pct up0 up1
+  log "$proxy, $path path"
+  "start_$proxy" "$path"
+  started_pids+=("$proxy_pid")
+  wait_port "$proxy_port" "$proxy_pid" "$proxy" "$proxy_log"
+
+  # Check that the path does what it claims before loading it.
+  case $path in
+    forward) expected=200 ;;
+    all-429)
+      expected=429
+      http_code "$proxy_port" >/dev/null # uses up the limit
+      ;;
+  esac
+  code=$(http_code "$proxy_port")
+  [[ $code == "$expected" ]] ||
+    die "$proxy $path path: a request got HTTP ${code:-no answer}, expected $expected"
+
+  run_wrk "$proxy_port" "$WARMUP" "$work/warmup.txt"
+
+  out=$work/wrk-$proxy-$path.txt
+  ticks0=$(cpu_ticks "$proxy_pid")
+  up0=$(cpu_ticks "$upstream_pid")
+  t0=$(now_ns)
+  run_wrk "$proxy_port" "$DURATION" "$out"
+  t1=$(now_ns)
+  ticks1=$(cpu_ticks "$proxy_pid")
+  up1=$(cpu_ticks "$upstream_pid")
+  alive "$proxy_pid" || { tail -n 20 "$proxy_log" >&2; die "$proxy exited during the run"; }
+
+  stop_pid "$proxy_pid"
+  forget_pid "$proxy_pid"
+
+  rps=$(awk '/^Requests\/sec:/ {print $2}' "$out")
+  requests=$(awk '/ requests in / {print $1}' "$out")
+  p50=$(awk '$1 == "50%" {print $2}' "$out")
+  p99=$(awk '$1 == "99%" {print $2}' "$out")
+  # wrk prints these two lines only when they are not zero.
+  non2xx=$(awk -F': *' '/Non-2xx or 3xx responses:/ {print $2}' "$out")
+  sockerr=$(awk '/Socket errors:/ {gsub(/,/, ""); print $4 + $6 + $8 + $10}' "$out")
+  [[ -n $rps && -n $requests && -n $p50 && -n $p99 && $requests -gt 0 ]] ||
+    { cat "$out" >&2; die "could not read wrk's output for $proxy $path"; }
+  cpu_us=$(awk -v d=$((ticks1 - ticks0)) -v hz="$clk_tck" -v n="$requests" \
+    'BEGIN {printf "%.2f", d / hz * 1e6 / n}')
+  cpu_pct=$(awk -v d=$((ticks1 - ticks0)) -v hz="$clk_tck" -v ns=$((t1 - t0)) \
+    'BEGIN {printf "%.0f", d / hz * 1e9 / ns * 100}')
+  load_pct=$(awk -v d=$((up1 - up0)) -v hz="$clk_tck" -v ns=$((t1 - t0)) -v wrk="$wrk_cpu" \
+    'BEGIN {printf "%.0f", (d / hz + wrk) * 1e9 / ns * 100}')
+  results+=("$proxy|$path|$rps|$(to_ms "$p50")|$(to_ms "$p99")|$cpu_us|$cpu_pct|$load_pct|${non2xx:-0}|${sockerr:-0}")
+}
+
+# ---------------------------------------------------------------- main
+install_missing
+[[ -x $SLUICE_BIN ]] || [[ " $PROXIES " != *" sluice "* ]] ||
+  die "no sluice binary at $SLUICE_BIN: build it (cmake --preset release && cmake --build --preset release --target sluice) or set SLUICE_BIN"
+for proxy in $PROXIES; do
+  case $proxy in sluice | nginx | haproxy) ;; *) die "unknown proxy '$proxy' in PROXIES" ;; esac
+done
+for path in $BENCH_PATHS; do
+  case $path in forward | all-429) ;; *) die "unknown path '$path' in BENCH_PATHS" ;; esac
+done
+
+cores=$(nproc)
+cpu_model=$(awk -F': *' '/^model name/ {print $2; exit}' /proc/cpuinfo)
+clk_tck=$(getconf CLK_TCK)
+proxy_pin=()
+load_pin=()
+pinning="none"
+if ((PIN)) && ((cores >= 2)) && command -v taskset >/dev/null 2>&1; then
+  proxy_pin=(taskset -c "$PROXY_CPU")
+  load_pin=(taskset -c "$LOAD_CPU")
+  pinning="proxy on CPU $PROXY_CPU; wrk and upstream on CPU $LOAD_CPU"
+fi
+
+for port in "$UPSTREAM_PORT" "$SLUICE_PORT" "$SLUICE_ADMIN_PORT" "$NGINX_PORT" "$HAPROXY_PORT"; do
+  if port_open "$port"; then die "127.0.0.1:$port is already in use (see the *_PORT variables)"; fi
+done
+
+echo "versions:"
+echo "  $(nginx -v 2>&1)"
+echo "  $(haproxy -v 2>&1 | head -n 1)"
+echo "  $(wrk -v 2>&1 | head -n 1)"
+if [[ -x $SLUICE_BIN ]]; then echo "  $("$SLUICE_BIN" version 2>&1 | head -n 1)"; fi
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/sluice-peers.XXXXXX")
+# nginx workers run as an unprivileged user when started as root: let them reach their files.
+chmod 755 "$work"
+
+render "$templates/upstream.nginx.conf" "$work/upstream.conf" DIR="$work" \
+  UPSTREAM_PORT="$UPSTREAM_PORT"
+upstream_log=$work/upstream.log
+nginx -t -q -p "$work/" -e stderr -c "$work/upstream.conf" >>"$upstream_log" 2>&1 ||
+  { cat "$upstream_log" >&2; die "nginx -t refused the upstream config"; }
+log "upstream nginx on 127.0.0.1:$UPSTREAM_PORT"
+"${load_pin[@]}" nginx -p "$work/" -e stderr -c "$work/upstream.conf" \
+  >>"$upstream_log" 2>&1 &
+upstream_pid=$!
+started_pids+=("$upstream_pid")
+wait_port "$UPSTREAM_PORT" "$upstream_pid" "upstream nginx" "$upstream_log"
+[[ $(http_code "$UPSTREAM_PORT") == 200 ]] || die "the upstream does not answer 200"
+
+for proxy in $PROXIES; do
+  for path in $BENCH_PATHS; do
+    measure "$proxy" "$path"
+  done
+done
+
+echo
+echo "| proxy | path | req/s | p50 ms | p99 ms | CPU µs/req | proxy CPU % | load CPU % | non-2xx | socket errors |"
+echo "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"
+for row in "${results[@]}"; do
+  IFS='|' read -r proxy path rps p50 p99 cpu_us cpu_pct load_pct non2xx sockerr <<<"$row"
+  printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$proxy" "$path" "$rps" \
+    "$p50" "$p99" "$cpu_us" "$cpu_pct" "$load_pct" "$non2xx" "$sockerr"
+done
+busy_rows=""
+for row in "${results[@]}"; do
+  IFS='|' read -r proxy path _ _ _ _ cpu_pct load_pct _ <<<"$row"
+  if ((cpu_pct < 80 && load_pct < 80)); then busy_rows+=" $proxy/$path"; fi
+done
+if [[ -n $busy_rows ]]; then
+  echo
+  echo "note: neither the proxy nor the load side used 80 % of its core in:$busy_rows;" \
+    "other processes were taking CPU, so run again on a quiet machine."
+fi
+
+# The comparisons the product cares about, when both sluice and nginx ran.
+declare -A rps_of p99_of cpu_of
+for row in "${results[@]}"; do
+  IFS='|' read -r proxy path rps p50 p99 cpu_us _ <<<"$row"
+  rps_of[$proxy/$path]=$rps
+  p99_of[$proxy/$path]=$p99
+  cpu_of[$proxy/$path]=$cpu_us
+done
+verdict() { awk -v a="$1" -v op="$2" -v b="$3" 'BEGIN {
+  ok = (op == ">=") ? a >= b : a <= b; printf "%s %s %s: %s", a, op, b, ok ? "met" : "NOT met" }'; }
+if [[ -n ${rps_of[sluice/forward]:-} ]]; then
+  echo
+  echo "- sluice forward CPU µs/req ≤ 12: $(verdict "${cpu_of[sluice/forward]}" "<=" 12)"
+  if [[ -n ${rps_of[nginx/forward]:-} ]]; then
+    echo "- forward req/s, sluice ≥ nginx: $(verdict "${rps_of[sluice/forward]}" ">=" "${rps_of[nginx/forward]}")"
+    echo "- forward p99 ms, sluice ≤ nginx: $(verdict "${p99_of[sluice/forward]}" "<=" "${p99_of[nginx/forward]}")"
+  fi
+fi
+if [[ -n ${rps_of[sluice/all-429]:-} && -n ${rps_of[nginx/all-429]:-} ]]; then
+  echo "- all-429 req/s, sluice ≥ nginx: $(verdict "${rps_of[sluice/all-429]}" ">=" "${rps_of[nginx/all-429]}")"
+fi
+
+echo
+echo "wrk -t$WRK_THREADS -c$CONNECTIONS -d$DURATION --latency (after a $WARMUP warm-up);" \
+  "pinning: $pinning; machine: $cores cores, $cpu_model"
+echo "CPU µs/req = the proxy's user+system CPU during the run / requests; proxy CPU % and load" \
+  "CPU % = share of one core used by the proxy and by wrk + upstream (near 100 = the bottleneck)."

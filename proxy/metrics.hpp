@@ -1,0 +1,110 @@
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "limiter/clock.hpp"
+
+namespace sluice::proxy {
+
+/// The `decision` label of sluice_requests_total (SPEC §5), plus `no_route`.
+enum class MetricDecision : std::uint8_t {
+  allowed,
+  delayed,
+  limited,
+  denied,
+  shadow_limited,
+  no_route
+};
+inline constexpr std::size_t kMetricDecisions = 6;
+
+/// The `kind` label of sluice_upstream_errors_total.
+enum class UpstreamErrorKind : std::uint8_t { connect, timeout, broken };
+inline constexpr std::size_t kUpstreamErrorKinds = 3;
+
+/// Upper bounds of sluice_request_duration_seconds, in seconds: 0.5 ms to 10 s, roughly ×2.5.
+inline constexpr std::array<double, 14> kDurationBuckets{
+    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10};
+
+/// A counter that only its event loop's thread writes, and the scrape reads: a plain load and
+/// store, no locked instruction on the request path.
+class LoopCounter {
+ public:
+  void add(std::uint64_t n = 1) noexcept {
+    value_.store(value_.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+  }
+  std::uint64_t value() const noexcept { return value_.load(std::memory_order_relaxed); }
+
+ private:
+  std::atomic<std::uint64_t> value_{0};
+};
+
+/// One route's counters on one event loop. Cache-line aligned: loops never share a line.
+struct alignas(64) RouteCounters {
+  std::array<LoopCounter, kMetricDecisions> decisions;
+  std::array<LoopCounter, kDurationBuckets.size() + 1> buckets;  ///< The last one is +Inf.
+  LoopCounter duration_ns;
+
+  void count(MetricDecision decision) noexcept {
+    decisions[static_cast<std::size_t>(decision)].add();
+  }
+  void observe(limiter::Duration duration) noexcept;
+};
+
+/// One upstream's failures on one event loop.
+struct alignas(64) UpstreamCounters {
+  std::array<LoopCounter, kUpstreamErrorKinds> errors;
+
+  void count(UpstreamErrorKind kind) noexcept { errors[static_cast<std::size_t>(kind)].add(); }
+};
+
+/// The process's metrics, exposed on the admin port in Prometheus' text format.
+///
+/// Routes and upstreams are registered by name when a configuration is loaded (under a lock);
+/// the request path then writes its own loop's counters through pointers resolved at load time,
+/// so it takes no lock and shares no cache line with another loop. A series belongs to its name,
+/// so it survives reloads.
+class Metrics {
+ public:
+  explicit Metrics(std::size_t loops) : loops_(loops) {}
+
+  std::size_t loops() const noexcept { return loops_; }
+  /// The counters of route `name` (`""`: requests that matched none), one per loop.
+  std::vector<RouteCounters*> route(std::string_view name);
+  /// The failure counters of the upstream `url`, one per loop.
+  std::vector<UpstreamCounters*> upstream(std::string_view url);
+  void count_reload(bool succeeded) noexcept;
+
+  /// Gauges read at scrape time.
+  struct Gauges {
+    std::span<const std::pair<std::string_view, std::uint64_t>> limiter_keys;
+    std::size_t open_connections = 0;
+    std::string_view store = "memory";
+  };
+  /// The exposition: requests, durations, upstream errors, limiter keys, store errors, reloads.
+  std::string render(const Gauges& gauges) const;
+
+ private:
+  template <class Counters>
+  using Family = std::deque<std::pair<std::string, std::vector<std::unique_ptr<Counters>>>>;
+  template <class Counters>
+  std::vector<Counters*> series(Family<Counters>& family, std::string_view name);
+
+  std::size_t loops_;
+  mutable std::mutex mutex_;  ///< Registration and scrape only.
+  Family<RouteCounters> routes_;
+  Family<UpstreamCounters> upstreams_;
+  std::atomic<std::uint64_t> reloads_succeeded_{0};
+  std::atomic<std::uint64_t> reloads_failed_{0};
+};
+
+}  // namespace sluice::proxy

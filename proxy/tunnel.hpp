@@ -1,0 +1,21 @@
+#pragma once
+
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+
+#include "limiter/clock.hpp"
+
+namespace sluice::proxy {
+
+/// Copies bytes both ways between an upgraded client connection (WebSocket, or any protocol a
+/// 101 switched to) and its upstream, until either side closes or nothing moves for `idle`.
+/// `client_early` and `upstream_early` hold bytes already read past the HTTP headers; they are
+/// delivered first.
+boost::asio::awaitable<void> tunnel(boost::asio::ip::tcp::socket& client,
+                                    boost::beast::flat_buffer& client_early,
+                                    boost::asio::ip::tcp::socket& upstream,
+                                    boost::beast::flat_buffer& upstream_early,
+                                    limiter::Duration idle);
+
+}  // namespace sluice::proxy

@@ -1,0 +1,86 @@
+#include "proxy/upstream_pool.hpp"
+
+#include <sys/socket.h>
+
+#include "proxy/net.hpp"
+
+namespace sluice::proxy {
+namespace {
+
+/// Whether a parked connection is still usable: nothing to read yet (a closed connection reads
+/// end of stream; an unasked-for byte means the upstream is confused). One non-blocking peek.
+bool still_open(tcp::socket& socket) {
+  char byte = 0;
+  const ssize_t n = ::recv(socket.native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+  return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
+}
+
+}  // namespace
+
+UpstreamPool::Entry& UpstreamPool::entry_for(const config::Upstream& upstream) {
+  for (Entry& entry : entries_) {
+    if (entry.port == upstream.port && entry.host == upstream.host) {
+      return entry;
+    }
+  }
+  return entries_.emplace_back(Entry{.host = upstream.host, .port = upstream.port});
+}
+
+net::awaitable<std::optional<UpstreamPool::Connection>> UpstreamPool::acquire(
+    const config::Upstream& upstream, bool may_reuse, limiter::Duration connect_timeout,
+    beast::error_code& error) {
+  Entry& entry = entry_for(upstream);
+  const auto now = std::chrono::steady_clock::now();
+  while (may_reuse && !entry.idle.empty()) {
+    Parked parked = std::move(entry.idle.back());
+    entry.idle.pop_back();
+    if (now - parked.since < max_age_ && still_open(parked.stream.socket())) {
+      co_return Connection{std::move(parked.stream), true};
+    }
+    beast::error_code ignored;
+    parked.stream.socket().close(ignored);
+  }
+  const auto executor = co_await net::this_coro::executor;
+  if (!entry.endpoints) {
+    tcp::resolver resolver(executor);
+    auto [resolve_error, endpoints] =
+        co_await resolver.async_resolve(upstream.host, std::to_string(upstream.port), use_nothrow);
+    if (resolve_error) {
+      error = resolve_error;
+      co_return std::nullopt;
+    }
+    entry.endpoints = std::move(endpoints);
+  }
+  const tcp::resolver::results_type endpoints = *entry.endpoints;
+  beast::tcp_stream stream(executor);
+  stream.expires_after(connect_timeout);
+  auto [connect_error, endpoint] = co_await stream.async_connect(endpoints, use_nothrow);
+  if (connect_error) {
+    error = connect_error;
+    entry.endpoints.reset();  // resolve again next time: the address may have changed
+    co_return std::nullopt;
+  }
+  stream.socket().set_option(tcp::no_delay(true), error);
+  error = {};
+  co_return Connection{std::move(stream), false};
+}
+
+void UpstreamPool::give_back(const config::Upstream& upstream, beast::tcp_stream stream) {
+  Entry& entry = entry_for(upstream);
+  if (entry.idle.size() >= max_idle_) {
+    beast::error_code ignored;
+    stream.socket().close(ignored);
+    return;
+  }
+  entry.idle.push_back(Parked{std::move(stream), std::chrono::steady_clock::now()});
+}
+
+std::size_t UpstreamPool::idle_connections() const noexcept {
+  std::size_t total = 0;
+  for (const Entry& entry : entries_) {
+    total += entry.idle.size();
+  }
+  return total;
+}
+
+}  // namespace sluice::proxy
