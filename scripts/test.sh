@@ -41,7 +41,7 @@ done
 echo "== tsan (threads on shared keys, the proxy's event loops)"
 cmake --preset tsan >/dev/null
 cmake --build --preset tsan --target limiter_tests pipeline_tests proxy_tests
-run_ctest --preset tsan --tests-regex 'ConcurrentDecisions\.|Proxy\.' || status=1
+run_ctest --preset tsan --tests-regex 'ConcurrentDecisions\.|Proxy\.|AdminPort\.' || status=1
 
 echo
 echo "suite: $passed passed, $failed failed"
