@@ -70,7 +70,12 @@ AccessLog::AccessLog() : pool_(std::make_shared<spdlog::details::thread_pool>(kQ
   logger_->set_pattern("%v");  // the line carries its own time, formatted per line's format
 }
 
-AccessLog::~AccessLog() { logger_->flush(); }
+AccessLog::~AccessLog() {
+  logger_->flush();
+  // Join the log thread first: the lines it still holds keep the logger alive, and the join is
+  // what orders their release before ours.
+  pool_.reset();
+}
 
 void AccessLog::write(config::LogFormat format, const AccessRecord& record) {
   fmt::memory_buffer line;  // inline storage: no allocation for an ordinary line
