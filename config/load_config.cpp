@@ -37,13 +37,13 @@ std::vector<Cidr> read_networks(MapReader& reader, std::string_view key, ReadCon
   return networks;
 }
 
-Timeouts read_timeouts(MapReader& top, ReadContext& context) {
+Timeouts read_timeouts(MapReader& top) {
   Timeouts timeouts;
-  if (!top.has("timeouts")) {
+  auto section = top.section("timeouts", {"header", "idle", "connect", "upstream", "drain"});
+  if (!section) {
     return timeouts;
   }
-  MapReader reader(top.node("timeouts"), "timeouts",
-                   {"header", "idle", "connect", "upstream", "drain"}, context);
+  MapReader& reader = *section;
   const std::pair<std::string_view, Duration*> fields[] = {{"header", &timeouts.header},
                                                            {"idle", &timeouts.idle},
                                                            {"connect", &timeouts.connect},
@@ -61,12 +61,13 @@ Timeouts read_timeouts(MapReader& top, ReadContext& context) {
   return timeouts;
 }
 
-LogOptions read_log(MapReader& top, ReadContext& context) {
+LogOptions read_log(MapReader& top) {
   LogOptions log;
-  if (!top.has("log")) {
+  auto section = top.section("log", {"level", "format", "access"});
+  if (!section) {
     return log;
   }
-  MapReader reader(top.node("log"), "log", {"level", "format", "access"}, context);
+  MapReader& reader = *section;
   if (auto level = reader.choice<std::string>("level", {{"trace", "trace"},
                                                         {"debug", "debug"},
                                                         {"info", "info"},
@@ -83,19 +84,20 @@ LogOptions read_log(MapReader& top, ReadContext& context) {
   return log;
 }
 
-StoreOptions read_store(MapReader& top, ReadContext& context) {
+StoreOptions read_store(MapReader& top) {
   StoreOptions store;
-  if (!top.has("store")) {
+  auto section = top.section("store", {"type", "max_keys", "redis"});
+  if (!section) {
     return store;
   }
-  MapReader reader(top.node("store"), "store", {"type", "max_keys", "redis"}, context);
+  MapReader& reader = *section;
   store.type =
       reader.choice<StoreType>("type", {{"memory", StoreType::memory}, {"redis", StoreType::redis}})
           .value_or(StoreType::memory);
   store.max_keys = reader.whole_number("max_keys", 1, 1'000'000'000).value_or(store.max_keys);
-  if (reader.has("redis")) {
-    MapReader redis(reader.node("redis"), "store.redis",
-                    {"url", "prefix", "timeout", "pool", "on_error"}, context);
+  if (auto section_redis =
+          reader.section("redis", {"url", "prefix", "timeout", "pool", "on_error"})) {
+    MapReader& redis = *section_redis;
     if (auto url = redis.text("url")) {
       if (!url->starts_with("redis://")) {
         redis.error("url",
@@ -121,11 +123,12 @@ StoreOptions read_store(MapReader& top, ReadContext& context) {
   return store;
 }
 
-std::optional<BanOptions> read_ban(MapReader& top, ReadContext& context) {
-  if (!top.has("ban")) {
+std::optional<BanOptions> read_ban(MapReader& top) {
+  auto section = top.section("ban", {"after", "within", "for"});
+  if (!section) {
     return std::nullopt;
   }
-  MapReader reader(top.node("ban"), "ban", {"after", "within", "for"}, context);
+  MapReader& reader = *section;
   const bool complete = reader.require("after") & reader.require("within") & reader.require("for");
   BanOptions ban;
   ban.after = static_cast<std::uint32_t>(reader.whole_number("after", 1, 1'000'000).value_or(0));
@@ -167,20 +170,20 @@ ProxyConfig read_config(const YAML::Node& root, const std::string& file, ReadCon
     }
   }
   config.trusted_proxies = read_networks(top, "trusted_proxies", context);
-  config.timeouts = read_timeouts(top, context);
+  config.timeouts = read_timeouts(top);
   config.limits_headers =
       top.choice<LimitsHeaders>("limits_headers", {{"draft", LimitsHeaders::draft},
                                                    {"legacy", LimitsHeaders::legacy},
                                                    {"both", LimitsHeaders::both},
                                                    {"none", LimitsHeaders::none}})
           .value_or(LimitsHeaders::both);
-  config.log = read_log(top, context);
-  config.store = read_store(top, context);
+  config.log = read_log(top);
+  config.store = read_store(top);
   if (top.has("limiters")) {
     config.limiters = read_limiters(top.node("limiters"), config.store.max_keys, context);
   }
   config.deny = read_networks(top, "deny", context);
-  config.ban = read_ban(top, context);
+  config.ban = read_ban(top);
   if (top.require("routes")) {
     config.routes = read_routes(top.node("routes"), config, top.has("upstream"), context);
     if (config.routes.empty() && top.node("routes").IsSequence()) {

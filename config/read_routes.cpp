@@ -79,11 +79,12 @@ void read_headers(MapReader& match, Route& route, ReadContext& context) {
 }
 
 void read_match(MapReader& reader, Route& route, ReadContext& context) {
-  if (!reader.has("match")) {
+  auto section =
+      reader.section("match", {"path", "path_prefix", "path_regex", "methods", "host", "headers"});
+  if (!section) {
     return;  // matches every request
   }
-  MapReader match(reader.node("match"), reader.path("match"),
-                  {"path", "path_prefix", "path_regex", "methods", "host", "headers"}, context);
+  MapReader& match = *section;
   read_path(match, route);
   if (auto methods = match.texts("methods")) {
     for (std::string& method : *methods) {
@@ -170,8 +171,8 @@ Route read_route(const YAML::Node& node, std::size_t index, const ProxyConfig& c
     route.cost = static_cast<limiter::Permits>(*cost);
   }
   check_cost(reader, route, config);
-  if (reader.has("respond")) {
-    MapReader respond(reader.node("respond"), reader.path("respond"), {"status", "body"}, context);
+  if (auto section = reader.section("respond", {"status", "body"})) {
+    MapReader& respond = *section;
     route.respond = Respond{
         .status = static_cast<unsigned>(respond.whole_number("status", 100, 599).value_or(200)),
         .body = respond.text("body").value_or("")};

@@ -89,6 +89,14 @@ YAML::Node MapReader::node(std::string_view key) const {
   return valid_ ? node_[std::string(key)] : YAML::Node();
 }
 
+std::optional<MapReader> MapReader::section(std::string_view key,
+                                            std::vector<std::string_view> accepted) const {
+  if (!has(key)) {
+    return std::nullopt;
+  }
+  return MapReader(node(key), path(key), std::move(accepted), context_);
+}
+
 Location MapReader::at(std::string_view key) const {
   return has(key) ? location_of(node(key)) : at();
 }

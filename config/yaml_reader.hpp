@@ -44,6 +44,9 @@ class MapReader {
   bool valid() const noexcept { return valid_; }
   bool has(std::string_view key) const;
   YAML::Node node(std::string_view key) const;
+  /// The nested mapping under `key`, read with the keys it accepts; nullopt when absent.
+  std::optional<MapReader> section(std::string_view key,
+                                   std::vector<std::string_view> accepted) const;
   /// The value's location, or the mapping's when the key is absent.
   Location at(std::string_view key) const;
   Location at() const { return location_of(node_); }

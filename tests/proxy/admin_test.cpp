@@ -13,16 +13,10 @@
 #include "proxy/reloader.hpp"
 #include "tests/proxy/proxy_fixture.hpp"
 
-namespace sluice::proxy {
+namespace sluice::proxy::test_support {
 namespace {
 
-using test_support::get;
 using ::testing::HasSubstr;
-using ::testing::Not;
-namespace net = test_support::net;
-namespace beast = test_support::beast;
-namespace http = test_support::http;
-using tcp = test_support::tcp;
 
 /// A proxy whose configuration lives in a file, so that it can be reloaded.
 class ReloadableProxy {
@@ -58,18 +52,8 @@ class ReloadableProxy {
 
   http::response<http::string_body> send(http::request<http::string_body> request,
                                          bool admin = false) {
-    net::io_context io;
-    beast::tcp_stream stream(io);
-    stream.connect(
-        tcp::endpoint(net::ip::make_address("127.0.0.1"),
-                      admin ? server_->admin_endpoint().port() : server_->local_endpoint().port()));
-    request.set(http::field::host, "api.test");
-    request.prepare_payload();
-    http::write(stream, request);
-    beast::flat_buffer buffer;
-    http::response<http::string_body> response;
-    http::read(stream, buffer, response);
-    return response;
+    return send_request(admin ? server_->admin_endpoint().port() : server_->local_endpoint().port(),
+                        std::move(request));
   }
   unsigned short port() const { return server_->local_endpoint().port(); }
 
@@ -88,8 +72,6 @@ class ReloadableProxy {
 const std::string kOneLimiter =
     "limiters:\n  one: {algorithm: fixed_window, limit: 3, window: 1h}\n"
     "routes: [{name: all, limiters: [one]}]\n";
-
-http::request<http::string_body> post(std::string target) { return {http::verb::post, target, 11}; }
 
 TEST(AdminPort, ExposesPrometheusMetrics) {
   ReloadableProxy proxy(kOneLimiter);
@@ -231,4 +213,4 @@ TEST(AccessLog, WritesOneEscapedLinePerRequest) {
 }
 
 }  // namespace
-}  // namespace sluice::proxy
+}  // namespace sluice::proxy::test_support

@@ -2,11 +2,13 @@
 // A Server on an ephemeral port in front of a real TestUpstream, and clients that speak HTTP/1.1
 // (Beast, or raw bytes for malformed requests), for the proxy's socket-level tests.
 
+#include <array>
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "config/load_config.hpp"
 #include "proxy/server.hpp"
@@ -18,6 +20,53 @@ namespace net = boost::asio;
 namespace beast = boost::beast;
 namespace http = beast::http;
 using tcp = net::ip::tcp;
+
+/// A client that speaks raw bytes to 127.0.0.1:`port`, for what Beast's client would not send
+/// or would hide (malformed requests, interim responses, upgraded connections).
+class RawClient {
+ public:
+  explicit RawClient(unsigned short port) : socket_(io_) {
+    socket_.connect(tcp::endpoint(net::ip::make_address("127.0.0.1"), port));
+  }
+
+  void write(std::string_view bytes) { net::write(socket_, net::buffer(bytes)); }
+
+  /// Reads until `text` has arrived (`""`: until the peer closes); returns all that arrived.
+  std::string read_until(std::string_view text) {
+    std::string got;
+    beast::error_code ec;
+    while (text.empty() || got.find(text) == std::string::npos) {
+      std::array<char, 4096> chunk;
+      const std::size_t n = socket_.read_some(net::buffer(chunk), ec);
+      if (ec) {
+        break;
+      }
+      got.append(chunk.data(), n);
+    }
+    return got;
+  }
+
+  tcp::socket& socket() { return socket_; }
+
+ private:
+  net::io_context io_;
+  tcp::socket socket_;
+};
+
+/// One request on a new connection to 127.0.0.1:`port`, with `Host: api.test`.
+inline http::response<http::string_body> send_request(unsigned short port,
+                                                      http::request<http::string_body> request) {
+  net::io_context io;
+  beast::tcp_stream stream(io);
+  stream.connect(tcp::endpoint(net::ip::make_address("127.0.0.1"), port));
+  request.set(http::field::host, "api.test");
+  request.prepare_payload();
+  http::write(stream, request);
+  beast::flat_buffer buffer;
+  http::response<http::string_body> response;
+  http::read(stream, buffer, response);
+  return response;
+}
 
 /// A Server on an ephemeral port in front of a TestUpstream, with `limiters_and_routes` (YAML).
 class ProxyFixture {
@@ -45,36 +94,14 @@ class ProxyFixture {
   /// One request on a new connection (to the admin port if `admin`).
   http::response<http::string_body> send(http::request<http::string_body> request,
                                          bool admin = false) {
-    net::io_context io;
-    beast::tcp_stream stream(io);
-    stream.connect(
-        tcp::endpoint(net::ip::make_address("127.0.0.1"), admin ? admin_port() : port()));
-    request.set(http::field::host, "api.test");
-    request.prepare_payload();
-    http::write(stream, request);
-    beast::flat_buffer buffer;
-    http::response<http::string_body> response;
-    http::read(stream, buffer, response);
-    return response;
+    return send_request(admin ? admin_port() : port(), std::move(request));
   }
 
   /// Raw bytes in, raw bytes out (until the proxy closes).
   std::string send_raw(const std::string& bytes) {
-    net::io_context io;
-    tcp::socket socket(io);
-    socket.connect(tcp::endpoint(net::ip::make_address("127.0.0.1"), port()));
-    net::write(socket, net::buffer(bytes));
-    std::string reply;
-    beast::error_code ec;
-    char chunk[4096];
-    for (;;) {
-      const std::size_t n = socket.read_some(net::buffer(chunk), ec);
-      if (ec) {
-        break;
-      }
-      reply.append(chunk, n);
-    }
-    return reply;
+    RawClient client(port());
+    client.write(bytes);
+    return client.read_until("");
   }
 
  private:
@@ -88,6 +115,10 @@ class ProxyFixture {
 
 inline http::request<http::string_body> get(std::string target) {
   return {http::verb::get, target, 11};
+}
+
+inline http::request<http::string_body> post(std::string target) {
+  return {http::verb::post, target, 11};
 }
 
 }  // namespace sluice::proxy::test_support

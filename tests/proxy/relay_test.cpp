@@ -2,7 +2,6 @@
 // tunnels, and bodies far larger than memory should hold.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <sys/socket.h>
 
 #include <array>
 #include <fstream>
@@ -10,36 +9,11 @@
 
 #include "tests/proxy/proxy_fixture.hpp"
 
-namespace sluice::proxy {
+namespace sluice::proxy::test_support {
 namespace {
 
-using test_support::get;
-using test_support::ProxyFixture;
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
-namespace net = test_support::net;
-namespace beast = test_support::beast;
-namespace http = test_support::http;
-using tcp = test_support::tcp;
-
-tcp::endpoint proxy_at(const ProxyFixture& proxy) {
-  return {net::ip::make_address("127.0.0.1"), proxy.port()};
-}
-
-/// Reads from `socket` until `text` has arrived (or the connection ends); returns all of it.
-std::string read_until(tcp::socket& socket, std::string_view text) {
-  std::string got;
-  beast::error_code ec;
-  while (got.find(text) == std::string::npos) {
-    std::array<char, 4096> chunk;
-    const std::size_t n = socket.read_some(net::buffer(chunk), ec);
-    if (ec) {
-      break;
-    }
-    got.append(chunk.data(), n);
-  }
-  return got;
-}
 
 TEST(Proxy, ReusesUpstreamConnections) {
   ProxyFixture proxy("routes: [{name: all}]", "threads: 1");
@@ -63,16 +37,13 @@ TEST(Proxy, RetriesARequestOnAConnectionTheUpstreamClosedWhileParked) {
 
 TEST(Proxy, AnswersExpectContinueItself) {
   ProxyFixture proxy("routes: [{name: all}]");
-  net::io_context io;
-  tcp::socket socket(io);
-  socket.connect(proxy_at(proxy));
-  net::write(socket,
-             net::buffer(std::string_view("POST /form HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n"
-                                          "Expect: 100-continue\r\n\r\n")));
+  RawClient client(proxy.port());
+  client.write(
+      "POST /form HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\n");
   // The client waits for the interim answer before it sends the body.
-  EXPECT_THAT(read_until(socket, "\r\n\r\n"), StartsWith("HTTP/1.1 100 Continue\r\n\r\n"));
-  net::write(socket, net::buffer(std::string_view("hello")));
-  const std::string reply = read_until(socket, "body 5 ");
+  EXPECT_THAT(client.read_until("\r\n\r\n"), StartsWith("HTTP/1.1 100 Continue\r\n\r\n"));
+  client.write("hello");
+  const std::string reply = client.read_until("body 5 ");
   EXPECT_THAT(reply, HasSubstr("HTTP/1.1 200 OK"));
   EXPECT_THAT(reply,
               HasSubstr("body 5 " + std::to_string(sluice::test::TestUpstream::checksum("hello"))));
@@ -92,29 +63,15 @@ TEST(Proxy, RefusesALimitedExpectContinueRequestWithoutReadingItsBody) {
 
 TEST(Proxy, TunnelsAnUpgradedConnection) {
   ProxyFixture proxy("routes: [{name: all}]");
-  net::io_context io;
-  tcp::socket socket(io);
-  socket.connect(proxy_at(proxy));
-  net::write(socket,
-             net::buffer(std::string_view("GET /chat HTTP/1.1\r\nHost: a\r\nConnection: Upgrade\r\n"
-                                          "Upgrade: websocket\r\n\r\n")));
-  const std::string head = read_until(socket, "\r\n\r\n");
+  RawClient client(proxy.port());
+  client.write(
+      "GET /chat HTTP/1.1\r\nHost: a\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n");
+  const std::string head = client.read_until("\r\n\r\n");
   EXPECT_THAT(head, StartsWith("HTTP/1.1 101 Switching Protocols\r\n"));
   EXPECT_THAT(head, HasSubstr("Upgrade: websocket"));
   for (const std::string_view message : {"hello", "frames are just bytes here"}) {
-    net::write(socket, net::buffer(message));
-    EXPECT_EQ(read_until(socket, message), message);
-  }
-}
-
-/// A plain blocking send loop.
-void write_all(tcp::socket& socket, const char* data, std::size_t size) {
-  socket.native_non_blocking(false);
-  while (size > 0) {
-    const ssize_t n = ::send(socket.native_handle(), data, size, MSG_NOSIGNAL);
-    ASSERT_GT(n, 0);
-    data += n;
-    size -= static_cast<std::size_t>(n);
+    client.write(message);
+    EXPECT_EQ(client.read_until(message), message);
   }
 }
 
@@ -137,21 +94,19 @@ constexpr std::size_t kMemoryAllowance = 64 << 20;  // buffers, threads, allocat
 TEST(LargeBody, AGibibyteUploadStreamsThroughWithFlatMemory) {
   ProxyFixture proxy("routes: [{name: all}]");
   const std::size_t before = peak_resident_bytes();
-  net::io_context io;
-  tcp::socket socket(io);
-  socket.connect(proxy_at(proxy));
-  net::write(socket, net::buffer("POST /upload HTTP/1.1\r\nHost: a\r\nContent-Length: " +
-                                 std::to_string(kGiB) + "\r\n\r\n"));
+  RawClient client(proxy.port());
+  client.write("POST /upload HTTP/1.1\r\nHost: a\r\nContent-Length: " + std::to_string(kGiB) +
+               "\r\n\r\n");
   std::array<char, 256 * 1024> chunk;
   for (std::size_t i = 0; i < chunk.size(); ++i) {
     chunk[i] = static_cast<char>(i * 7);
   }
   std::uint64_t sum = 0;
   for (std::uint64_t sent = 0; sent < kGiB; sent += chunk.size()) {
-    write_all(socket, chunk.data(), chunk.size());
+    client.write({chunk.data(), chunk.size()});
     sum = sluice::test::TestUpstream::checksum({chunk.data(), chunk.size()}, sum);
   }
-  EXPECT_THAT(read_until(socket, "\n\n"),
+  EXPECT_THAT(client.read_until("\n\n"),
               HasSubstr("body " + std::to_string(kGiB) + " " + std::to_string(sum) + "\n"));
   EXPECT_LT(peak_resident_bytes() - before, kMemoryAllowance);
 }
@@ -161,7 +116,7 @@ TEST(LargeBody, AGibibyteDownloadStreamsThroughWithFlatMemory) {
   const std::size_t before = peak_resident_bytes();
   net::io_context io;
   beast::tcp_stream stream(io);
-  stream.connect(proxy_at(proxy));
+  stream.connect(tcp::endpoint(net::ip::make_address("127.0.0.1"), proxy.port()));
   auto request = get("/bytes/" + std::to_string(kGiB));
   request.set(http::field::host, "a");
   http::write(stream, request);
@@ -192,4 +147,4 @@ TEST(LargeBody, AGibibyteDownloadStreamsThroughWithFlatMemory) {
 }
 
 }  // namespace
-}  // namespace sluice::proxy
+}  // namespace sluice::proxy::test_support

@@ -13,18 +13,11 @@
 
 #include "tests/proxy/proxy_fixture.hpp"
 
-namespace sluice::proxy {
+namespace sluice::proxy::test_support {
 namespace {
 
-namespace net = boost::asio;
-namespace beast = boost::beast;
-namespace http = beast::http;
-using tcp = net::ip::tcp;
 using ::testing::HasSubstr;
 using ::testing::Not;
-
-using test_support::get;
-using test_support::ProxyFixture;
 
 TEST(Proxy, ForwardsWithForwardingHeadersAndWithoutHopByHopOnes) {
   ProxyFixture proxy("routes: [{name: all}]");
@@ -218,4 +211,4 @@ TEST(AdminPort, AnswersHealthReadinessAndKeyState) {
 }
 
 }  // namespace
-}  // namespace sluice::proxy
+}  // namespace sluice::proxy::test_support
