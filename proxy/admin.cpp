@@ -44,19 +44,26 @@ http::response<http::string_body> text_response(http::status status, unsigned ve
   return response;
 }
 
+http::response<http::string_body> problem(http::status status, unsigned version, bool keep_alive) {
+  ResponseText body;
+  write_problem(body, status);
+  return text_response(status, version, keep_alive, fmt::to_string(body),
+                       "application/problem+json");
+}
+
 http::response<http::string_body> limiter_state(std::string_view rest, Pipeline& pipeline,
                                                 const SessionContext& context, unsigned version,
                                                 bool keep_alive) {
   const std::size_t slash = rest.find('/');
   if (slash == std::string_view::npos || slash == 0 || slash + 1 == rest.size()) {
-    return problem_response(http::status::not_found, version, keep_alive);
+    return problem(http::status::not_found, version, keep_alive);
   }
   const std::string name = percent_decoded(rest.substr(0, slash));
   const std::string key = percent_decoded(rest.substr(slash + 1));
   const limiter::TimePoint now = context.clock->now();
   const std::optional<limiter::Status> status = pipeline.peek(name, key, now);
   if (!status) {
-    return problem_response(http::status::not_found, version, keep_alive);
+    return problem(http::status::not_found, version, keep_alive);
   }
   std::optional<limiter::Duration> banned;
   if (const std::optional<IpAddress> client = IpAddress::parse(key)) {
@@ -90,7 +97,7 @@ http::response<http::string_body> metrics_page(const Generation& generation,
 http::response<http::string_body> reload(const SessionContext& context, unsigned version,
                                          bool keep_alive) {
   if (!context.reloader) {
-    return problem_response(http::status::not_found, version, keep_alive);
+    return problem(http::status::not_found, version, keep_alive);
   }
   const ReloadReport report = context.reloader->reload();
   std::string body =
@@ -128,15 +135,13 @@ net::awaitable<void> serve_admin(tcp::socket socket, SessionContext context) {
     const std::shared_ptr<const Generation> generation = context.generations->get();
     http::response<http::string_body> response;
     if (target == "/reload") {
-      response =
-          request.method() == http::verb::post
-              ? reload(context, request.version(), keep_alive)
-              : problem_response(http::status::method_not_allowed, request.version(), keep_alive);
+      response = request.method() == http::verb::post
+                     ? reload(context, request.version(), keep_alive)
+                     : problem(http::status::method_not_allowed, request.version(), keep_alive);
     } else if (target == "/healthz" || target == "/readyz" || target == "/metrics" ||
                target == "/config" || target.starts_with("/limiters/")) {
       if (!get) {
-        response =
-            problem_response(http::status::method_not_allowed, request.version(), keep_alive);
+        response = problem(http::status::method_not_allowed, request.version(), keep_alive);
       } else if (target == "/healthz") {
         response = text_response(http::status::ok, request.version(), keep_alive, "ok\n");
       } else if (target == "/metrics") {
@@ -154,7 +159,7 @@ net::awaitable<void> serve_admin(tcp::socket socket, SessionContext context) {
                                  generation->pipeline, context, request.version(), keep_alive);
       }
     } else {
-      response = problem_response(http::status::not_found, request.version(), keep_alive);
+      response = problem(http::status::not_found, request.version(), keep_alive);
     }
     auto [write_error, written] = co_await http::async_write(stream, response, use_nothrow);
     if (write_error || !keep_alive) {

@@ -1,5 +1,7 @@
 #include "proxy/relay.hpp"
 
+#include <fmt/format.h>
+
 #include <array>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -8,6 +10,7 @@
 #include <random>
 #include <string>
 
+#include "proxy/chunk_pool.hpp"
 #include "proxy/http_text.hpp"
 #include "proxy/net.hpp"
 #include "proxy/responses.hpp"
@@ -17,24 +20,24 @@
 namespace sluice::proxy {
 namespace {
 
-constexpr std::size_t kRelayBuffer = 16 * 1024;
+constexpr std::size_t kRelayBuffer = ChunkPool::kChunkBytes;
 
 /// Fields that belong to one connection, not to the message (RFC 9110 §7.6.1), plus those the
 /// Connection field names. Framing (Transfer-Encoding) is re-applied by the serializer.
-bool hop_by_hop(std::string_view name, std::string_view connection) {
-  static constexpr std::string_view kFields[] = {"connection",
-                                                 "keep-alive",
-                                                 "proxy-connection",
-                                                 "proxy-authenticate",
-                                                 "proxy-authorization",
-                                                 "te",
-                                                 "trailer",
-                                                 "transfer-encoding",
-                                                 "upgrade"};
-  for (const std::string_view field : kFields) {
-    if (equal_ignoring_case(name, field)) {
+bool hop_by_hop(http::field field, std::string_view name, std::string_view connection) {
+  switch (field) {
+    case http::field::connection:
+    case http::field::keep_alive:
+    case http::field::proxy_connection:
+    case http::field::proxy_authenticate:
+    case http::field::proxy_authorization:
+    case http::field::te:
+    case http::field::trailer:
+    case http::field::transfer_encoding:
+    case http::field::upgrade:
       return true;
-    }
+    default:
+      break;
   }
   for (std::size_t start = 0; start < connection.size();) {
     const std::size_t comma = std::min(connection.find(',', start), connection.size());
@@ -46,20 +49,22 @@ bool hop_by_hop(std::string_view name, std::string_view connection) {
   return false;
 }
 
-template <bool isRequest, class Fields>
-void copy_end_to_end(const http::header<isRequest, Fields>& from, http::fields& to) {
+template <bool isRequest>
+void copy_end_to_end(const http::header<isRequest, Fields>& from, Fields& to) {
   const std::string_view connection = from[http::field::connection];
   for (const auto& field : from) {
-    if (!hop_by_hop(field.name_string(), connection)) {
-      to.insert(field.name_string(), field.value());
+    if (!hop_by_hop(field.name(), field.name_string(), connection)) {
+      to.insert(field.name(), field.name_string(), field.value());
     }
   }
 }
 
-std::string new_request_id() {
+using RequestId = std::array<char, 32>;
+
+RequestId new_request_id() {
   thread_local std::mt19937_64 random{std::random_device{}()};
   static constexpr char kHex[] = "0123456789abcdef";
-  std::string id(32, '0');
+  RequestId id;
   for (std::size_t i = 0; i < id.size(); i += 16) {
     std::uint64_t bits = random();
     for (std::size_t j = 0; j < 16; ++j, bits >>= 4) {
@@ -76,8 +81,8 @@ net::awaitable<beast::error_code> pump(beast::tcp_stream& in, limiter::Duration 
                                        beast::flat_buffer& in_buffer, Parser& parser,
                                        beast::tcp_stream& out, limiter::Duration out_timeout,
                                        Serializer& serializer,
-                                       http::buffer_body::value_type& out_body, bool& read_failed) {
-  std::array<char, kRelayBuffer> chunk;
+                                       http::buffer_body::value_type& out_body,
+                                       std::span<char> chunk, bool& read_failed) {
   // Beast reads no more than the buffer's free capacity (at least 512 bytes): without room, a
   // body would move 512 bytes per system call.
   if (!parser.is_done() && in_buffer.capacity() < kRelayBuffer) {
@@ -125,7 +130,8 @@ net::awaitable<RelayOutcome> fail(beast::tcp_stream& client, UpstreamFailure fai
                                   const config::ProxyConfig& config) {
   const http::status status = failure == UpstreamFailure::timeout ? http::status::gateway_timeout
                                                                   : http::status::bad_gateway;
-  auto response = problem_response(status, version, false);
+  ResponseText body;
+  auto response = problem_response(status, version, false, body);
   add_limit_headers(response.base(), decision, config.limits_headers);
   co_await http::async_write(client, response, use_nothrow);
   co_return RelayOutcome{.keep_alive = false,
@@ -136,25 +142,28 @@ net::awaitable<RelayOutcome> fail(beast::tcp_stream& client, UpstreamFailure fai
 
 /// The request as the upstream gets it: HTTP/1.1, persistent, end-to-end fields only, plus the
 /// forwarding fields. `Expect` is dropped: the proxy has answered it.
-void build_upstream_request(const http::request<http::buffer_body>& request,
-                            const tcp::endpoint& peer, bool upgrade,
-                            http::request<http::buffer_body>& out) {
+void build_upstream_request(const http::request<http::buffer_body, Fields>& request,
+                            std::string_view client_address, bool upgrade,
+                            http::request<http::buffer_body, Fields>& out) {
   out.method(request.method());
   out.target(request.target());
   out.version(11);
   copy_end_to_end(request.base(), out.base());
   out.erase(http::field::expect);
-  const std::string client_address = peer.address().to_string();
-  const std::string_view forwarded_for = request["X-Forwarded-For"];
-  out.set("X-Forwarded-For", forwarded_for.empty()
-                                 ? client_address
-                                 : std::string(forwarded_for) + ", " + client_address);
+  if (const std::string_view forwarded_for = request["X-Forwarded-For"]; forwarded_for.empty()) {
+    out.set("X-Forwarded-For", client_address);
+  } else {
+    fmt::memory_buffer appended;
+    fmt::format_to(std::back_inserter(appended), "{}, {}", forwarded_for, client_address);
+    out.set("X-Forwarded-For", std::string_view(appended.data(), appended.size()));
+  }
   out.set("X-Forwarded-Proto", "http");
   if (const std::string_view host = request[http::field::host]; !host.empty()) {
     out.set("X-Forwarded-Host", host);
   }
   if (request["X-Request-Id"].empty()) {
-    out.set("X-Request-Id", new_request_id());
+    const RequestId id = new_request_id();
+    out.set("X-Request-Id", std::string_view(id.data(), id.size()));
   }
   if (request.chunked()) {
     out.chunked(true);
@@ -167,7 +176,7 @@ void build_upstream_request(const http::request<http::buffer_body>& request,
   }
 }
 
-bool expects_continue(const http::request<http::buffer_body>& request) {
+bool expects_continue(const http::request<http::buffer_body, Fields>& request) {
   return equal_ignoring_case(trim_whitespace(request[http::field::expect]), "100-continue");
 }
 
@@ -188,10 +197,10 @@ std::string_view name_of(UpstreamFailure failure) noexcept {
 }
 
 net::awaitable<RelayOutcome> relay(beast::tcp_stream& client, beast::flat_buffer& client_buffer,
-                                   http::request_parser<http::buffer_body>& parser,
-                                   const tcp::endpoint& peer, const config::Upstream& upstream,
-                                   const Decision& decision, const config::ProxyConfig& config,
-                                   const SessionContext& context, bool keep_alive) {
+                                   RequestParser& parser, std::string_view client_address,
+                                   const config::Upstream& upstream, const Decision& decision,
+                                   const config::ProxyConfig& config, const SessionContext& context,
+                                   bool keep_alive) {
   const config::Timeouts& timeouts = config.timeouts;
   auto& request = parser.get();
   const unsigned version = request.version();
@@ -199,23 +208,27 @@ net::awaitable<RelayOutcome> relay(beast::tcp_stream& client, beast::flat_buffer
   // Without a body, a send that fails on a parked connection can be repeated on a new one: the
   // upstream closed it while idle and never saw the request (nginx does the same).
   const bool repeatable = parser.is_done();
-  http::request<http::buffer_body> out;
-  build_upstream_request(request, peer, upgrade, out);
+  http::request<http::buffer_body, Fields> out;
+  build_upstream_request(request, client_address, upgrade, out);
+  const ChunkPool::Lease chunk = context.chunks->borrow();
 
-  std::optional<UpstreamPool::Connection> connection;
-  beast::flat_buffer server_buffer;
-  std::optional<http::response_parser<http::buffer_body>> response_parser;
+  UpstreamConnectionPtr connection;
+  std::optional<ResponseParser> response_parser;
   std::chrono::steady_clock::time_point sent_at;
   for (bool first_try = true;; first_try = false) {
-    beast::error_code connect_error;
-    std::optional<UpstreamPool::Connection> acquired =
-        co_await context.pool->acquire(upstream, first_try, timeouts.connect, connect_error);
     connection.reset();  // a stale parked connection is closed here
-    if (!acquired) {
+    if (first_try) {
+      connection = context.pool->take_parked(upstream);
+    }
+    if (!connection) {
+      beast::error_code connect_error;
+      connection = co_await context.pool->connect(upstream, timeouts.connect, connect_error);
+    }
+    if (!connection) {
       co_return co_await fail(client, UpstreamFailure::connect, version, decision, config);
     }
-    connection.emplace(std::move(*acquired));
     beast::tcp_stream& server = connection->stream;
+    beast::flat_buffer& server_buffer = connection->buffer;
     const bool may_retry = first_try && connection->reused && repeatable;
     if (first_try && !parser.is_done() && expects_continue(request)) {
       // The client waits for this before it sends the body.
@@ -227,11 +240,11 @@ net::awaitable<RelayOutcome> relay(beast::tcp_stream& client, beast::flat_buffer
       }
     }
     sent_at = std::chrono::steady_clock::now();
-    http::request_serializer<http::buffer_body> request_serializer{out};
+    http::request_serializer<http::buffer_body, Fields> request_serializer{out};
     bool client_failed = false;
     if (const auto ec =
             co_await pump(client, timeouts.idle, client_buffer, parser, server, timeouts.upstream,
-                          request_serializer, out.body(), client_failed)) {
+                          request_serializer, out.body(), chunk.bytes(), client_failed)) {
       if (client_failed) {
         co_return RelayOutcome{};  // the client went away mid-body
       }
@@ -264,6 +277,7 @@ net::awaitable<RelayOutcome> relay(beast::tcp_stream& client, beast::flat_buffer
     co_return co_await fail(client, failure_of(header_error), version, decision, config);
   }
   beast::tcp_stream& server = connection->stream;
+  beast::flat_buffer& server_buffer = connection->buffer;
   RelayOutcome outcome;
   outcome.upstream_time = std::chrono::steady_clock::now() - sent_at;
   auto& response = response_parser->get();
@@ -273,13 +287,13 @@ net::awaitable<RelayOutcome> relay(beast::tcp_stream& client, beast::flat_buffer
     co_return co_await fail(client, UpstreamFailure::broken, version, decision, config);
   }
   // The client hears its own HTTP version, whatever the upstream speaks.
-  http::response<http::buffer_body> back{response.result(), version};
+  http::response<http::buffer_body, Fields> back{response.result(), version};
   copy_end_to_end(response.base(), back.base());
   add_limit_headers(back.base(), decision, config.limits_headers);
   if (switching) {
     back.set(http::field::upgrade, response[http::field::upgrade]);
     back.set(http::field::connection, "upgrade");
-    http::response_serializer<http::buffer_body> serializer{back};
+    http::response_serializer<http::buffer_body, Fields> serializer{back};
     client.expires_after(timeouts.idle);
     auto [ec, n] = co_await http::async_write_header(client, serializer, use_nothrow);
     if (!ec) {
@@ -295,13 +309,13 @@ net::awaitable<RelayOutcome> relay(beast::tcp_stream& client, beast::flat_buffer
     back.chunked(true);  // re-framed; a close-delimited body becomes chunked
   }
   back.keep_alive(keep_alive);
-  http::response_serializer<http::buffer_body> response_serializer{back};
+  http::response_serializer<http::buffer_body, Fields> response_serializer{back};
   bool upstream_failed = false;
-  const beast::error_code ec =
-      co_await pump(server, timeouts.upstream, server_buffer, *response_parser, client,
-                    timeouts.idle, response_serializer, back.body(), upstream_failed);
+  const beast::error_code ec = co_await pump(
+      server, timeouts.upstream, server_buffer, *response_parser, client, timeouts.idle,
+      response_serializer, back.body(), chunk.bytes(), upstream_failed);
   if (!ec && response.keep_alive() && response_parser->is_done()) {
-    context.pool->give_back(upstream, std::move(server));
+    context.pool->give_back(upstream, std::move(connection));
   }
   if (ec && upstream_failed) {
     outcome.failure = failure_of(ec);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <string>
 
 namespace sluice::proxy {
@@ -44,24 +45,33 @@ Quota quota_of(const limiter::LimiterOptions& options) {
   return {};
 }
 
-std::string problem_body(unsigned status, std::string_view type, std::string_view title,
-                         std::string_view extra = {}) {
-  std::string body = "{\"type\":\"";
-  body.append(type).append("\",\"title\":\"").append(title);
-  body.append("\",\"status\":").append(std::to_string(status));
-  body.append(extra).append("}");
-  return body;
+/// `{"type":…,"title":…,"status":N`: the members every problem+json body has; the caller adds
+/// any others and the closing brace.
+void open_problem(ResponseText& body, unsigned status, std::string_view type,
+                  std::string_view title) {
+  fmt::format_to(std::back_inserter(body), R"({{"type":"{}","title":"{}","status":{})", type, title,
+                 status);
 }
 
-http::response<http::string_body> make(http::status status, unsigned version, bool keep_alive,
-                                       std::string body, std::string_view content_type) {
-  http::response<http::string_body> response{status, version};
+void append(ResponseText& body, std::string_view text) { body.append(text); }
+
+OwnResponse make(http::status status, unsigned version, bool keep_alive, std::string_view body,
+                 std::string_view content_type) {
+  OwnResponse response{status, version};
   response.set(http::field::server, "sluice");
   response.set(http::field::content_type, content_type);
-  response.body() = std::move(body);
+  response.body() = {body.data(), body.size()};
   response.keep_alive(keep_alive);
   response.prepare_payload();
   return response;
+}
+
+std::string_view view_of(const ResponseText& text) noexcept { return {text.data(), text.size()}; }
+
+template <class Name>
+void set_number(Fields& fields, Name name, std::uint64_t value) {
+  const fmt::format_int text(value);
+  fields.set(name, std::string_view(text.data(), text.size()));
 }
 
 }  // namespace
@@ -79,26 +89,27 @@ std::uint64_t retry_after_seconds(limiter::Duration wait) noexcept {
   return std::max<std::uint64_t>(1, seconds_rounded_up(wait));
 }
 
-void add_limit_headers(http::fields& fields, const Decision& decision,
-                       config::LimitsHeaders headers) {
+void add_limit_headers(Fields& fields, const Decision& decision, config::LimitsHeaders headers) {
   if (headers == config::LimitsHeaders::none || decision.report_count == 0) {
     return;
   }
   const LimiterReport* tightest = nullptr;
-  std::string policy;
-  std::string state;
+  fmt::memory_buffer policy;
+  fmt::memory_buffer state;
   for (const LimiterReport& report : decision.applied()) {
     if (report.limiter->shadow) {
       continue;
     }
     const Quota quota = quota_of(report.limiter->options);
-    const std::string name = "\"" + report.limiter->name + "\"";
-    policy += (policy.empty() ? "" : ", ") + name + ";q=" + std::to_string(quota.permits);
+    const std::string_view separator = tightest == nullptr ? "" : ", ";
+    fmt::format_to(std::back_inserter(policy), R"({}"{}";q={})", separator, report.limiter->name,
+                   quota.permits);
     if (quota.window_seconds > 0) {
-      policy += ";w=" + std::to_string(quota.window_seconds);
+      fmt::format_to(std::back_inserter(policy), ";w={}", quota.window_seconds);
     }
-    state += (state.empty() ? "" : ", ") + name + ";r=" + std::to_string(report.status.remaining) +
-             ";t=" + std::to_string(seconds_rounded_up(report.status.reset));
+    fmt::format_to(std::back_inserter(state), R"({}"{}";r={};t={})", separator,
+                   report.limiter->name, report.status.remaining,
+                   seconds_rounded_up(report.status.reset));
     if (tightest == nullptr || report.status.remaining < tightest->status.remaining) {
       tightest = &report;
     }
@@ -107,55 +118,64 @@ void add_limit_headers(http::fields& fields, const Decision& decision,
     return;
   }
   if (headers == config::LimitsHeaders::draft || headers == config::LimitsHeaders::both) {
-    fields.set("RateLimit-Policy", policy);
-    fields.set("RateLimit", state);
+    fields.set("RateLimit-Policy", view_of(policy));
+    fields.set("RateLimit", view_of(state));
   }
   if (headers == config::LimitsHeaders::legacy || headers == config::LimitsHeaders::both) {
-    fields.set("X-RateLimit-Limit", std::to_string(quota_of(tightest->limiter->options).permits));
-    fields.set("X-RateLimit-Remaining", std::to_string(tightest->status.remaining));
-    fields.set("X-RateLimit-Reset", std::to_string(seconds_rounded_up(tightest->status.reset)));
+    set_number(fields, std::string_view("X-RateLimit-Limit"),
+               quota_of(tightest->limiter->options).permits);
+    set_number(fields, std::string_view("X-RateLimit-Remaining"), tightest->status.remaining);
+    set_number(fields, std::string_view("X-RateLimit-Reset"),
+               seconds_rounded_up(tightest->status.reset));
   }
 }
 
-http::response<http::string_body> problem_response(http::status status, unsigned version,
-                                                   bool keep_alive) {
-  const unsigned code = static_cast<unsigned>(status);
-  return make(status, version, keep_alive,
-              problem_body(code, "about:blank", std::string(http::obsolete_reason(status))),
-              "application/problem+json");
+void write_problem(ResponseText& body, http::status status) {
+  open_problem(body, static_cast<unsigned>(status), "about:blank", http::obsolete_reason(status));
+  append(body, "}");
 }
 
-http::response<http::string_body> own_response(const Decision& decision, unsigned version,
-                                               bool keep_alive, config::LimitsHeaders headers) {
-  http::response<http::string_body> response;
+OwnResponse problem_response(http::status status, unsigned version, bool keep_alive,
+                             ResponseText& body) {
+  write_problem(body, status);
+  return make(status, version, keep_alive, view_of(body), "application/problem+json");
+}
+
+OwnResponse own_response(const Decision& decision, unsigned version, bool keep_alive,
+                         config::LimitsHeaders headers, ResponseText& body) {
+  OwnResponse response;
   switch (decision.outcome) {
     case Outcome::limited: {
-      std::string violated;
+      open_problem(body, decision.status,
+                   "https://iana.org/assignments/http-problem-types#quota-exceeded",
+                   "Too Many Requests");
+      append(body, R"(,"violated-policies":[)");
+      std::string_view separator;
       for (const LimiterReport& report : decision.applied()) {
         if (!report.limiter->shadow && !report.verdict.admitted) {
-          violated += (violated.empty() ? "\"" : ",\"") + report.limiter->name + "\"";
+          fmt::format_to(std::back_inserter(body), R"({}"{}")", separator, report.limiter->name);
+          separator = ",";
         }
       }
-      response =
-          make(static_cast<http::status>(decision.status), version, keep_alive,
-               problem_body(decision.status,
-                            "https://iana.org/assignments/http-problem-types#quota-exceeded",
-                            "Too Many Requests", ",\"violated-policies\":[" + violated + "]"),
-               "application/problem+json");
-      response.set(http::field::retry_after,
-                   std::to_string(retry_after_seconds(decision.retry_after)));
+      append(body, "]}");
+      response = make(static_cast<http::status>(decision.status), version, keep_alive,
+                      view_of(body), "application/problem+json");
+      set_number(response.base(), http::field::retry_after,
+                 retry_after_seconds(decision.retry_after));
       break;
     }
     case Outcome::denied:
-      response = make(http::status::forbidden, version, keep_alive,
-                      problem_body(403, "about:blank", "Forbidden"), "application/problem+json");
+      open_problem(body, 403, "about:blank", "Forbidden");
+      append(body, "}");
+      response = make(http::status::forbidden, version, keep_alive, view_of(body),
+                      "application/problem+json");
       if (decision.banned) {
-        response.set(http::field::retry_after,
-                     std::to_string(retry_after_seconds(decision.retry_after)));
+        set_number(response.base(), http::field::retry_after,
+                   retry_after_seconds(decision.retry_after));
       }
       break;
     case Outcome::no_route:
-      response = problem_response(http::status::not_found, version, keep_alive);
+      response = problem_response(http::status::not_found, version, keep_alive, body);
       break;
     case Outcome::allowed:
     case Outcome::delayed:

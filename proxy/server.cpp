@@ -52,6 +52,7 @@ Server::Server(LiveConfig& live, Metrics& metrics, AccessLog& access_log, Reload
                .connections = &connections_,
                .idle = nullptr,
                .pool = nullptr,
+               .chunks = nullptr,
                .loop = 0} {}
 
 unsigned Server::threads_for(const config::ProxyConfig& config) {
@@ -86,6 +87,7 @@ void Server::start() {
     SessionContext context = context_;
     context.idle = &first.idle;
     context.pool = first.pool.get();
+    context.chunks = &first.chunks;
     context.generations = &first.generations;
     net::co_spawn(first.io, accept_loop(*admin_, context, &serve_admin), net::detached);
   }
@@ -94,6 +96,7 @@ void Server::start() {
     SessionContext context = context_;
     context.idle = &loop->idle;
     context.pool = loop->pool.get();
+    context.chunks = &loop->chunks;
     context.generations = &loop->generations;
     context.loop = i;
     net::co_spawn(loop->io, accept_loop(*loop->acceptor, context, &serve_client), net::detached);

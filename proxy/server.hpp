@@ -45,7 +45,11 @@ class Server {
 
  private:
   struct Loop {
-    boost::asio::io_context io{1};
+    /// Outlives `io`: coroutine frames destroyed with it give their buffers back.
+    ChunkPool chunks{kSpareChunks};
+    /// One thread runs it and only that thread touches its sockets, so Asio may skip the
+    /// per-socket locks; other threads only post to it.
+    boost::asio::io_context io{BOOST_ASIO_CONCURRENCY_HINT_UNSAFE_IO};
     std::unique_ptr<boost::asio::ip::tcp::acceptor> acceptor;
     explicit Loop(const LiveConfig& live) : generations(live) {}
     IdleConnections idle;
@@ -53,6 +57,8 @@ class Server {
     std::unique_ptr<UpstreamPool> pool;  ///< Holds sockets of `io`: declared after it.
     std::thread thread;
   };
+
+  static constexpr std::size_t kSpareChunks = 64;
 
   LiveConfig& live_;
   SessionContext context_;

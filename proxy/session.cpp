@@ -35,7 +35,7 @@ IpAddress address_of(const tcp::endpoint& endpoint) {
 }
 
 /// Answers with `response` and says whether the connection may serve another request.
-net::awaitable<bool> answer(beast::tcp_stream& client, http::response<http::string_body> response) {
+net::awaitable<bool> answer(beast::tcp_stream& client, OwnResponse response) {
   const bool keep = response.keep_alive();
   auto [ec, written] = co_await http::async_write(client, response, use_nothrow);
   co_return !ec && keep;
@@ -78,7 +78,7 @@ UpstreamErrorKind error_kind(UpstreamFailure failure) noexcept {
 
 /// Counts a finished request in its loop's metrics, and logs it.
 void account(const SessionContext& context, const Generation& generation, const Decision& decision,
-             const http::request<http::buffer_body>& request, unsigned status,
+             const http::request<http::buffer_body, Fields>& request, unsigned status,
              const RelayOutcome* relayed, std::chrono::steady_clock::time_point started) {
   const auto total = std::chrono::steady_clock::now() - started;
   RouteCounters& counters = generation.counters_for(decision.route, context.loop);
@@ -123,12 +123,14 @@ net::awaitable<void> serve_client(tcp::socket socket, SessionContext context) {
   beast::error_code ignored;
   const tcp::endpoint peer_endpoint = socket.remote_endpoint(ignored);
   const IpAddress peer = address_of(peer_endpoint);
+  const std::string peer_text = peer_endpoint.address().to_string();  // for X-Forwarded-For
   beast::tcp_stream client(std::move(socket));
   beast::flat_buffer buffer(kMaxHeaderBytes);
   std::vector<Header> headers;  // views into the parser's fields; capacity reused
   headers.reserve(32);
   // The generation this connection serves with; replaced between requests after a reload.
   std::shared_ptr<const Generation> generation = context.generations->get();
+  ResponseText response_text;  // the body of an answer the proxy gives itself
 
   for (bool first = true;; first = false) {
     if (const auto& live = context.generations->get(); live.get() != generation.get()) {
@@ -136,7 +138,7 @@ net::awaitable<void> serve_client(tcp::socket socket, SessionContext context) {
     }
     const config::ProxyConfig& config = *generation->config;
     const config::Timeouts& timeouts = config.timeouts;
-    http::request_parser<http::buffer_body> parser;
+    RequestParser parser;
     parser.header_limit(kMaxHeaderBytes);
     parser.body_limit(boost::none);  // bodies are streamed, never held whole
     if (context.draining->load(std::memory_order_relaxed)) {
@@ -147,8 +149,9 @@ net::awaitable<void> serve_client(tcp::socket socket, SessionContext context) {
     auto [ec, read] = co_await http::async_read_header(client, buffer, parser, use_nothrow);
     context.idle->waiting.erase(&client);
     if (ec == http::error::header_limit) {
-      co_await answer(client,
-                      problem_response(http::status::request_header_fields_too_large, 11, false));
+      response_text.clear();
+      co_await answer(client, problem_response(http::status::request_header_fields_too_large, 11,
+                                               false, response_text));
       break;
     }
     if (ec == http::error::end_of_stream || ec == beast::error::timeout ||
@@ -157,7 +160,9 @@ net::awaitable<void> serve_client(tcp::socket socket, SessionContext context) {
       break;  // the client is done, or went quiet
     }
     if (ec) {  // malformed: 400, and the connection cannot be trusted to continue
-      co_await answer(client, problem_response(http::status::bad_request, 11, false));
+      response_text.clear();
+      co_await answer(client,
+                      problem_response(http::status::bad_request, 11, false, response_text));
       break;
     }
     const auto started = std::chrono::steady_clock::now();
@@ -179,8 +184,10 @@ net::awaitable<void> serve_client(tcp::socket socket, SessionContext context) {
         !decision.route->respond;
     if (!forward) {
       keep_alive = keep_alive && parser.is_done();
-      const bool again = co_await answer(
-          client, own_response(decision, request.version(), keep_alive, config.limits_headers));
+      response_text.clear();
+      const bool again =
+          co_await answer(client, own_response(decision, request.version(), keep_alive,
+                                               config.limits_headers, response_text));
       generation->pipeline.release(decision);
       account(context, *generation, decision, request, decision.status, nullptr, started);
       if (!again) {
@@ -195,7 +202,7 @@ net::awaitable<void> serve_client(tcp::socket socket, SessionContext context) {
     }
     const config::Upstream& upstream =
         decision.route->upstream ? *decision.route->upstream : *config.upstream;
-    const RelayOutcome outcome = co_await relay(client, buffer, parser, peer_endpoint, upstream,
+    const RelayOutcome outcome = co_await relay(client, buffer, parser, peer_text, upstream,
                                                 decision, config, context, keep_alive);
     // The permits go back once the response is over, or the client has gone.
     generation->pipeline.release(decision);

@@ -9,6 +9,7 @@
 #include "config/proxy_config.hpp"
 #include "limiter/clock.hpp"
 #include "proxy/access_log.hpp"
+#include "proxy/chunk_pool.hpp"
 #include "proxy/generation.hpp"
 #include "proxy/metrics.hpp"
 #include "proxy/pipeline.hpp"
@@ -35,6 +36,7 @@ struct SessionContext {
   std::atomic<std::size_t>* connections = nullptr;  ///< Open client connections.
   IdleConnections* idle = nullptr;                  ///< This event loop's waiting connections.
   UpstreamPool* pool = nullptr;                     ///< This event loop's upstream connections.
+  ChunkPool* chunks = nullptr;                      ///< This event loop's body buffers.
   std::size_t loop = 0;                             ///< This event loop's index (its counters).
 };
 

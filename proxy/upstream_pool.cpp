@@ -26,20 +26,26 @@ UpstreamPool::Entry& UpstreamPool::entry_for(const config::Upstream& upstream) {
   return entries_.emplace_back(Entry{.host = upstream.host, .port = upstream.port});
 }
 
-net::awaitable<std::optional<UpstreamPool::Connection>> UpstreamPool::acquire(
-    const config::Upstream& upstream, bool may_reuse, limiter::Duration connect_timeout,
-    beast::error_code& error) {
+UpstreamConnectionPtr UpstreamPool::take_parked(const config::Upstream& upstream) {
   Entry& entry = entry_for(upstream);
   const auto now = std::chrono::steady_clock::now();
-  while (may_reuse && !entry.idle.empty()) {
-    Parked parked = std::move(entry.idle.back());
+  while (!entry.idle.empty()) {
+    UpstreamConnectionPtr parked = std::move(entry.idle.back());
     entry.idle.pop_back();
-    if (now - parked.since < max_age_ && still_open(parked.stream.socket())) {
-      co_return Connection{std::move(parked.stream), true};
+    if (now - parked->parked_at < max_age_ && still_open(parked->stream.socket())) {
+      parked->reused = true;
+      return parked;
     }
     beast::error_code ignored;
-    parked.stream.socket().close(ignored);
+    parked->stream.socket().close(ignored);
   }
+  return nullptr;
+}
+
+net::awaitable<UpstreamConnectionPtr> UpstreamPool::connect(const config::Upstream& upstream,
+                                                            limiter::Duration connect_timeout,
+                                                            beast::error_code& error) {
+  Entry& entry = entry_for(upstream);
   const auto executor = co_await net::this_coro::executor;
   if (!entry.endpoints) {
     tcp::resolver resolver(executor);
@@ -47,32 +53,35 @@ net::awaitable<std::optional<UpstreamPool::Connection>> UpstreamPool::acquire(
         co_await resolver.async_resolve(upstream.host, std::to_string(upstream.port), use_nothrow);
     if (resolve_error) {
       error = resolve_error;
-      co_return std::nullopt;
+      co_return nullptr;
     }
     entry.endpoints = std::move(endpoints);
   }
   const tcp::resolver::results_type endpoints = *entry.endpoints;
-  beast::tcp_stream stream(executor);
-  stream.expires_after(connect_timeout);
-  auto [connect_error, endpoint] = co_await stream.async_connect(endpoints, use_nothrow);
+  auto connection = std::make_unique<UpstreamConnection>(executor);
+  connection->stream.expires_after(connect_timeout);
+  auto [connect_error, endpoint] =
+      co_await connection->stream.async_connect(endpoints, use_nothrow);
   if (connect_error) {
     error = connect_error;
     entry.endpoints.reset();  // resolve again next time: the address may have changed
-    co_return std::nullopt;
+    co_return nullptr;
   }
-  stream.socket().set_option(tcp::no_delay(true), error);
+  connection->stream.socket().set_option(tcp::no_delay(true), error);
   error = {};
-  co_return Connection{std::move(stream), false};
+  co_return connection;
 }
 
-void UpstreamPool::give_back(const config::Upstream& upstream, beast::tcp_stream stream) {
+void UpstreamPool::give_back(const config::Upstream& upstream, UpstreamConnectionPtr connection) {
   Entry& entry = entry_for(upstream);
   if (entry.idle.size() >= max_idle_) {
     beast::error_code ignored;
-    stream.socket().close(ignored);
+    connection->stream.socket().close(ignored);
     return;
   }
-  entry.idle.push_back(Parked{std::move(stream), std::chrono::steady_clock::now()});
+  connection->parked_at = std::chrono::steady_clock::now();
+  connection->buffer.clear();
+  entry.idle.push_back(std::move(connection));
 }
 
 std::size_t UpstreamPool::idle_connections() const noexcept {

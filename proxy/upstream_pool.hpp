@@ -2,10 +2,12 @@
 
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -20,39 +22,41 @@ namespace sluice::proxy {
 /// upstream wait here (as nginx's `keepalive N`); the rest are closed when given back. A parked
 /// connection older than `max_age`, or one the upstream has closed or written to, is dropped
 /// when it would be taken.
+/// A connection to an upstream with its read buffer. It lives on the heap and moves by pointer:
+/// Beast's tcp_stream allocates a new implementation on every move.
+struct UpstreamConnection {
+  explicit UpstreamConnection(const boost::asio::any_io_executor& executor) : stream(executor) {}
+  boost::beast::tcp_stream stream;
+  boost::beast::flat_buffer buffer;  ///< Kept with the connection, capacity and all.
+  std::chrono::steady_clock::time_point parked_at{};
+  bool reused = false;  ///< Taken from the pool: a failure before the response may be a stale
+                        ///< connection, so an idempotent send can be retried on a new one.
+};
+using UpstreamConnectionPtr = std::unique_ptr<UpstreamConnection>;
+
 class UpstreamPool {
  public:
-  struct Connection {
-    boost::beast::tcp_stream stream;
-    bool reused = false;  ///< Taken from the pool: a failure before the response may be a stale
-                          ///< connection, so an idempotent send can be retried on a new one.
-  };
-
   UpstreamPool(std::size_t max_idle, limiter::Duration max_age)
       : max_idle_(max_idle), max_age_(max_age) {}
 
-  /// An open connection to `upstream`: a parked one if `may_reuse` and one is still good, else
-  /// a new one (resolved once, connected within `connect_timeout`). nullopt and `error` when it
-  /// cannot connect.
-  boost::asio::awaitable<std::optional<Connection>> acquire(const config::Upstream& upstream,
-                                                            bool may_reuse,
-                                                            limiter::Duration connect_timeout,
-                                                            boost::beast::error_code& error);
+  /// The most recently parked connection to `upstream` that is still good, or null.
+  UpstreamConnectionPtr take_parked(const config::Upstream& upstream);
+  /// A new connection to `upstream` (resolved once, connected within `connect_timeout`). Null
+  /// and `error` when it cannot connect.
+  boost::asio::awaitable<UpstreamConnectionPtr> connect(const config::Upstream& upstream,
+                                                        limiter::Duration connect_timeout,
+                                                        boost::beast::error_code& error);
   /// Parks a connection whose last response was read whole and that stays open.
-  void give_back(const config::Upstream& upstream, boost::beast::tcp_stream stream);
+  void give_back(const config::Upstream& upstream, UpstreamConnectionPtr connection);
 
   std::size_t idle_connections() const noexcept;
 
  private:
-  struct Parked {
-    boost::beast::tcp_stream stream;
-    std::chrono::steady_clock::time_point since;
-  };
   struct Entry {
     std::string host;
     std::uint16_t port = 0;
     std::optional<boost::asio::ip::tcp::resolver::results_type> endpoints = std::nullopt;
-    std::vector<Parked> idle = {};  ///< Most recently parked last.
+    std::vector<UpstreamConnectionPtr> idle = {};  ///< Most recently parked last.
   };
   Entry& entry_for(const config::Upstream& upstream);
 
