@@ -11,6 +11,7 @@
 #include <string>
 
 #include "proxy/chunk_pool.hpp"
+#include "proxy/header_text.hpp"
 #include "proxy/http_text.hpp"
 #include "proxy/net.hpp"
 #include "proxy/responses.hpp"
@@ -49,16 +50,6 @@ bool hop_by_hop(http::field field, std::string_view name, std::string_view conne
   return false;
 }
 
-template <bool isRequest>
-void copy_end_to_end(const http::header<isRequest, Fields>& from, Fields& to) {
-  const std::string_view connection = from[http::field::connection];
-  for (const auto& field : from) {
-    if (!hop_by_hop(field.name(), field.name_string(), connection)) {
-      to.insert(field.name(), field.name_string(), field.value());
-    }
-  }
-}
-
 using RequestId = std::array<char, 32>;
 
 RequestId new_request_id() {
@@ -74,50 +65,68 @@ RequestId new_request_id() {
   return id;
 }
 
-/// Streams the rest of a message body from `in` (its parser) to `out` (its serializer). Each
-/// read and write has its own deadline, so a large body may take as long as it keeps moving.
-template <class Parser, class Serializer>
+/// Streams a message from `in` (its parser, past the header) to `out`, after `head`. Each write
+/// carries what is ready: the head (the first time), a body piece in its chunk framing when
+/// `chunked`, and the last chunk once the body is over. Each read and write has its own
+/// deadline, so a large body may take as long as it keeps moving; a piece is passed on as soon
+/// as it arrives (a streamed response is not held back).
+template <class Parser>
 net::awaitable<beast::error_code> pump(beast::tcp_stream& in, limiter::Duration in_timeout,
                                        beast::flat_buffer& in_buffer, Parser& parser,
                                        beast::tcp_stream& out, limiter::Duration out_timeout,
-                                       Serializer& serializer,
-                                       http::buffer_body::value_type& out_body,
-                                       std::span<char> chunk, bool& read_failed) {
+                                       const HeadText& head, bool chunked, std::span<char> chunk,
+                                       bool& read_failed) {
+  static constexpr std::string_view kCrlf = "\r\n";
+  static constexpr std::string_view kLastChunk = "0\r\n\r\n";
+  const bool has_body = !parser.is_done();
   // Beast reads no more than the buffer's free capacity (at least 512 bytes): without room, a
   // body would move 512 bytes per system call.
-  if (!parser.is_done() && in_buffer.capacity() < kRelayBuffer) {
+  if (has_body && in_buffer.capacity() < kRelayBuffer) {
     in_buffer.reserve(std::min(kRelayBuffer, in_buffer.max_size()));
   }
+  std::array<char, 24> size_line{};
+  bool head_sent = false;
   do {
+    std::size_t piece = 0;
     if (!parser.is_done()) {
       parser.get().body().data = chunk.data();
       parser.get().body().size = chunk.size();
       in.expires_after(in_timeout);
-      auto [ec, n] = co_await http::async_read(in, in_buffer, parser, use_nothrow);
-      if (ec == http::error::need_buffer) {
-        ec = {};
-      }
-      if (ec) {
+      auto [ec, n] = co_await http::async_read_some(in, in_buffer, parser, use_nothrow);
+      if (ec && ec != http::error::need_buffer) {
         read_failed = true;
         co_return ec;
       }
-      out_body.data = chunk.data();
-      out_body.size = chunk.size() - parser.get().body().size;
-      out_body.more = !parser.is_done();
-    } else {
-      out_body.data = nullptr;
-      out_body.size = 0;
-      out_body.more = false;
+      piece = chunk.size() - parser.get().body().size;
     }
-    out.expires_after(out_timeout);
-    auto [ec, n] = co_await http::async_write(out, serializer, use_nothrow);
-    if (ec == http::error::need_buffer) {
-      ec = {};
+    std::array<net::const_buffer, 5> pieces{};  // unused ones stay empty
+    std::size_t count = 0;
+    if (!head_sent) {
+      pieces[count++] = net::buffer(head.data(), head.size());
     }
-    if (ec) {
-      co_return ec;
+    if (piece > 0) {
+      if (chunked) {
+        const auto end = fmt::format_to(size_line.data(), "{:x}\r\n", piece);
+        pieces[count++] =
+            net::buffer(size_line.data(), static_cast<std::size_t>(end - size_line.data()));
+      }
+      pieces[count++] = net::buffer(chunk.data(), piece);
+      if (chunked) {
+        pieces[count++] = net::buffer(kCrlf.data(), kCrlf.size());
+      }
     }
-  } while (!parser.is_done() || !serializer.is_done());
+    if (chunked && has_body && parser.is_done()) {
+      pieces[count++] = net::buffer(kLastChunk.data(), kLastChunk.size());
+    }
+    if (count > 0) {
+      out.expires_after(out_timeout);
+      auto [ec, n] = co_await net::async_write(out, pieces, use_nothrow);
+      if (ec) {
+        co_return ec;
+      }
+      head_sent = true;
+    }
+  } while (!parser.is_done());
   co_return beast::error_code{};
 }
 
@@ -130,50 +139,92 @@ net::awaitable<RelayOutcome> fail(beast::tcp_stream& client, UpstreamFailure fai
                                   const config::ProxyConfig& config) {
   const http::status status = failure == UpstreamFailure::timeout ? http::status::gateway_timeout
                                                                   : http::status::bad_gateway;
-  ResponseText body;
-  auto response = problem_response(status, version, false, body);
-  add_limit_headers(response.base(), decision, config.limits_headers);
-  co_await http::async_write(client, response, use_nothrow);
+  OwnResponse response;
+  problem_response(response, status, version, false, &decision, config.limits_headers);
+  co_await net::async_write(client, response.buffers(), use_nothrow);
   co_return RelayOutcome{.keep_alive = false,
                          .status = static_cast<unsigned>(status),
                          .failure = failure,
                          .upstream_time = {}};
 }
 
-/// The request as the upstream gets it: HTTP/1.1, persistent, end-to-end fields only, plus the
-/// forwarding fields. `Expect` is dropped: the proxy has answered it.
-void build_upstream_request(const http::request<http::buffer_body, Fields>& request,
-                            std::string_view client_address, bool upgrade,
-                            http::request<http::buffer_body, Fields>& out) {
-  out.method(request.method());
-  out.target(request.target());
-  out.version(11);
-  copy_end_to_end(request.base(), out.base());
-  out.erase(http::field::expect);
-  if (const std::string_view forwarded_for = request["X-Forwarded-For"]; forwarded_for.empty()) {
-    out.set("X-Forwarded-For", client_address);
-  } else {
-    fmt::memory_buffer appended;
-    fmt::format_to(std::back_inserter(appended), "{}, {}", forwarded_for, client_address);
-    out.set("X-Forwarded-For", std::string_view(appended.data(), appended.size()));
+bool is_forwarding_field(std::string_view name) noexcept {
+  return equal_ignoring_case(name, "X-Forwarded-For") ||
+         equal_ignoring_case(name, "X-Forwarded-Proto") ||
+         equal_ignoring_case(name, "X-Forwarded-Host");
+}
+
+/// The request head as the upstream gets it: HTTP/1.1, persistent, end-to-end fields only, plus
+/// the forwarding fields (the proxy's replace the client's, but X-Forwarded-For is appended
+/// to). `Expect` is dropped: the proxy has answered it.
+void write_upstream_head(const http::request<http::buffer_body, Fields>& request,
+                         std::string_view client_address, bool upgrade, HeadText& head) {
+  write_request_line(head, request.method_string(), request.target());
+  const std::string_view connection = request[http::field::connection];
+  const std::string_view host = request[http::field::host];
+  for (const auto& field : request) {
+    const std::string_view name = field.name_string();
+    if (hop_by_hop(field.name(), name, connection) || field.name() == http::field::expect ||
+        is_forwarding_field(name)) {
+      continue;
+    }
+    write_field(head, name, field.value());
   }
-  out.set("X-Forwarded-Proto", "http");
-  if (const std::string_view host = request[http::field::host]; !host.empty()) {
-    out.set("X-Forwarded-Host", host);
+  if (const std::string_view forwarded_for = request["X-Forwarded-For"]; forwarded_for.empty()) {
+    write_field(head, "X-Forwarded-For", client_address);
+  } else {
+    fmt::format_to(std::back_inserter(head), "X-Forwarded-For: {}, {}\r\n", forwarded_for,
+                   client_address);
+  }
+  append(head, "X-Forwarded-Proto: http\r\n");
+  if (!host.empty()) {
+    write_field(head, "X-Forwarded-Host", host);
   }
   if (request["X-Request-Id"].empty()) {
     const RequestId id = new_request_id();
-    out.set("X-Request-Id", std::string_view(id.data(), id.size()));
+    write_field(head, "X-Request-Id", std::string_view(id.data(), id.size()));
   }
   if (request.chunked()) {
-    out.chunked(true);
+    append(head, "Transfer-Encoding: chunked\r\n");
   }
   if (upgrade) {
-    out.set(http::field::upgrade, request[http::field::upgrade]);
-    out.set(http::field::connection, "upgrade");
-  } else {
-    out.keep_alive(true);
+    write_field(head, "Upgrade", request[http::field::upgrade]);
+    append(head, "Connection: upgrade\r\n");
   }
+  end_head(head);
+}
+
+/// The response head as the client gets it: its own HTTP version, the upstream's end-to-end
+/// fields, the proxy's limit fields (in place of any the upstream sent) and the framing the
+/// body is re-sent in.
+void write_client_head(const http::response<http::buffer_body, Fields>& response, unsigned version,
+                       bool chunked, bool keep_alive, bool switching, const Decision& decision,
+                       config::LimitsHeaders limits_headers, HeadText& head) {
+  const std::string_view reason = response.reason();
+  write_status_line(
+      head, version, response.result_int(),
+      reason.empty() ? std::string_view(http::obsolete_reason(response.result())) : reason);
+  const std::string_view connection = response[http::field::connection];
+  const bool limits = writes_limit_headers(decision, limits_headers);
+  for (const auto& field : response) {
+    const std::string_view name = field.name_string();
+    if (hop_by_hop(field.name(), name, connection) ||
+        (limits && is_limit_field(name, limits_headers))) {
+      continue;
+    }
+    write_field(head, name, field.value());
+  }
+  write_limit_headers(head, decision, limits_headers);
+  if (switching) {
+    write_field(head, "Upgrade", response[http::field::upgrade]);
+    append(head, "Connection: upgrade\r\n");
+  } else {
+    if (chunked) {
+      append(head, "Transfer-Encoding: chunked\r\n");
+    }
+    write_persistence(head, version, keep_alive);
+  }
+  end_head(head);
 }
 
 bool expects_continue(const http::request<http::buffer_body, Fields>& request) {
@@ -200,7 +251,7 @@ net::awaitable<RelayOutcome> relay(beast::tcp_stream& client, beast::flat_buffer
                                    RequestParser& parser, std::string_view client_address,
                                    const config::Upstream& upstream, const Decision& decision,
                                    const config::ProxyConfig& config, const SessionContext& context,
-                                   bool keep_alive) {
+                                   bool keep_alive, HeadText& head) {
   const config::Timeouts& timeouts = config.timeouts;
   auto& request = parser.get();
   const unsigned version = request.version();
@@ -208,8 +259,8 @@ net::awaitable<RelayOutcome> relay(beast::tcp_stream& client, beast::flat_buffer
   // Without a body, a send that fails on a parked connection can be repeated on a new one: the
   // upstream closed it while idle and never saw the request (nginx does the same).
   const bool repeatable = parser.is_done();
-  http::request<http::buffer_body, Fields> out;
-  build_upstream_request(request, client_address, upgrade, out);
+  head.clear();
+  write_upstream_head(request, client_address, upgrade, head);
   const ChunkPool::Lease chunk = context.chunks->borrow();
 
   UpstreamConnectionPtr connection;
@@ -218,7 +269,9 @@ net::awaitable<RelayOutcome> relay(beast::tcp_stream& client, beast::flat_buffer
   for (bool first_try = true;; first_try = false) {
     connection.reset();  // a stale parked connection is closed here
     if (first_try) {
-      connection = context.pool->take_parked(upstream);
+      // A request that can be repeated skips the check for a closed parked connection: it is
+      // sent again on a new one if that fails.
+      connection = context.pool->take_parked(upstream, /*check_open=*/!repeatable);
     }
     if (!connection) {
       beast::error_code connect_error;
@@ -240,11 +293,10 @@ net::awaitable<RelayOutcome> relay(beast::tcp_stream& client, beast::flat_buffer
       }
     }
     sent_at = std::chrono::steady_clock::now();
-    http::request_serializer<http::buffer_body, Fields> request_serializer{out};
     bool client_failed = false;
     if (const auto ec =
             co_await pump(client, timeouts.idle, client_buffer, parser, server, timeouts.upstream,
-                          request_serializer, out.body(), chunk.bytes(), client_failed)) {
+                          head, request.chunked(), chunk.bytes(), client_failed)) {
       if (client_failed) {
         co_return RelayOutcome{};  // the client went away mid-body
       }
@@ -286,16 +338,12 @@ net::awaitable<RelayOutcome> relay(beast::tcp_stream& client, beast::flat_buffer
   if (switching && !upgrade) {  // a protocol switch nobody asked for
     co_return co_await fail(client, UpstreamFailure::broken, version, decision, config);
   }
-  // The client hears its own HTTP version, whatever the upstream speaks.
-  http::response<http::buffer_body, Fields> back{response.result(), version};
-  copy_end_to_end(response.base(), back.base());
-  add_limit_headers(back.base(), decision, config.limits_headers);
+  head.clear();
   if (switching) {
-    back.set(http::field::upgrade, response[http::field::upgrade]);
-    back.set(http::field::connection, "upgrade");
-    http::response_serializer<http::buffer_body, Fields> serializer{back};
+    write_client_head(response, version, false, false, true, decision, config.limits_headers, head);
     client.expires_after(timeouts.idle);
-    auto [ec, n] = co_await http::async_write_header(client, serializer, use_nothrow);
+    auto [ec, n] =
+        co_await net::async_write(client, net::buffer(head.data(), head.size()), use_nothrow);
     if (!ec) {
       client.expires_never();
       server.expires_never();
@@ -304,16 +352,17 @@ net::awaitable<RelayOutcome> relay(beast::tcp_stream& client, beast::flat_buffer
     }
     co_return outcome;  // an upgraded connection is never reused
   }
-  const bool has_length = response.has_content_length();
-  if (response.chunked() || (!has_length && !response_parser->is_done())) {
-    back.chunked(true);  // re-framed; a close-delimited body becomes chunked
-  }
-  back.keep_alive(keep_alive);
-  http::response_serializer<http::buffer_body, Fields> response_serializer{back};
+  // A body of unknown length is re-framed: chunked for HTTP/1.1, close-delimited for HTTP/1.0.
+  const bool unknown_length =
+      response.chunked() || (!response.has_content_length() && !response_parser->is_done());
+  const bool chunked = unknown_length && version >= 11;
+  keep_alive = keep_alive && !(unknown_length && version < 11);
+  write_client_head(response, version, chunked, keep_alive, false, decision, config.limits_headers,
+                    head);
   bool upstream_failed = false;
-  const beast::error_code ec = co_await pump(
-      server, timeouts.upstream, server_buffer, *response_parser, client, timeouts.idle,
-      response_serializer, back.body(), chunk.bytes(), upstream_failed);
+  const beast::error_code ec =
+      co_await pump(server, timeouts.upstream, server_buffer, *response_parser, client,
+                    timeouts.idle, head, chunked, chunk.bytes(), upstream_failed);
   if (!ec && response.keep_alive() && response_parser->is_done()) {
     context.pool->give_back(upstream, std::move(connection));
   }

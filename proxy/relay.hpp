@@ -6,6 +6,7 @@
 #include <boost/beast/http.hpp>
 
 #include "config/proxy_config.hpp"
+#include "proxy/header_text.hpp"
 #include "proxy/net.hpp"
 #include "proxy/pipeline.hpp"
 #include "proxy/session.hpp"
@@ -30,10 +31,12 @@ struct RelayOutcome {
 /// upgrade the upstream accepts (101), and adds the limit headers to the response.
 /// An unreachable upstream answers 502, a slow one 504. Awaited at once by the session, so it
 /// may take references.
-/// `client_address` is the peer's address as text, for X-Forwarded-For.
+/// `client_address` is the peer's address as text, for X-Forwarded-For; `head` is scratch space
+/// for the message heads, kept by the session so a request allocates none.
 boost::asio::awaitable<RelayOutcome> relay(
     beast::tcp_stream& client, beast::flat_buffer& client_buffer, RequestParser& parser,
     std::string_view client_address, const config::Upstream& upstream, const Decision& decision,
-    const config::ProxyConfig& config, const SessionContext& context, bool keep_alive);
+    const config::ProxyConfig& config, const SessionContext& context, bool keep_alive,
+    HeadText& head);
 
 }  // namespace sluice::proxy

@@ -5,6 +5,8 @@
 #include <iterator>
 #include <string>
 
+#include "proxy/http_text.hpp"
+
 namespace sluice::proxy {
 namespace {
 
@@ -53,25 +55,43 @@ void open_problem(ResponseText& body, unsigned status, std::string_view type,
                  status);
 }
 
-void append(ResponseText& body, std::string_view text) { body.append(text); }
+void append(ResponseText& body, std::string_view text) {
+  body.append(text.data(), text.data() + text.size());
+}
 
-OwnResponse make(http::status status, unsigned version, bool keep_alive, std::string_view body,
-                 std::string_view content_type) {
-  OwnResponse response{status, version};
-  response.set(http::field::server, "sluice");
-  response.set(http::field::content_type, content_type);
-  response.body() = {body.data(), body.size()};
-  response.keep_alive(keep_alive);
-  response.prepare_payload();
-  return response;
+/// The status line and the fields every own answer has, through Content-Length.
+void open_head(OwnResponse& out, unsigned status, unsigned version, std::string_view content_type) {
+  write_status_line(out.head, version, status,
+                    http::obsolete_reason(static_cast<http::status>(status)));
+  write_field(out.head, "Server", "sluice");
+  write_field(out.head, "Content-Type", content_type);
+  write_field(out.head, "Content-Length", out.body.size());
+}
+
+/// The limit fields, the Connection field and the blank line.
+void close_head(OwnResponse& out, unsigned version, bool keep_alive, const Decision* decision,
+                config::LimitsHeaders headers) {
+  if (decision != nullptr) {
+    write_limit_headers(out.head, *decision, headers);
+  }
+  out.keep_alive = keep_alive;
+  write_persistence(out.head, version, keep_alive);
+  end_head(out.head);
+}
+
+void clear(OwnResponse& out) {
+  out.head.clear();
+  out.body_text.clear();
+  out.body = {};
 }
 
 std::string_view view_of(const ResponseText& text) noexcept { return {text.data(), text.size()}; }
 
-template <class Name>
-void set_number(Fields& fields, Name name, std::uint64_t value) {
-  const fmt::format_int text(value);
-  fields.set(name, std::string_view(text.data(), text.size()));
+bool draft_fields(config::LimitsHeaders headers) noexcept {
+  return headers == config::LimitsHeaders::draft || headers == config::LimitsHeaders::both;
+}
+bool legacy_fields(config::LimitsHeaders headers) noexcept {
+  return headers == config::LimitsHeaders::legacy || headers == config::LimitsHeaders::both;
 }
 
 }  // namespace
@@ -89,44 +109,67 @@ std::uint64_t retry_after_seconds(limiter::Duration wait) noexcept {
   return std::max<std::uint64_t>(1, seconds_rounded_up(wait));
 }
 
-void add_limit_headers(Fields& fields, const Decision& decision, config::LimitsHeaders headers) {
-  if (headers == config::LimitsHeaders::none || decision.report_count == 0) {
+bool writes_limit_headers(const Decision& decision, config::LimitsHeaders headers) noexcept {
+  if (headers == config::LimitsHeaders::none) {
+    return false;
+  }
+  const auto applied = decision.applied();
+  return std::any_of(applied.begin(), applied.end(),
+                     [](const LimiterReport& report) { return !report.limiter->shadow; });
+}
+
+bool is_limit_field(std::string_view name, config::LimitsHeaders headers) noexcept {
+  if (draft_fields(headers) &&
+      (equal_ignoring_case(name, "RateLimit") || equal_ignoring_case(name, "RateLimit-Policy"))) {
+    return true;
+  }
+  return legacy_fields(headers) && (equal_ignoring_case(name, "X-RateLimit-Limit") ||
+                                    equal_ignoring_case(name, "X-RateLimit-Remaining") ||
+                                    equal_ignoring_case(name, "X-RateLimit-Reset"));
+}
+
+void write_limit_headers(HeadText& head, const Decision& decision, config::LimitsHeaders headers) {
+  if (!writes_limit_headers(decision, headers)) {
     return;
   }
   const LimiterReport* tightest = nullptr;
-  fmt::memory_buffer policy;
-  fmt::memory_buffer state;
-  for (const LimiterReport& report : decision.applied()) {
-    if (report.limiter->shadow) {
-      continue;
-    }
-    const Quota quota = quota_of(report.limiter->options);
-    const std::string_view separator = tightest == nullptr ? "" : ", ";
-    fmt::format_to(std::back_inserter(policy), R"({}"{}";q={})", separator, report.limiter->name,
-                   quota.permits);
-    if (quota.window_seconds > 0) {
-      fmt::format_to(std::back_inserter(policy), ";w={}", quota.window_seconds);
-    }
-    fmt::format_to(std::back_inserter(state), R"({}"{}";r={};t={})", separator,
-                   report.limiter->name, report.status.remaining,
-                   seconds_rounded_up(report.status.reset));
-    if (tightest == nullptr || report.status.remaining < tightest->status.remaining) {
-      tightest = &report;
-    }
+  if (draft_fields(headers)) {
+    // RateLimit-Policy: "name";q=N;w=S, …   RateLimit: "name";r=N;t=S, …
+    const auto list = [&decision, &head](std::string_view name, auto write_item) {
+      append(head, name);
+      append(head, ": ");
+      std::string_view separator;
+      for (const LimiterReport& report : decision.applied()) {
+        if (!report.limiter->shadow) {
+          append(head, separator);
+          write_item(report);
+          separator = ", ";
+        }
+      }
+      append(head, "\r\n");
+    };
+    list("RateLimit-Policy", [&head](const LimiterReport& report) {
+      const Quota quota = quota_of(report.limiter->options);
+      fmt::format_to(std::back_inserter(head), R"("{}";q={})", report.limiter->name, quota.permits);
+      if (quota.window_seconds > 0) {
+        fmt::format_to(std::back_inserter(head), ";w={}", quota.window_seconds);
+      }
+    });
+    list("RateLimit", [&head](const LimiterReport& report) {
+      fmt::format_to(std::back_inserter(head), R"("{}";r={};t={})", report.limiter->name,
+                     report.status.remaining, seconds_rounded_up(report.status.reset));
+    });
   }
-  if (tightest == nullptr) {
-    return;
-  }
-  if (headers == config::LimitsHeaders::draft || headers == config::LimitsHeaders::both) {
-    fields.set("RateLimit-Policy", view_of(policy));
-    fields.set("RateLimit", view_of(state));
-  }
-  if (headers == config::LimitsHeaders::legacy || headers == config::LimitsHeaders::both) {
-    set_number(fields, std::string_view("X-RateLimit-Limit"),
-               quota_of(tightest->limiter->options).permits);
-    set_number(fields, std::string_view("X-RateLimit-Remaining"), tightest->status.remaining);
-    set_number(fields, std::string_view("X-RateLimit-Reset"),
-               seconds_rounded_up(tightest->status.reset));
+  if (legacy_fields(headers)) {
+    for (const LimiterReport& report : decision.applied()) {
+      if (!report.limiter->shadow &&
+          (tightest == nullptr || report.status.remaining < tightest->status.remaining)) {
+        tightest = &report;
+      }
+    }
+    write_field(head, "X-RateLimit-Limit", quota_of(tightest->limiter->options).permits);
+    write_field(head, "X-RateLimit-Remaining", tightest->status.remaining);
+    write_field(head, "X-RateLimit-Reset", seconds_rounded_up(tightest->status.reset));
   }
 }
 
@@ -135,15 +178,19 @@ void write_problem(ResponseText& body, http::status status) {
   append(body, "}");
 }
 
-OwnResponse problem_response(http::status status, unsigned version, bool keep_alive,
-                             ResponseText& body) {
-  write_problem(body, status);
-  return make(status, version, keep_alive, view_of(body), "application/problem+json");
+void problem_response(OwnResponse& out, http::status status, unsigned version, bool keep_alive,
+                      const Decision* decision, config::LimitsHeaders headers) {
+  clear(out);
+  write_problem(out.body_text, status);
+  out.body = view_of(out.body_text);
+  open_head(out, static_cast<unsigned>(status), version, "application/problem+json");
+  close_head(out, version, keep_alive, decision, headers);
 }
 
-OwnResponse own_response(const Decision& decision, unsigned version, bool keep_alive,
-                         config::LimitsHeaders headers, ResponseText& body) {
-  OwnResponse response;
+void own_response(OwnResponse& out, const Decision& decision, unsigned version, bool keep_alive,
+                  config::LimitsHeaders headers) {
+  clear(out);
+  ResponseText& body = out.body_text;
   switch (decision.outcome) {
     case Outcome::limited: {
       open_problem(body, decision.status,
@@ -158,33 +205,30 @@ OwnResponse own_response(const Decision& decision, unsigned version, bool keep_a
         }
       }
       append(body, "]}");
-      response = make(static_cast<http::status>(decision.status), version, keep_alive,
-                      view_of(body), "application/problem+json");
-      set_number(response.base(), http::field::retry_after,
-                 retry_after_seconds(decision.retry_after));
+      out.body = view_of(body);
+      open_head(out, decision.status, version, "application/problem+json");
+      write_field(out.head, "Retry-After", retry_after_seconds(decision.retry_after));
       break;
     }
     case Outcome::denied:
       open_problem(body, 403, "about:blank", "Forbidden");
       append(body, "}");
-      response = make(http::status::forbidden, version, keep_alive, view_of(body),
-                      "application/problem+json");
+      out.body = view_of(body);
+      open_head(out, 403, version, "application/problem+json");
       if (decision.banned) {
-        set_number(response.base(), http::field::retry_after,
-                   retry_after_seconds(decision.retry_after));
+        write_field(out.head, "Retry-After", retry_after_seconds(decision.retry_after));
       }
       break;
     case Outcome::no_route:
-      response = problem_response(http::status::not_found, version, keep_alive, body);
-      break;
+      problem_response(out, http::status::not_found, version, keep_alive, &decision, headers);
+      return;
     case Outcome::allowed:
     case Outcome::delayed:
-      response = make(static_cast<http::status>(decision.route->respond->status), version,
-                      keep_alive, decision.route->respond->body, "text/plain; charset=utf-8");
+      out.body = decision.route->respond->body;
+      open_head(out, decision.route->respond->status, version, "text/plain; charset=utf-8");
       break;
   }
-  add_limit_headers(response.base(), decision, headers);
-  return response;
+  close_head(out, version, keep_alive, &decision, headers);
 }
 
 }  // namespace sluice::proxy

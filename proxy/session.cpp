@@ -35,10 +35,9 @@ IpAddress address_of(const tcp::endpoint& endpoint) {
 }
 
 /// Answers with `response` and says whether the connection may serve another request.
-net::awaitable<bool> answer(beast::tcp_stream& client, OwnResponse response) {
-  const bool keep = response.keep_alive();
-  auto [ec, written] = co_await http::async_write(client, response, use_nothrow);
-  co_return !ec && keep;
+net::awaitable<bool> answer(beast::tcp_stream& client, const OwnResponse& response) {
+  auto [ec, written] = co_await net::async_write(client, response.buffers(), use_nothrow);
+  co_return !ec && response.keep_alive;
 }
 
 /// Counts a connection while it is open.
@@ -130,7 +129,8 @@ net::awaitable<void> serve_client(tcp::socket socket, SessionContext context) {
   headers.reserve(32);
   // The generation this connection serves with; replaced between requests after a reload.
   std::shared_ptr<const Generation> generation = context.generations->get();
-  ResponseText response_text;  // the body of an answer the proxy gives itself
+  OwnResponse own;      // an answer the proxy gives itself
+  HeadText relay_head;  // the heads of a relayed request and its response
 
   for (bool first = true;; first = false) {
     if (const auto& live = context.generations->get(); live.get() != generation.get()) {
@@ -149,9 +149,8 @@ net::awaitable<void> serve_client(tcp::socket socket, SessionContext context) {
     auto [ec, read] = co_await http::async_read_header(client, buffer, parser, use_nothrow);
     context.idle->waiting.erase(&client);
     if (ec == http::error::header_limit) {
-      response_text.clear();
-      co_await answer(client, problem_response(http::status::request_header_fields_too_large, 11,
-                                               false, response_text));
+      problem_response(own, http::status::request_header_fields_too_large, 11, false);
+      co_await answer(client, own);
       break;
     }
     if (ec == http::error::end_of_stream || ec == beast::error::timeout ||
@@ -160,9 +159,8 @@ net::awaitable<void> serve_client(tcp::socket socket, SessionContext context) {
       break;  // the client is done, or went quiet
     }
     if (ec) {  // malformed: 400, and the connection cannot be trusted to continue
-      response_text.clear();
-      co_await answer(client,
-                      problem_response(http::status::bad_request, 11, false, response_text));
+      problem_response(own, http::status::bad_request, 11, false);
+      co_await answer(client, own);
       break;
     }
     const auto started = std::chrono::steady_clock::now();
@@ -184,10 +182,8 @@ net::awaitable<void> serve_client(tcp::socket socket, SessionContext context) {
         !decision.route->respond;
     if (!forward) {
       keep_alive = keep_alive && parser.is_done();
-      response_text.clear();
-      const bool again =
-          co_await answer(client, own_response(decision, request.version(), keep_alive,
-                                               config.limits_headers, response_text));
+      own_response(own, decision, request.version(), keep_alive, config.limits_headers);
+      const bool again = co_await answer(client, own);
       generation->pipeline.release(decision);
       account(context, *generation, decision, request, decision.status, nullptr, started);
       if (!again) {
@@ -203,7 +199,7 @@ net::awaitable<void> serve_client(tcp::socket socket, SessionContext context) {
     const config::Upstream& upstream =
         decision.route->upstream ? *decision.route->upstream : *config.upstream;
     const RelayOutcome outcome = co_await relay(client, buffer, parser, peer_text, upstream,
-                                                decision, config, context, keep_alive);
+                                                decision, config, context, keep_alive, relay_head);
     // The permits go back once the response is over, or the client has gone.
     generation->pipeline.release(decision);
     account(context, *generation, decision, request, outcome.status, &outcome, started);

@@ -26,13 +26,14 @@ UpstreamPool::Entry& UpstreamPool::entry_for(const config::Upstream& upstream) {
   return entries_.emplace_back(Entry{.host = upstream.host, .port = upstream.port});
 }
 
-UpstreamConnectionPtr UpstreamPool::take_parked(const config::Upstream& upstream) {
+UpstreamConnectionPtr UpstreamPool::take_parked(const config::Upstream& upstream, bool check_open) {
   Entry& entry = entry_for(upstream);
   const auto now = std::chrono::steady_clock::now();
   while (!entry.idle.empty()) {
     UpstreamConnectionPtr parked = std::move(entry.idle.back());
     entry.idle.pop_back();
-    if (now - parked->parked_at < max_age_ && still_open(parked->stream.socket())) {
+    if (now - parked->parked_at < max_age_ &&
+        (!check_open || still_open(parked->stream.socket()))) {
       parked->reused = true;
       return parked;
     }

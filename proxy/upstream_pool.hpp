@@ -39,8 +39,9 @@ class UpstreamPool {
   UpstreamPool(std::size_t max_idle, limiter::Duration max_age)
       : max_idle_(max_idle), max_age_(max_age) {}
 
-  /// The most recently parked connection to `upstream` that is still good, or null.
-  UpstreamConnectionPtr take_parked(const config::Upstream& upstream);
+  /// The most recently parked connection to `upstream` that is young enough and, if
+  /// `check_open`, still open (one non-blocking peek), or null.
+  UpstreamConnectionPtr take_parked(const config::Upstream& upstream, bool check_open);
   /// A new connection to `upstream` (resolved once, connected within `connect_timeout`). Null
   /// and `error` when it cannot connect.
   boost::asio::awaitable<UpstreamConnectionPtr> connect(const config::Upstream& upstream,
