@@ -17,22 +17,33 @@ inline void append(HeadText& head, std::string_view text) {
 
 /// `METHOD TARGET HTTP/1.1`: the upstream always hears HTTP/1.1.
 inline void write_request_line(HeadText& head, std::string_view method, std::string_view target) {
-  fmt::format_to(std::back_inserter(head), "{} {} HTTP/1.1\r\n", method, target);
+  append(head, method);
+  append(head, " ");
+  append(head, target);
+  append(head, " HTTP/1.1\r\n");
+}
+
+inline void write_field(HeadText& head, std::string_view name, std::string_view value) {
+  append(head, name);
+  append(head, ": ");
+  append(head, value);
+  append(head, "\r\n");
+}
+
+inline void write_field(HeadText& head, std::string_view name, std::uint64_t value) {
+  const fmt::format_int text(value);
+  write_field(head, name, std::string_view(text.data(), text.size()));
 }
 
 /// `HTTP/1.x STATUS REASON`; `version` as Beast counts it (10, 11).
 inline void write_status_line(HeadText& head, unsigned version, unsigned status,
                               std::string_view reason) {
-  fmt::format_to(std::back_inserter(head), "HTTP/{}.{} {} {}\r\n", version / 10, version % 10,
-                 status, reason);
-}
-
-inline void write_field(HeadText& head, std::string_view name, std::string_view value) {
-  fmt::format_to(std::back_inserter(head), "{}: {}\r\n", name, value);
-}
-
-inline void write_field(HeadText& head, std::string_view name, std::uint64_t value) {
-  fmt::format_to(std::back_inserter(head), "{}: {}\r\n", name, value);
+  append(head, version >= 11 ? "HTTP/1.1 " : "HTTP/1.0 ");
+  const fmt::format_int code(status);
+  append(head, std::string_view(code.data(), code.size()));
+  append(head, " ");
+  append(head, reason);
+  append(head, "\r\n");
 }
 
 /// The Connection field a response needs for the client's version to mean `keep_alive`.
