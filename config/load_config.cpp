@@ -147,8 +147,8 @@ ProxyConfig read_config(const YAML::Node& root, const std::string& file, ReadCon
   ProxyConfig config;
   config.file = file;
   MapReader top(root, "",
-                {"listen", "admin", "threads", "upstream", "trusted_proxies", "timeouts",
-                 "limits_headers", "log", "store", "limiters", "deny", "ban", "routes"},
+                {"listen", "admin", "threads", "max_connections", "upstream", "trusted_proxies",
+                 "timeouts", "limits_headers", "log", "store", "limiters", "deny", "ban", "routes"},
                 context);
   if (!top.valid()) {
     if (root.IsNull()) {
@@ -162,6 +162,8 @@ ProxyConfig read_config(const YAML::Node& root, const std::string& file, ReadCon
         top.text("admin").value_or("").empty() ? std::nullopt : read_host_port(top, "admin");
   }
   config.threads = static_cast<unsigned>(top.whole_number("threads", 0, 1024).value_or(0));
+  config.max_connections = static_cast<std::size_t>(
+      top.whole_number("max_connections", 1, 10'000'000).value_or(config.max_connections));
   if (auto upstream = top.text("upstream")) {
     std::string problem;
     config.upstream = parse_upstream(*upstream, problem);

@@ -137,6 +137,9 @@ struct ProxyConfig {
   HostPort listen{"0.0.0.0", 8080};
   std::optional<HostPort> admin = HostPort{"127.0.0.1", 9901};  ///< nullopt: disabled.
   unsigned threads = 0;                                         ///< 0: one per core.
+  /// Client connections open at once, over all threads; beyond it new ones wait in the listen
+  /// queue until one closes (HAProxy's `maxconn`).
+  std::size_t max_connections = 10000;
   std::optional<Upstream> upstream;
   std::vector<Cidr> trusted_proxies;
   Timeouts timeouts;

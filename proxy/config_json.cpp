@@ -288,6 +288,8 @@ std::string config_json(const config::ProxyConfig& config) {
   }
   json.key("threads");
   json.number(config.threads);
+  json.key("max_connections");
+  json.number(config.max_connections);
   if (config.upstream) {
     member(json, "upstream", redact_url(config.upstream->url));
   }

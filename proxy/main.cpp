@@ -133,6 +133,11 @@ int run(std::span<const std::string_view> args) {
   sluice::proxy::AccessLog access_log;
   sluice::proxy::Reloader reloader(path, live, metrics);
   sluice::proxy::Server server(live, metrics, access_log, &reloader, clock);
+  sluice::proxy::apply_log_level(config->log.level);
+  // Signals are caught from before the proxy listens: one that arrives as it starts is not lost.
+  boost::asio::io_context control;
+  boost::asio::signal_set signals(control, SIGTERM, SIGINT);
+  boost::asio::signal_set hangup(control, SIGHUP);
   try {
     server.start();
   } catch (const boost::system::system_error& error) {
@@ -144,15 +149,12 @@ int run(std::span<const std::string_view> args) {
             << config->file << ", " << config->routes.size() << " routes, "
             << config->limiters.size() << " limiters)" << std::endl;
 
-  boost::asio::io_context control;
-  boost::asio::signal_set signals(control, SIGTERM, SIGINT);
   signals.async_wait([&](const boost::system::error_code&, int signal) {
     std::cout << "sluice: " << (signal == SIGTERM ? "SIGTERM" : "SIGINT") << ": draining for up to "
               << sluice::limiter::format_duration(live.current()->config->timeouts.drain)
               << std::endl;
     control.stop();
   });
-  boost::asio::signal_set hangup(control, SIGHUP);
   reload_on_hangup(hangup, reloader);
   boost::asio::steady_timer collector(control);
   collect_idle_keys(collector, live, clock);

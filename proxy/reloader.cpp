@@ -6,6 +6,10 @@
 
 namespace sluice::proxy {
 
+void apply_log_level(const std::string& level) {
+  spdlog::set_level(spdlog::level::from_str(level));
+}
+
 void log_reload(const ReloadReport& report, std::string_view trigger) {
   if (!report.ok) {
     spdlog::error("{}: the configuration has {} error(s); still running on the old one", trigger,
@@ -52,6 +56,7 @@ ReloadReport Reloader::reload() {
   auto generation = std::make_shared<const Generation>(next, previous.get(), metrics_);
   report.kept_state = generation->pipeline.kept_state();
   live_.publish(std::move(generation));
+  apply_log_level(next->log.level);
   metrics_.count_reload(true);
   report.ok = true;
   return report;

@@ -16,6 +16,9 @@ struct ReloadReport {
   std::vector<std::string> restart_needed;  ///< Changed fields a reload cannot apply.
 };
 
+/// Sets the level of the proxy's own log (`log.level`: trace … critical, or off).
+void apply_log_level(const std::string& level);
+
 /// Logs a reload's result: what was kept, or every error (SPEC §3).
 void log_reload(const ReloadReport& report, std::string_view trigger);
 

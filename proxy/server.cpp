@@ -21,15 +21,48 @@ constexpr std::size_t kIdleUpstreamConnections = 32;
 
 using Serve = net::awaitable<void> (*)(tcp::socket, SessionContext);
 
-net::awaitable<void> accept_loop(tcp::acceptor& acceptor, SessionContext context, Serve serve) {
+/// How often a loop at the connection limit looks again for a free slot.
+constexpr std::chrono::milliseconds kFullRecheck{5};
+
+/// Takes one of `limit` connection slots shared by all loops; false when all are taken.
+bool take_slot(std::atomic<std::size_t>& open, std::size_t limit) noexcept {
+  std::size_t now = open.load(std::memory_order_relaxed);
+  while (now < limit) {
+    if (open.compare_exchange_weak(now, now + 1, std::memory_order_relaxed)) {
+      return true;
+    }
+  }
+  return false;
+}
+
+net::awaitable<void> pause(std::chrono::milliseconds duration) {
+  net::steady_timer timer(co_await net::this_coro::executor, duration);
+  co_await timer.async_wait(use_nothrow);
+}
+
+/// Accepts connections and serves each on this loop. With `counted`, each holds one of the
+/// configured `max_connections` slots (taken before it is accepted, given back by the session):
+/// at the limit the loop stops accepting, and new connections wait in the kernel's listen queue
+/// until one closes, as with HAProxy's `maxconn`, instead of being refused.
+net::awaitable<void> accept_loop(tcp::acceptor& acceptor, SessionContext context, Serve serve,
+                                 bool counted) {
   for (;;) {
+    while (counted &&
+           !take_slot(*context.slots, context.generations->get()->config->max_connections)) {
+      co_await pause(kFullRecheck);
+      if (!acceptor.is_open()) {
+        co_return;
+      }
+    }
     auto [ec, socket] = co_await acceptor.async_accept(use_nothrow);
+    if (ec && counted) {
+      context.slots->fetch_sub(1, std::memory_order_relaxed);
+    }
     if (ec == net::error::operation_aborted || !acceptor.is_open()) {
       co_return;  // stopping
     }
     if (ec) {  // e.g. out of file descriptors: back off, keep listening
-      net::steady_timer pause(co_await net::this_coro::executor, std::chrono::milliseconds(100));
-      co_await pause.async_wait(use_nothrow);
+      co_await pause(std::chrono::milliseconds(100));
       continue;
     }
     socket.set_option(tcp::no_delay(true), ec);
@@ -50,6 +83,7 @@ Server::Server(LiveConfig& live, Metrics& metrics, AccessLog& access_log, Reload
                .clock = &clock,
                .draining = &draining_,
                .connections = &connections_,
+               .slots = &slots_,
                .idle = nullptr,
                .pool = nullptr,
                .chunks = nullptr,
@@ -89,7 +123,7 @@ void Server::start() {
     context.pool = first.pool.get();
     context.chunks = &first.chunks;
     context.generations = &first.generations;
-    net::co_spawn(first.io, accept_loop(*admin_, context, &serve_admin), net::detached);
+    net::co_spawn(first.io, accept_loop(*admin_, context, &serve_admin, false), net::detached);
   }
   for (std::size_t i = 0; i < loops_.size(); ++i) {
     Loop* loop = loops_[i].get();
@@ -99,7 +133,8 @@ void Server::start() {
     context.chunks = &loop->chunks;
     context.generations = &loop->generations;
     context.loop = i;
-    net::co_spawn(loop->io, accept_loop(*loop->acceptor, context, &serve_client), net::detached);
+    net::co_spawn(loop->io, accept_loop(*loop->acceptor, context, &serve_client, true),
+                  net::detached);
     loop->thread = std::thread([io = &loop->io] { io->run(); });
   }
 }

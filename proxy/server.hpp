@@ -66,6 +66,7 @@ class Server {
   std::unique_ptr<boost::asio::ip::tcp::acceptor> admin_;  ///< On the first loop.
   std::atomic<bool> draining_{false};
   std::atomic<std::size_t> connections_{0};
+  std::atomic<std::size_t> slots_{0};  ///< Connections open or being accepted.
   boost::asio::ip::tcp::endpoint endpoint_;
 };
 

@@ -40,17 +40,23 @@ net::awaitable<bool> answer(beast::tcp_stream& client, const OwnResponse& respon
   co_return !ec && response.keep_alive;
 }
 
-/// Counts a connection while it is open.
+/// Counts a connection while it is open, and gives its slot (taken by the accept loop) back
+/// when it closes.
 struct ConnectionCount {
-  explicit ConnectionCount(std::atomic<std::size_t>* count) : count_(count) {
+  ConnectionCount(std::atomic<std::size_t>* count, std::atomic<std::size_t>* slots)
+      : count_(count), slots_(slots) {
     count_->fetch_add(1, std::memory_order_relaxed);
   }
   ConnectionCount(const ConnectionCount&) = delete;
   ConnectionCount& operator=(const ConnectionCount&) = delete;
   ConnectionCount(ConnectionCount&&) = delete;
   ConnectionCount& operator=(ConnectionCount&&) = delete;
-  ~ConnectionCount() { count_->fetch_sub(1, std::memory_order_relaxed); }
+  ~ConnectionCount() {
+    count_->fetch_sub(1, std::memory_order_relaxed);
+    slots_->fetch_sub(1, std::memory_order_relaxed);
+  }
   std::atomic<std::size_t>* count_;
+  std::atomic<std::size_t>* slots_;
 };
 
 MetricDecision metric_decision(Outcome outcome) noexcept {
@@ -118,7 +124,7 @@ void account(const SessionContext& context, const Generation& generation, const 
 }  // namespace
 
 net::awaitable<void> serve_client(tcp::socket socket, SessionContext context) {
-  const ConnectionCount counted(context.connections);
+  const ConnectionCount counted(context.connections, context.slots);
   beast::error_code ignored;
   const tcp::endpoint peer_endpoint = socket.remote_endpoint(ignored);
   const IpAddress peer = address_of(peer_endpoint);

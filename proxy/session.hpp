@@ -34,10 +34,12 @@ struct SessionContext {
   const limiter::Clock* clock = nullptr;
   std::atomic<bool>* draining = nullptr;            ///< Set on SIGTERM: finish, keep nothing alive.
   std::atomic<std::size_t>* connections = nullptr;  ///< Open client connections.
-  IdleConnections* idle = nullptr;                  ///< This event loop's waiting connections.
-  UpstreamPool* pool = nullptr;                     ///< This event loop's upstream connections.
-  ChunkPool* chunks = nullptr;                      ///< This event loop's body buffers.
-  std::size_t loop = 0;                             ///< This event loop's index (its counters).
+  /// Client connections open or being accepted, against `max_connections`.
+  std::atomic<std::size_t>* slots = nullptr;
+  IdleConnections* idle = nullptr;  ///< This event loop's waiting connections.
+  UpstreamPool* pool = nullptr;     ///< This event loop's upstream connections.
+  ChunkPool* chunks = nullptr;      ///< This event loop's body buffers.
+  std::size_t loop = 0;             ///< This event loop's index (its counters).
 };
 
 /// Largest request or response header accepted (431 beyond it).

@@ -40,8 +40,8 @@ done
 
 echo "== tsan (threads on shared keys, the proxy's event loops)"
 cmake --preset tsan >/dev/null
-cmake --build --preset tsan --target limiter_tests pipeline_tests proxy_tests
-run_ctest --preset tsan --tests-regex 'ConcurrentDecisions\.|Proxy\.|AdminPort\.' || status=1
+cmake --build --preset tsan --target limiter_tests pipeline_tests proxy_tests sluice
+run_ctest --preset tsan --tests-regex 'ConcurrentDecisions\.|Proxy\.|AdminPort\.|ConnectionLimit\.|ConcurrencyLimit\.|SluiceBinary\.' || status=1
 
 echo
 echo "suite: $passed passed, $failed failed"

@@ -10,7 +10,8 @@ const std::vector<BrokenConfig>& broken_configs() {
       {"unknown_top_key",
        "upstream: \"http://127.0.0.1:9000\"\nlistn: \":8080\"\nroutes: [{name: a}]",
        {"proxy.yaml:2:1: unknown key \"listn\" (did you mean \"listen\"?); accepted keys: listen, "
-        "admin, threads, upstream, trusted_proxies, timeouts, limits_headers, log, store, "
+        "admin, threads, max_connections, upstream, trusted_proxies, timeouts, limits_headers, "
+        "log, store, "
         "limiters, deny, ban or routes"}},
       {"unknown_nested_key",
        "upstream: \"http://127.0.0.1:9000\"\ntimeouts: {idel: 5s}\nroutes: [{name: a}]",
@@ -37,6 +38,9 @@ const std::vector<BrokenConfig>& broken_configs() {
        "upstream: \"http://127.0.0.1:9000/api\"\nroutes: [{name: a}]",
        {"proxy.yaml:1:11: upstream: \"http://127.0.0.1:9000/api\" must be http://host[:port], "
         "without a path"}},
+      {"bad_max_connections",
+       "upstream: \"http://127.0.0.1:9000\"\nmax_connections: 0\nroutes: [{name: a}]",
+       {"proxy.yaml:2:18: max_connections: \"0\" is not a whole number from 1 to 10000000"}},
       {"bad_threads",
        "upstream: \"http://127.0.0.1:9000\"\nthreads: -1\nroutes: [{name: a}]",
        {"proxy.yaml:2:10: threads: \"-1\" is not a whole number from 0 to 1024"}},
