@@ -56,4 +56,52 @@ std::optional<Upstream> parse_upstream(std::string_view text, std::string& probl
   return Upstream{.url = std::string(text), .host = address->host, .port = address->port};
 }
 
+std::optional<RedisEndpoint> parse_redis_url(std::string_view text, std::string& problem) {
+  constexpr std::string_view kScheme = "redis://";
+  const auto fail = [&](std::string_view why) -> std::optional<RedisEndpoint> {
+    problem = "\"" + std::string(text) + "\" " + std::string(why) +
+              " (redis://[[user]:password@]host[:port][/db])";
+    return std::nullopt;
+  };
+  if (!text.starts_with(kScheme)) {
+    return fail("is not a redis:// URL");
+  }
+  std::string_view rest = text.substr(kScheme.size());
+  RedisEndpoint endpoint;
+  if (const std::size_t at = rest.rfind('@'); at != std::string_view::npos) {
+    const std::string_view credentials = rest.substr(0, at);
+    const std::size_t colon = credentials.find(':');
+    if (colon == std::string_view::npos) {
+      return fail("names a user without a password");
+    }
+    endpoint.user = std::string(credentials.substr(0, colon));
+    endpoint.password = std::string(credentials.substr(colon + 1));
+    rest = rest.substr(at + 1);
+  }
+  std::string_view authority = rest;
+  if (const std::size_t slash = rest.find('/'); slash != std::string_view::npos) {
+    authority = rest.substr(0, slash);
+    const std::string_view db = rest.substr(slash + 1);
+    if (!db.empty()) {
+      unsigned value = 0;
+      const auto [end, error] = std::from_chars(db.data(), db.data() + db.size(), value);
+      if (error != std::errc() || end != db.data() + db.size() || value > 1'000'000) {
+        return fail("has a database that is not a whole number");
+      }
+      endpoint.db = value;
+    }
+  }
+  const bool has_port = authority.starts_with('[') ? authority.find("]:") != std::string_view::npos
+                                                   : authority.find(':') != std::string_view::npos;
+  const std::optional<HostPort> address =
+      parse_host_port(has_port ? std::string(authority) : std::string(authority) + ":6379");
+  if (authority.empty() || authority.starts_with(':') || !address || address->host.empty() ||
+      address->port == 0) {
+    return fail("has no valid host and port");
+  }
+  endpoint.host = address->host;
+  endpoint.port = address->port;
+  return endpoint;
+}
+
 }  // namespace sluice::config

@@ -13,4 +13,8 @@ std::optional<HostPort> parse_host_port(std::string_view text);
 /// `http://host[:port][/]`; nullopt with a message for anything else.
 std::optional<Upstream> parse_upstream(std::string_view text, std::string& problem);
 
+/// `redis://[[user]:password@]host[:port][/db]` (port 6379 and db 0 by default); nullopt with
+/// a message for anything else.
+std::optional<RedisEndpoint> parse_redis_url(std::string_view text, std::string& problem);
+
 }  // namespace sluice::config

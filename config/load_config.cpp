@@ -99,9 +99,11 @@ StoreOptions read_store(MapReader& top) {
           reader.section("redis", {"url", "prefix", "timeout", "pool", "on_error"})) {
     MapReader& redis = *section_redis;
     if (auto url = redis.text("url")) {
-      if (!url->starts_with("redis://")) {
-        redis.error("url",
-                    "\"" + *url + "\" is not a redis:// URL (redis://[:password@]host:port/db)");
+      std::string problem;
+      if (auto endpoint = parse_redis_url(*url, problem)) {
+        store.redis.endpoint = std::move(*endpoint);
+      } else {
+        redis.error("url", problem);
       }
       store.redis.url = *url;
     }

@@ -45,8 +45,18 @@ struct LogOptions {
   bool access = true;
 };
 
+/// Where Redis is and how to log in: `redis://[[user]:password@]host[:port][/db]`.
+struct RedisEndpoint {
+  std::string host = "127.0.0.1";
+  std::uint16_t port = 6379;
+  std::string user;      ///< Empty: the default user (AUTH with the password only).
+  std::string password;  ///< Empty: no AUTH.
+  unsigned db = 0;       ///< SELECT'ed when not 0.
+};
+
 struct RedisOptions {
   std::string url = "redis://127.0.0.1:6379/0";
+  RedisEndpoint endpoint;  ///< `url`, parsed.
   std::string prefix = "sluice:";
   Duration timeout = std::chrono::milliseconds(20);
   unsigned pool = 4;

@@ -106,7 +106,10 @@ http::response<http::string_body> reload(const SessionContext& context, unsigned
                 : std::string("{\"result\":\"failure\",\"errors\":[");
   const std::vector<std::string>& items = report.ok ? report.restart_needed : report.errors;
   for (std::size_t i = 0; i < items.size(); ++i) {
-    body += (i == 0 ? "" : ",") + json_string(items[i]);
+    if (i > 0) {
+      body += ',';
+    }
+    body += json_string(items[i]);
   }
   body += "]}\n";
   log_reload(report, "POST /reload");

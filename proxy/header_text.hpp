@@ -11,8 +11,17 @@ namespace sluice::proxy {
 /// between, and inline storage for a typical head, so writing one needs no heap.
 using HeadText = fmt::basic_memory_buffer<char, 1024>;
 
-inline void append(HeadText& head, std::string_view text) {
-  head.append(text.data(), text.data() + text.size());
+/// Appends `text` to any fmt buffer (a head, a body).
+template <std::size_t Size>
+void append(fmt::basic_memory_buffer<char, Size>& out, std::string_view text) {
+  out.append(text.data(), text.data() + text.size());
+}
+
+/// Appends `value` in decimal.
+template <std::size_t Size>
+void append_number(fmt::basic_memory_buffer<char, Size>& out, std::uint64_t value) {
+  const fmt::format_int text(value);
+  out.append(text.data(), text.data() + text.size());
 }
 
 /// `METHOD TARGET HTTP/1.1`: the upstream always hears HTTP/1.1.
@@ -39,8 +48,7 @@ inline void write_field(HeadText& head, std::string_view name, std::uint64_t val
 inline void write_status_line(HeadText& head, unsigned version, unsigned status,
                               std::string_view reason) {
   append(head, version >= 11 ? "HTTP/1.1 " : "HTTP/1.0 ");
-  const fmt::format_int code(status);
-  append(head, std::string_view(code.data(), code.size()));
+  append_number(head, status);
   append(head, " ");
   append(head, reason);
   append(head, "\r\n");

@@ -51,12 +51,12 @@ Quota quota_of(const limiter::LimiterOptions& options) {
 /// any others and the closing brace.
 void open_problem(ResponseText& body, unsigned status, std::string_view type,
                   std::string_view title) {
-  fmt::format_to(std::back_inserter(body), R"({{"type":"{}","title":"{}","status":{})", type, title,
-                 status);
-}
-
-void append(ResponseText& body, std::string_view text) {
-  body.append(text.data(), text.data() + text.size());
+  append(body, R"({"type":")");
+  append(body, type);
+  append(body, R"(","title":")");
+  append(body, title);
+  append(body, R"(","status":)");
+  append_number(body, status);
 }
 
 /// The status line and the fields every own answer has, through Content-Length.
@@ -150,14 +150,22 @@ void write_limit_headers(HeadText& head, const Decision& decision, config::Limit
     };
     list("RateLimit-Policy", [&head](const LimiterReport& report) {
       const Quota quota = quota_of(report.limiter->options);
-      fmt::format_to(std::back_inserter(head), R"("{}";q={})", report.limiter->name, quota.permits);
+      append(head, "\"");
+      append(head, report.limiter->name);
+      append(head, "\";q=");
+      append_number(head, quota.permits);
       if (quota.window_seconds > 0) {
-        fmt::format_to(std::back_inserter(head), ";w={}", quota.window_seconds);
+        append(head, ";w=");
+        append_number(head, quota.window_seconds);
       }
     });
     list("RateLimit", [&head](const LimiterReport& report) {
-      fmt::format_to(std::back_inserter(head), R"("{}";r={};t={})", report.limiter->name,
-                     report.status.remaining, seconds_rounded_up(report.status.reset));
+      append(head, "\"");
+      append(head, report.limiter->name);
+      append(head, "\";r=");
+      append_number(head, report.status.remaining);
+      append(head, ";t=");
+      append_number(head, seconds_rounded_up(report.status.reset));
     });
   }
   if (legacy_fields(headers)) {
@@ -200,7 +208,10 @@ void own_response(OwnResponse& out, const Decision& decision, unsigned version, 
       std::string_view separator;
       for (const LimiterReport& report : decision.applied()) {
         if (!report.limiter->shadow && !report.verdict.admitted) {
-          fmt::format_to(std::back_inserter(body), R"({}"{}")", separator, report.limiter->name);
+          append(body, separator);
+          append(body, "\"");
+          append(body, report.limiter->name);
+          append(body, "\"");
           separator = ",";
         }
       }

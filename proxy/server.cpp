@@ -152,8 +152,10 @@ void Server::stop(limiter::Duration drain) {
     net::post(loop->io, [acceptor = loop->acceptor.get(), idle = &loop->idle] {
       boost::system::error_code ignored;
       acceptor->close(ignored);
-      for (beast::tcp_stream* stream : idle->waiting) {
-        stream->socket().cancel(ignored);
+      for (const auto& [stream, waiting] : idle->open) {
+        if (*waiting) {
+          stream->socket().cancel(ignored);
+        }
       }
     });
   }

@@ -59,6 +59,24 @@ struct ConnectionCount {
   std::atomic<std::size_t>* slots_;
 };
 
+/// Lists a connection among its loop's open ones while it is open.
+class IdleRegistration {
+ public:
+  IdleRegistration(IdleConnections& idle, beast::tcp_stream& client, const bool& waiting)
+      : idle_(idle), client_(&client) {
+    idle_.open.emplace(client_, &waiting);
+  }
+  IdleRegistration(const IdleRegistration&) = delete;
+  IdleRegistration& operator=(const IdleRegistration&) = delete;
+  IdleRegistration(IdleRegistration&&) = delete;
+  IdleRegistration& operator=(IdleRegistration&&) = delete;
+  ~IdleRegistration() { idle_.open.erase(client_); }
+
+ private:
+  IdleConnections& idle_;
+  beast::tcp_stream* client_;
+};
+
 MetricDecision metric_decision(Outcome outcome) noexcept {
   switch (outcome) {
     case Outcome::allowed:
@@ -130,6 +148,8 @@ net::awaitable<void> serve_client(tcp::socket socket, SessionContext context) {
   const IpAddress peer = address_of(peer_endpoint);
   const std::string peer_text = peer_endpoint.address().to_string();  // for X-Forwarded-For
   beast::tcp_stream client(std::move(socket));
+  bool waiting = false;
+  const IdleRegistration registered(*context.idle, client, waiting);
   beast::flat_buffer buffer(kMaxHeaderBytes);
   std::vector<Header> headers;  // views into the parser's fields; capacity reused
   headers.reserve(32);
@@ -151,9 +171,9 @@ net::awaitable<void> serve_client(tcp::socket socket, SessionContext context) {
       break;
     }
     client.expires_after(first ? timeouts.header : timeouts.idle);
-    context.idle->waiting.insert(&client);  // nothing in flight: a drain may close it
+    waiting = true;  // nothing in flight: a drain may close it
     auto [ec, read] = co_await http::async_read_header(client, buffer, parser, use_nothrow);
-    context.idle->waiting.erase(&client);
+    waiting = false;
     if (ec == http::error::header_limit) {
       problem_response(own, http::status::request_header_fields_too_large, 11, false);
       co_await answer(client, own);

@@ -4,7 +4,7 @@
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
-#include <unordered_set>
+#include <unordered_map>
 
 #include "config/proxy_config.hpp"
 #include "limiter/clock.hpp"
@@ -18,10 +18,11 @@
 
 namespace sluice::proxy {
 
-/// The connections of one event loop that are waiting for a request: on drain they have nothing
-/// in flight and are closed at once. Touched only from that loop's thread.
+/// The client connections of one event loop, each with whether it is waiting for a request
+/// now: on drain those have nothing in flight and are closed at once. A connection registers
+/// once; between requests only its flag changes. Touched only from that loop's thread.
 struct IdleConnections {
-  std::unordered_set<boost::beast::tcp_stream*> waiting;
+  std::unordered_map<boost::beast::tcp_stream*, const bool*> open;
 };
 
 /// What every connection shares with the server. Read-only but for the counters.

@@ -6,7 +6,7 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build ccache pkg-config git clang-format-16
   libboost1.81-dev libyaml-cpp-dev libspdlog-dev libfmt-dev libhiredis-dev
-  googletest libgtest-dev libgmock-dev libbenchmark-dev
+  googletest libgtest-dev libgmock-dev libbenchmark-dev redis-server
 )
 
 missing=()

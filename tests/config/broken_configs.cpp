@@ -70,7 +70,7 @@ const std::vector<BrokenConfig>& broken_configs() {
        {"proxy.yaml:2:15: store.type: \"memcached\" is not one of memory or redis",
         "proxy.yaml:2:36: store.max_keys: \"0\" is not a whole number from 1 to 1000000000",
         "proxy.yaml:2:52: store.redis.url: \"localhost:6379\" is not a redis:// URL "
-        "(redis://[:password@]host:port/db)",
+        "(redis://[[user]:password@]host[:port][/db])",
         "proxy.yaml:2:76: store.redis.pool: \"0\" is not a whole number from 1 to 64",
         "proxy.yaml:2:89: store.redis.on_error: \"retry\" is not one of allow, deny or local"}},
       {"incomplete_ban",

@@ -44,6 +44,31 @@ TEST(ParseUpstream, AcceptsPlainHttpHostAndPort) {
   EXPECT_FALSE(parse_upstream("http://", problem).has_value());
 }
 
+TEST(ParseRedisUrl, ReadsCredentialsHostPortAndDatabase) {
+  std::string problem;
+  const auto full = parse_redis_url("redis://app:s3cr@t@cache.internal:6380/3", problem);
+  ASSERT_TRUE(full.has_value()) << problem;
+  EXPECT_EQ(full->user, "app");
+  EXPECT_EQ(full->password, "s3cr@t");  // the last @ ends the credentials
+  EXPECT_EQ(full->host, "cache.internal");
+  EXPECT_EQ(full->port, 6380);
+  EXPECT_EQ(full->db, 3U);
+  const auto plain = parse_redis_url("redis://127.0.0.1", problem);
+  ASSERT_TRUE(plain.has_value());
+  EXPECT_EQ(plain->port, 6379);
+  EXPECT_EQ(plain->db, 0U);
+  EXPECT_TRUE(plain->password.empty());
+  const auto password_only = parse_redis_url("redis://:pw@[::1]:7000/", problem);
+  ASSERT_TRUE(password_only.has_value());
+  EXPECT_EQ(password_only->user, "");
+  EXPECT_EQ(password_only->password, "pw");
+  EXPECT_EQ(password_only->host, "::1");
+  for (const char* bad :
+       {"http://127.0.0.1", "redis://", "redis://host:0", "redis://host/x", "redis://user@host"}) {
+    EXPECT_FALSE(parse_redis_url(bad, problem).has_value()) << bad;
+  }
+}
+
 TEST(ParseKey, RefusesUnknownPartsAndEmptyNames) {
   std::string problem;
   EXPECT_TRUE(parse_key("bearer", problem).has_value());

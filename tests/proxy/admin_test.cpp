@@ -57,6 +57,18 @@ class ReloadableProxy {
   }
   unsigned short port() const { return server_->local_endpoint().port(); }
 
+  /// /metrics once it shows `settled`: a request is counted just after its response is sent,
+  /// so a scrape right after the client has the response may come first. Up to 5 s.
+  std::string metrics_once(const std::string& settled) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    std::string body;
+    do {
+      body = send(get("/metrics"), true).body();
+    } while (body.find(settled) == std::string::npos &&
+             std::chrono::steady_clock::now() < deadline);
+    return body;
+  }
+
  private:
   static inline std::atomic<int> counter_{0};
   std::filesystem::path path_;
@@ -81,7 +93,8 @@ TEST(AdminPort, ExposesPrometheusMetrics) {
   const auto metrics = proxy.send(get("/metrics"), true);
   EXPECT_EQ(metrics.result(), http::status::ok);
   EXPECT_THAT(metrics[http::field::content_type], HasSubstr("text/plain; version=0.0.4"));
-  const std::string& body = metrics.body();
+  const std::string body =
+      proxy.metrics_once("sluice_request_duration_seconds_count{route=\"all\"} 4\n");
   EXPECT_THAT(body, HasSubstr("sluice_requests_total{route=\"all\",decision=\"allowed\"} 3\n"));
   EXPECT_THAT(body, HasSubstr("sluice_requests_total{route=\"all\",decision=\"limited\"} 1\n"));
   EXPECT_THAT(body, HasSubstr("sluice_request_duration_seconds_count{route=\"all\"} 4\n"));
@@ -98,9 +111,9 @@ TEST(AdminPort, CountsUpstreamErrorsByKind) {
       "routes:\n  - {name: dead, match: {path: /dead}, upstream: \"http://127.0.0.1:1\"}\n"
       "  - {name: all}\n");
   EXPECT_EQ(proxy.send(get("/dead")).result(), http::status::bad_gateway);
-  EXPECT_THAT(proxy.send(get("/metrics"), true).body(),
-              HasSubstr("sluice_upstream_errors_total{upstream=\"http://127.0.0.1:1\","
-                        "kind=\"connect\"} 1\n"));
+  const std::string counted =
+      "sluice_upstream_errors_total{upstream=\"http://127.0.0.1:1\",kind=\"connect\"} 1\n";
+  EXPECT_THAT(proxy.metrics_once(counted), HasSubstr(counted));
 }
 
 TEST(AdminPort, ShowsTheEffectiveConfigAsJson) {

@@ -83,25 +83,25 @@ routes: [{name: all, limiters: [shaped]}])");
   }
 }
 
-TEST(ConcurrencyLimit, GivesThePermitBackWhenTheClientGoesAwayMidBody) {
-  ProxyFixture proxy(R"(
+constexpr const char* kOnePerClient = R"(
 limiters:
   one: {algorithm: concurrency, limit: 1, key: ip}
-routes: [{name: all, limiters: [one]}])");
+routes: [{name: all, limiters: [one]}])";
+constexpr const char* kPermitOf127 = "/limiters/one/127.0.0.1";
+
+TEST(ConcurrencyLimit, GivesThePermitBackWhenTheClientGoesAwayMidBody) {
+  ProxyFixture proxy(kOnePerClient);
   {
     RawClient leaving(proxy.port());
     leaving.write("POST /upload HTTP/1.1\r\nHost: a\r\nContent-Length: 1000\r\n\r\nonly part");
-    ASSERT_TRUE(admin_shows(proxy.admin_port(), "/limiters/one/127.0.0.1", "\"remaining\":0"));
+    ASSERT_TRUE(admin_shows(proxy.admin_port(), kPermitOf127, "\"remaining\":0"));
   }  // gone, 991 bytes short
-  ASSERT_TRUE(admin_shows(proxy.admin_port(), "/limiters/one/127.0.0.1", "\"remaining\":1"));
+  ASSERT_TRUE(admin_shows(proxy.admin_port(), kPermitOf127, "\"remaining\":1"));
   EXPECT_EQ(proxy.send(get("/")).result(), http::status::ok);
 }
 
 TEST(ConcurrencyLimit, HoldsThePermitWhileTheUpstreamAnswersAnAbandonedRequest) {
-  ProxyFixture proxy(R"(
-limiters:
-  one: {algorithm: concurrency, limit: 1, key: ip}
-routes: [{name: all, limiters: [one]}])");
+  ProxyFixture proxy(kOnePerClient);
   {
     RawClient leaving(proxy.port());
     leaving.write("GET /slow HTTP/1.1\r\nHost: a\r\n\r\n");
@@ -111,7 +111,7 @@ routes: [{name: all, limiters: [one]}])");
   }  // gone while the upstream works on it
   // As nginx with proxy_ignore_client_abort: the upstream finishes the request (it may have
   // side effects) and the permit comes back with its answer, about a second later.
-  ASSERT_TRUE(admin_shows(proxy.admin_port(), "/limiters/one/127.0.0.1", "\"remaining\":1"));
+  ASSERT_TRUE(admin_shows(proxy.admin_port(), kPermitOf127, "\"remaining\":1"));
   EXPECT_EQ(proxy.send(get("/")).result(), http::status::ok);
 }
 

@@ -1,0 +1,92 @@
+#include "tests/support/redis_server.hpp"
+
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+extern char** environ;  // NOLINT: the server gets the test's environment
+
+namespace sluice::test {
+namespace {
+
+/// A port nothing listens on now: the kernel picks it for a socket that is then closed.
+unsigned short free_port() {
+  const int probe = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t size = sizeof address;
+  ::bind(probe, reinterpret_cast<sockaddr*>(&address), size);          // NOLINT: the sockets API
+  ::getsockname(probe, reinterpret_cast<sockaddr*>(&address), &size);  // NOLINT
+  ::close(probe);
+  return ntohs(address.sin_port);
+}
+
+bool accepts_connections(unsigned short port) {
+  const int probe = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  address.sin_port = htons(port);
+  const bool connected =
+      ::connect(probe, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0;  // NOLINT
+  ::close(probe);
+  return connected;
+}
+
+}  // namespace
+
+RedisServer::RedisServer(const std::string& password) : password_(password), port_(free_port()) {
+  std::vector<std::string> arguments = {
+      "redis-server", "--port", std::to_string(port_), "--bind", "127.0.0.1",
+      "--save",       "",       "--appendonly",        "no"};
+  if (!password.empty()) {
+    arguments.insert(arguments.end(), {"--requirepass", password});
+  }
+  std::vector<char*> argv;
+  for (std::string& argument : arguments) {
+    argv.push_back(argument.data());
+  }
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
+  const int spawned =
+      ::posix_spawnp(&pid_, "redis-server", &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (spawned != 0) {
+    throw std::runtime_error("cannot start redis-server (is it installed?)");
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!accepts_connections(port_)) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      throw std::runtime_error("redis-server did not start listening within 10 s");
+    }
+    std::this_thread::yield();
+  }
+}
+
+RedisServer::~RedisServer() {
+  ::kill(pid_, SIGKILL);
+  ::waitpid(pid_, nullptr, 0);
+}
+
+std::string RedisServer::url(unsigned db) const {
+  return "redis://" + (password_.empty() ? "" : ":" + password_ + "@") +
+         "127.0.0.1:" + std::to_string(port_) + "/" + std::to_string(db);
+}
+
+void RedisServer::pause() const { ::kill(pid_, SIGSTOP); }
+
+void RedisServer::resume() const { ::kill(pid_, SIGCONT); }
+
+}  // namespace sluice::test

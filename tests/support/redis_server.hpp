@@ -1,0 +1,35 @@
+#pragma once
+
+#include <sys/types.h>
+
+#include <string>
+
+namespace sluice::test {
+
+/// A real redis-server for tests: Debian's binary, on a free loopback port, without persistence,
+/// started by the constructor and killed by the destructor. It can be paused (SIGSTOP) and
+/// resumed, as a hung Redis would be.
+class RedisServer {
+ public:
+  /// `password`: required from clients (requirepass) when not empty.
+  explicit RedisServer(const std::string& password = "");
+  RedisServer(const RedisServer&) = delete;
+  RedisServer& operator=(const RedisServer&) = delete;
+  RedisServer(RedisServer&&) = delete;
+  RedisServer& operator=(RedisServer&&) = delete;
+  ~RedisServer();
+
+  unsigned short port() const noexcept { return port_; }
+  /// `redis://[:password@]127.0.0.1:PORT/db`.
+  std::string url(unsigned db = 0) const;
+
+  void pause() const;
+  void resume() const;
+
+ private:
+  std::string password_;
+  unsigned short port_ = 0;
+  pid_t pid_ = -1;
+};
+
+}  // namespace sluice::test
