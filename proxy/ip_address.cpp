@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 
 #include <algorithm>
+#include <charconv>
 #include <iterator>
 
 #include "proxy/http_text.hpp"
@@ -115,9 +116,26 @@ std::optional<IpAddress> IpAddress::parse(std::string_view text) {
 }
 
 std::string IpAddress::to_string() const {
-  char text[INET6_ADDRSTRLEN] = {};
-  inet_ntop(ipv4 ? AF_INET : AF_INET6, bytes.data(), text, sizeof text);
+  std::string text;
+  append_to(text);
   return text;
+}
+
+void IpAddress::append_to(std::string& out) const {
+  if (ipv4) {
+    for (std::size_t i = 0; i < 4; ++i) {
+      if (i > 0) {
+        out += '.';
+      }
+      char digits[3];
+      const auto [end, error] = std::to_chars(std::begin(digits), std::end(digits), bytes[i]);
+      out.append(digits, end);
+    }
+    return;
+  }
+  char text[INET6_ADDRSTRLEN] = {};
+  inet_ntop(AF_INET6, bytes.data(), text, sizeof text);
+  out += text;
 }
 
 IpAddress IpAddress::masked(unsigned prefix) const {

@@ -19,6 +19,8 @@ struct IpAddress {
   static std::optional<IpAddress> parse(std::string_view text);
   /// Dotted or colon notation.
   std::string to_string() const;
+  /// Appends the text form to `out` (IPv4 without printf: this is on the request path).
+  void append_to(std::string& out) const;
   /// The address with only its first `prefix` bits (IPv6 clients grouped by /64, say).
   IpAddress masked(unsigned prefix) const;
   bool in(const config::Cidr& network) const;

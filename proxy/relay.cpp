@@ -15,6 +15,7 @@
 #include "proxy/http_text.hpp"
 #include "proxy/net.hpp"
 #include "proxy/responses.hpp"
+#include "proxy/send.hpp"
 #include "proxy/tunnel.hpp"
 #include "proxy/upstream_pool.hpp"
 
@@ -119,9 +120,7 @@ net::awaitable<beast::error_code> pump(beast::tcp_stream& in, limiter::Duration 
       pieces[count++] = net::buffer(kLastChunk.data(), kLastChunk.size());
     }
     if (count > 0) {
-      out.expires_after(out_timeout);
-      auto [ec, n] = co_await net::async_write(out, pieces, use_nothrow);
-      if (ec) {
+      if (const beast::error_code ec = co_await send(out, pieces, out_timeout)) {
         co_return ec;
       }
       head_sent = true;

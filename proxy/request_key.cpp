@@ -28,12 +28,6 @@ std::optional<std::string_view> find_pair(std::string_view text, char separator,
   return std::nullopt;
 }
 
-void append_address(const IpAddress& address, std::string& out) {
-  char text[INET6_ADDRSTRLEN] = {};
-  inet_ntop(address.ipv4 ? AF_INET : AF_INET6, address.bytes.data(), text, sizeof text);
-  out += text;
-}
-
 }  // namespace
 
 std::optional<std::string_view> cookie_value(std::string_view cookies, std::string_view name) {
@@ -65,7 +59,7 @@ bool build_key(const config::KeySpec& spec, unsigned ipv6_prefix, const RequestV
     }
     switch (part.kind) {
       case Kind::ip:
-        append_address(client.ipv4 ? client : client.masked(ipv6_prefix), out);
+        (client.ipv4 ? client : client.masked(ipv6_prefix)).append_to(out);
         break;
       case Kind::header: {
         const Header* header = request.find_header(part.name);

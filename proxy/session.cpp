@@ -11,6 +11,7 @@
 #include "proxy/net.hpp"
 #include "proxy/relay.hpp"
 #include "proxy/responses.hpp"
+#include "proxy/send.hpp"
 
 namespace sluice::proxy {
 namespace {
@@ -35,8 +36,9 @@ IpAddress address_of(const tcp::endpoint& endpoint) {
 }
 
 /// Answers with `response` and says whether the connection may serve another request.
-net::awaitable<bool> answer(beast::tcp_stream& client, const OwnResponse& response) {
-  auto [ec, written] = co_await net::async_write(client, response.buffers(), use_nothrow);
+net::awaitable<bool> answer(beast::tcp_stream& client, const OwnResponse& response,
+                            limiter::Duration timeout) {
+  const beast::error_code ec = co_await send(client, response.buffers(), timeout);
   co_return !ec && response.keep_alive;
 }
 
@@ -147,6 +149,7 @@ net::awaitable<void> serve_client(tcp::socket socket, SessionContext context) {
   const tcp::endpoint peer_endpoint = socket.remote_endpoint(ignored);
   const IpAddress peer = address_of(peer_endpoint);
   const std::string peer_text = peer_endpoint.address().to_string();  // for X-Forwarded-For
+  socket.non_blocking(true, ignored);  // lets a response go out without a timer (send.hpp)
   beast::tcp_stream client(std::move(socket));
   bool waiting = false;
   const IdleRegistration registered(*context.idle, client, waiting);
@@ -176,7 +179,7 @@ net::awaitable<void> serve_client(tcp::socket socket, SessionContext context) {
     waiting = false;
     if (ec == http::error::header_limit) {
       problem_response(own, http::status::request_header_fields_too_large, 11, false);
-      co_await answer(client, own);
+      co_await answer(client, own, timeouts.idle);
       break;
     }
     if (ec == http::error::end_of_stream || ec == beast::error::timeout ||
@@ -186,7 +189,7 @@ net::awaitable<void> serve_client(tcp::socket socket, SessionContext context) {
     }
     if (ec) {  // malformed: 400, and the connection cannot be trusted to continue
       problem_response(own, http::status::bad_request, 11, false);
-      co_await answer(client, own);
+      co_await answer(client, own, timeouts.idle);
       break;
     }
     const auto started = std::chrono::steady_clock::now();
@@ -209,7 +212,7 @@ net::awaitable<void> serve_client(tcp::socket socket, SessionContext context) {
     if (!forward) {
       keep_alive = keep_alive && parser.is_done();
       own_response(own, decision, request.version(), keep_alive, config.limits_headers);
-      const bool again = co_await answer(client, own);
+      const bool again = co_await answer(client, own, timeouts.idle);
       generation->pipeline.release(decision);
       account(context, *generation, decision, request, decision.status, nullptr, started);
       if (!again) {

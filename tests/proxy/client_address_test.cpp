@@ -51,6 +51,8 @@ TEST(IpAddress, ParsesMasksAndUnmapsIpv4MappedAddresses) {
   EXPECT_EQ(ip("::ffff:192.0.2.1"), ip("192.0.2.1"));
   EXPECT_EQ(ip("2001:db8:1:2:3:4:5:6").masked(64), ip("2001:db8:1:2::"));
   EXPECT_EQ(ip("192.0.2.77").masked(24).to_string(), "192.0.2.0");
+  EXPECT_EQ(ip("0.10.255.1").to_string(), "0.10.255.1");
+  EXPECT_EQ(ip("2001:db8::1").to_string(), "2001:db8::1");
   EXPECT_FALSE(IpAddress::parse("").has_value());
   EXPECT_FALSE(IpAddress::parse("300.1.1.1").has_value());
   EXPECT_FALSE(IpAddress::parse(std::string(100, '1')).has_value());
