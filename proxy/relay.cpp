@@ -15,7 +15,7 @@
 #include "proxy/http_text.hpp"
 #include "proxy/net.hpp"
 #include "proxy/responses.hpp"
-#include "proxy/send.hpp"
+#include "proxy/socket_io.hpp"
 #include "proxy/tunnel.hpp"
 #include "proxy/upstream_pool.hpp"
 
@@ -305,7 +305,6 @@ net::awaitable<RelayOutcome> relay(beast::tcp_stream& client, beast::flat_buffer
       co_return co_await fail(client, failure_of(ec), version, decision, config);
     }
     // Until the response header arrives; interim responses (100, 102, 103) are skipped.
-    server.expires_after(timeouts.upstream);
     beast::error_code header_error;
     do {
       response_parser.emplace();
@@ -314,6 +313,7 @@ net::awaitable<RelayOutcome> relay(beast::tcp_stream& client, beast::flat_buffer
       if (request.method() == http::verb::head) {
         response_parser->skip(true);
       }
+      server.expires_after(timeouts.upstream);
       auto [ec, n] =
           co_await http::async_read_header(server, server_buffer, *response_parser, use_nothrow);
       header_error = ec;

@@ -13,20 +13,16 @@ RespValue convert(const redisReply& reply) {
   RespValue value;
   switch (reply.type) {
     case REDIS_REPLY_STATUS:
-      value.kind = RespValue::Kind::status;
-      value.text.assign(reply.str, reply.len);
-      break;
     case REDIS_REPLY_ERROR:
-      value.kind = RespValue::Kind::error;
+    case REDIS_REPLY_STRING:
+      value.kind = reply.type == REDIS_REPLY_STATUS  ? RespValue::Kind::status
+                   : reply.type == REDIS_REPLY_ERROR ? RespValue::Kind::error
+                                                     : RespValue::Kind::bulk;
       value.text.assign(reply.str, reply.len);
       break;
     case REDIS_REPLY_INTEGER:
       value.kind = RespValue::Kind::integer;
       value.integer = reply.integer;
-      break;
-    case REDIS_REPLY_STRING:
-      value.kind = RespValue::Kind::bulk;
-      value.text.assign(reply.str, reply.len);
       break;
     case REDIS_REPLY_ARRAY:
       value.kind = RespValue::Kind::array;

@@ -11,7 +11,7 @@
 #include "proxy/net.hpp"
 #include "proxy/relay.hpp"
 #include "proxy/responses.hpp"
-#include "proxy/send.hpp"
+#include "proxy/socket_io.hpp"
 
 namespace sluice::proxy {
 namespace {
@@ -149,7 +149,7 @@ net::awaitable<void> serve_client(tcp::socket socket, SessionContext context) {
   const tcp::endpoint peer_endpoint = socket.remote_endpoint(ignored);
   const IpAddress peer = address_of(peer_endpoint);
   const std::string peer_text = peer_endpoint.address().to_string();  // for X-Forwarded-For
-  socket.non_blocking(true, ignored);  // lets a response go out without a timer (send.hpp)
+  socket.non_blocking(true, ignored);                                 // see socket_io.hpp
   beast::tcp_stream client(std::move(socket));
   bool waiting = false;
   const IdleRegistration registered(*context.idle, client, waiting);

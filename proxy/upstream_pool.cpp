@@ -69,7 +69,7 @@ net::awaitable<UpstreamConnectionPtr> UpstreamPool::connect(const config::Upstre
     co_return nullptr;
   }
   connection->stream.socket().set_option(tcp::no_delay(true), error);
-  connection->stream.socket().non_blocking(true, error);  // see send.hpp
+  connection->stream.socket().non_blocking(true, error);  // see socket_io.hpp
   error = {};
   co_return connection;
 }
