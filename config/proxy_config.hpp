@@ -52,6 +52,8 @@ struct RedisEndpoint {
   std::string user;      ///< Empty: the default user (AUTH with the password only).
   std::string password;  ///< Empty: no AUTH.
   unsigned db = 0;       ///< SELECT'ed when not 0.
+
+  bool operator==(const RedisEndpoint&) const = default;
 };
 
 struct RedisOptions {
@@ -61,6 +63,8 @@ struct RedisOptions {
   Duration timeout = std::chrono::milliseconds(20);
   unsigned pool = 4;
   OnStoreError on_error = OnStoreError::allow;
+
+  bool operator==(const RedisOptions&) const = default;
 };
 
 struct StoreOptions {

@@ -84,13 +84,15 @@ http::response<http::string_body> metrics_page(const Generation& generation,
                                                const SessionContext& context, unsigned version,
                                                bool keep_alive) {
   const auto keys = generation.pipeline.limiter_keys();
-  const std::string_view store =
-      generation.config->store.type == config::StoreType::redis ? "redis" : "memory";
-  return text_response(
-      http::status::ok, version, keep_alive,
-      context.metrics->render(
-          {.limiter_keys = keys, .open_connections = context.connections->load(), .store = store}),
-      "text/plain; version=0.0.4; charset=utf-8");
+  Metrics::Gauges gauges{.limiter_keys = keys, .open_connections = context.connections->load()};
+  if (const RedisStore* store = context.store) {
+    gauges.store = "redis";
+    gauges.store_errors = store->errors();
+    gauges.store_available = store->available();
+    gauges.store_cached_refusals = store->cached_refusals();
+  }
+  return text_response(http::status::ok, version, keep_alive, context.metrics->render(gauges),
+                       "text/plain; version=0.0.4; charset=utf-8");
 }
 
 /// POST /reload: 200 and what was kept, or 422 with every error (the old config stays).
@@ -153,10 +155,15 @@ net::awaitable<void> serve_admin(tcp::socket socket, SessionContext context) {
         response = text_response(http::status::ok, request.version(), keep_alive,
                                  config_json(*generation->config), "application/json");
       } else if (target == "/readyz") {
+        // Ready while accepting traffic and the store answers (SPEC §5).
         const bool draining = context.draining->load(std::memory_order_relaxed);
-        response =
-            text_response(draining ? http::status::service_unavailable : http::status::ok,
-                          request.version(), keep_alive, draining ? "draining\n" : "ready\n");
+        const bool store_down = context.store != nullptr && !context.store->available();
+        const std::string_view why = draining     ? "draining\n"
+                                     : store_down ? "store unavailable\n"
+                                                  : "ready\n";
+        response = text_response(
+            draining || store_down ? http::status::service_unavailable : http::status::ok,
+            request.version(), keep_alive, std::string(why));
       } else {
         response = limiter_state(target.substr(std::string_view("/limiters/").size()),
                                  generation->pipeline, context, request.version(), keep_alive);

@@ -144,6 +144,9 @@ int run(std::span<const std::string_view> args) {
     std::cerr << "sluice: cannot listen on " << config->listen.host << ':' << config->listen.port
               << ": " << error.code().message() << '\n';
     return kRuntimeError;
+  } catch (const sluice::proxy::RedisError& error) {
+    std::cerr << "sluice: " << error.what() << '\n';
+    return kRuntimeError;
   }
   std::cout << "sluice " << SLUICE_VERSION << " listening on " << server.local_endpoint() << " ("
             << config->file << ", " << config->routes.size() << " routes, "

@@ -139,8 +139,17 @@ std::string Metrics::render(const Gauges& gauges) const {
   fmt::format_to(to,
                  "# HELP sluice_store_errors_total Failed calls to the limiter store.\n"
                  "# TYPE sluice_store_errors_total counter\n"
-                 "sluice_store_errors_total{{store=\"{}\"}} 0\n",
-                 gauges.store);
+                 "sluice_store_errors_total{{store=\"{0}\"}} {1}\n"
+                 "# HELP sluice_store_available 1 while the limiter store answers; 0 while "
+                 "requests follow on_error.\n"
+                 "# TYPE sluice_store_available gauge\n"
+                 "sluice_store_available{{store=\"{0}\"}} {2}\n"
+                 "# HELP sluice_store_cached_refusals_total Requests refused from the over-limit "
+                 "cache, without a store round trip.\n"
+                 "# TYPE sluice_store_cached_refusals_total counter\n"
+                 "sluice_store_cached_refusals_total{{store=\"{0}\"}} {3}\n",
+                 gauges.store, gauges.store_errors, gauges.store_available ? 1 : 0,
+                 gauges.store_cached_refusals);
   fmt::format_to(to,
                  "# HELP sluice_config_reloads_total Configuration reloads by result.\n"
                  "# TYPE sluice_config_reloads_total counter\n"

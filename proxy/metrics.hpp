@@ -89,6 +89,9 @@ class Metrics {
     std::span<const std::pair<std::string_view, std::uint64_t>> limiter_keys;
     std::size_t open_connections = 0;
     std::string_view store = "memory";
+    std::uint64_t store_errors = 0;
+    bool store_available = true;
+    std::uint64_t store_cached_refusals = 0;
   };
   /// The exposition: requests, durations, upstream errors, limiter keys, store errors, reloads.
   std::string render(const Gauges& gauges) const;

@@ -19,26 +19,14 @@ std::string internal_key_text(std::string written) {
   return written;
 }
 
-/// Charges a set of limiters all or nothing and files each outcome in its report.
-limiter::Decision charge(std::span<const Charge> charges, std::span<const std::size_t> report_of,
-                         limiter::TimePoint now, Decision& decision) {
-  std::array<limiter::Outcome, kMaxChargesPerRequest> outcomes{};
-  const limiter::Decision result = limiter::decide(charges, now, outcomes);
-  for (std::size_t i = 0; i < charges.size(); ++i) {
-    LimiterReport& report = decision.reports[report_of[i]];
-    report.verdict = outcomes[i].verdict;
-    report.status = outcomes[i].status;
-  }
-  return result;
-}
-
-void keep_permits(std::span<const Charge> charges, std::span<const std::size_t> report_of,
-                  Decision& decision) {
-  for (std::size_t i = 0; i < charges.size(); ++i) {
-    if (decision.reports[report_of[i]].limiter->options.algorithm ==
-        limiter::AlgorithmKind::concurrency) {
-      decision.permits[decision.permit_count++] = {charges[i].limiter, charges[i].key,
-                                                   charges[i].cost};
+/// Keeps the concurrency permits of charges[first, last) until the response is over.
+void keep_permits(const Charges& charges, std::size_t first, std::size_t last, Decision& decision) {
+  for (std::size_t i = first; i < last; ++i) {
+    if (charges.options[i]->algorithm == limiter::AlgorithmKind::concurrency) {
+      const Charge& charge = charges.items[i];
+      decision.permits[decision.permit_count++] = {charge.limiter, charge.key, charge.cost,
+                                                   decision.reports[charges.report[i]].limiter,
+                                                   charges.options[i]};
     }
   }
 }
@@ -129,24 +117,34 @@ Pipeline::Pipeline(const config::ProxyConfig& config, const Pipeline* previous)
   }
 }
 
-limiter::Limiter& Pipeline::instance_for(LimiterSlot& slot, std::string_view key_text) noexcept {
-  for (auto& [value, limiter] : slot.overrides) {
-    if (value == key_text) {
-      return *limiter;
+std::pair<limiter::Limiter*, const limiter::LimiterOptions*> Pipeline::instance_for(
+    LimiterSlot& slot, std::string_view key_text) noexcept {
+  for (std::size_t i = 0; i < slot.overrides.size(); ++i) {
+    if (slot.overrides[i].first == key_text) {
+      return {slot.overrides[i].second.get(), &slot.config->overrides[i].options};
     }
   }
-  return *slot.main;
+  return {slot.main.get(), &slot.config->options};
 }
 
 Decision Pipeline::decide(const RequestView& request, limiter::TimePoint now,
                           std::optional<limiter::Permits> cost) {
   Decision decision;
+  Charges charges;
+  if (prepare(request, now, cost, decision, charges)) {
+    conclude(decision, charges, charge_locally(charges, now), now);
+  }
+  return decision;
+}
+
+bool Pipeline::prepare(const RequestView& request, limiter::TimePoint now,
+                       std::optional<limiter::Permits> cost, Decision& decision, Charges& charges) {
   decision.client = client_address(request.peer, config_.trusted_proxies,
                                    request.header("Forwarded"), request.header("X-Forwarded-For"));
   if (deny_.contains(decision.client)) {
     decision.outcome = Outcome::denied;
     decision.status = 403;
-    return decision;
+    return false;
   }
   if (ban_) {
     if (const auto left = ban_->banned_for(decision.client, now)) {
@@ -154,25 +152,26 @@ Decision Pipeline::decide(const RequestView& request, limiter::TimePoint now,
       decision.status = 403;
       decision.banned = true;
       decision.retry_after = *left;
-      return decision;
+      return false;
     }
   }
   const std::optional<std::size_t> index = routes_.match(request);
   if (!index) {
     decision.outcome = Outcome::no_route;
     decision.status = 404;
-    return decision;
+    return false;
   }
   const config::Route& route = config_.routes[*index];
   decision.route = &route;
 
   // Keys are built in a per-thread buffer that keeps its capacity: no allocation per request.
   thread_local std::string key_text;
-  std::array<Charge, kMaxChargesPerRequest> live{};
-  std::array<Charge, kMaxChargesPerRequest> shadow{};
-  std::array<std::size_t, kMaxChargesPerRequest> live_report{};
-  std::array<std::size_t, kMaxChargesPerRequest> shadow_report{};
-  std::size_t live_count = 0;
+  struct Found {
+    Charge charge;
+    const limiter::LimiterOptions* options;
+    std::size_t report;
+  };
+  std::array<Found, kMaxChargesPerRequest> shadow{};
   std::size_t shadow_count = 0;
   for (const std::size_t slot_index : route_limiters_[*index]) {
     LimiterSlot& slot = limiters_[slot_index];
@@ -180,27 +179,63 @@ Decision Pipeline::decide(const RequestView& request, limiter::TimePoint now,
                    key_text)) {
       continue;  // the key cannot be formed: this limiter does not apply
     }
-    const Charge charge_of{&instance_for(slot, key_text), limiter::hash_key(key_text),
-                           cost.value_or(route.cost)};
-    const std::size_t report = decision.report_count++;
-    decision.reports[report].limiter = slot.config;
-    decision.reports[report].key = charge_of.key;
+    const auto [instance, options] = instance_for(slot, key_text);
+    const Found found{{instance, limiter::hash_key(key_text), cost.value_or(route.cost)},
+                      options,
+                      decision.report_count++};
+    decision.reports[found.report].limiter = slot.config;
+    decision.reports[found.report].key = found.charge.key;
     if (slot.config->shadow) {
-      shadow_report[shadow_count] = report;
-      shadow[shadow_count++] = charge_of;
+      shadow[shadow_count++] = found;
     } else {
-      live_report[live_count] = report;
-      live[live_count++] = charge_of;
+      const std::size_t i = charges.live++;
+      charges.items[i] = found.charge;
+      charges.options[i] = found.options;
+      charges.report[i] = found.report;
     }
   }
+  charges.count = charges.live;
+  for (std::size_t s = 0; s < shadow_count; ++s) {
+    const std::size_t i = charges.count++;
+    charges.items[i] = shadow[s].charge;
+    charges.options[i] = shadow[s].options;
+    charges.report[i] = shadow[s].report;
+  }
+  return true;
+}
 
-  const std::span<const Charge> live_charges(live.data(), live_count);
-  const std::span<const std::size_t> live_reports(live_report.data(), live_count);
-  const limiter::Decision verdict = charge(live_charges, live_reports, now, decision);
-  if (!verdict.admitted) {
+ChargeResult Pipeline::charge_locally(const Charges& charges, limiter::TimePoint now) {
+  ChargeResult result;
+  const std::span<limiter::Outcome> outcomes(result.outcomes);
+  result.live_admitted =
+      limiter::decide(charges.live_items(), now, outcomes.first(charges.live)).admitted;
+  // Shadow limiters are charged as if live, but only for requests that go through.
+  if (result.live_admitted) {
+    result.shadow_admitted =
+        limiter::decide(charges.shadow_items(), now, outcomes.subspan(charges.live)).admitted;
+  }
+  return result;
+}
+
+void Pipeline::conclude(Decision& decision, const Charges& charges, const ChargeResult& result,
+                        limiter::TimePoint now) {
+  const config::Route& route = *decision.route;
+  const std::size_t filed = result.live_admitted ? charges.count : charges.live;
+  for (std::size_t i = 0; i < filed; ++i) {
+    LimiterReport& report = decision.reports[charges.report[i]];
+    report.verdict = result.outcomes[i].verdict;
+    report.status = result.outcomes[i].status;
+  }
+  if (!result.live_admitted) {
     decision.outcome = Outcome::limited;
-    decision.retry_after = verdict.retry_after;
     decision.status = 429;
+    decision.retry_after = {};
+    for (std::size_t i = 0; i < charges.live; ++i) {
+      const limiter::Verdict& verdict = result.outcomes[i].verdict;
+      if (!verdict.admitted) {
+        decision.retry_after = std::max(decision.retry_after, verdict.retry_after);
+      }
+    }
     for (const LimiterReport& report : decision.applied()) {
       if (!report.limiter->shadow && !report.verdict.admitted) {
         decision.status = report.limiter->status;  // the first limiter that refused
@@ -217,20 +252,20 @@ Decision Pipeline::decide(const RequestView& request, limiter::TimePoint now,
         decision.reports.begin() + static_cast<std::ptrdiff_t>(decision.report_count),
         [](const LimiterReport& r) { return r.limiter->shadow; });
     decision.report_count = static_cast<std::size_t>(kept - decision.reports.begin());
-    return decision;
+    return;
   }
-  keep_permits(live_charges, live_reports, decision);
-  // Shadow limiters are charged as if live, but only for requests that go through, and they
-  // never stop one: a refusal is only reported (shadow_limited).
-  const std::span<const Charge> shadow_charges(shadow.data(), shadow_count);
-  const std::span<const std::size_t> shadow_reports(shadow_report.data(), shadow_count);
-  if (charge(shadow_charges, shadow_reports, now, decision).admitted) {
-    keep_permits(shadow_charges, shadow_reports, decision);
+  keep_permits(charges, 0, charges.live, decision);
+  // A shadow refusal never stops a request: it is only reported (shadow_limited).
+  if (result.shadow_admitted) {
+    keep_permits(charges, charges.live, charges.count, decision);
   }
-  decision.hold = verdict.hold;
-  decision.outcome = verdict.hold > limiter::Duration::zero() ? Outcome::delayed : Outcome::allowed;
+  decision.hold = {};
+  for (std::size_t i = 0; i < charges.live; ++i) {
+    decision.hold = std::max(decision.hold, result.outcomes[i].verdict.hold);
+  }
+  decision.outcome =
+      decision.hold > limiter::Duration::zero() ? Outcome::delayed : Outcome::allowed;
   decision.status = route.respond ? route.respond->status : 0;
-  return decision;
 }
 
 void Pipeline::release(const Decision& decision) noexcept {
@@ -245,7 +280,7 @@ std::optional<limiter::Status> Pipeline::peek(std::string_view limiter_name,
   for (LimiterSlot& slot : limiters_) {
     if (slot.config->name == limiter_name) {
       const std::string internal = internal_key_text(std::string(key_text));
-      return instance_for(slot, internal).peek(limiter::hash_key(internal), now);
+      return instance_for(slot, internal).first->peek(limiter::hash_key(internal), now);
     }
   }
   return std::nullopt;

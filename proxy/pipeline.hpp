@@ -31,9 +31,11 @@ struct LimiterReport {
 
 /// A permit that a concurrency limiter holds until the response is over.
 struct Permit {
-  limiter::Limiter* limiter = nullptr;
+  limiter::Limiter* limiter = nullptr;  ///< The memory limiter that holds it.
   limiter::KeyHash key = 0;
   limiter::Permits cost = 0;
+  const config::LimiterConfig* config = nullptr;
+  const limiter::LimiterOptions* options = nullptr;  ///< With the key's override applied.
 };
 
 /// The pipeline's answer for one request. Fixed-size, so deciding allocates nothing.
@@ -49,9 +51,36 @@ struct Decision {
   std::size_t report_count = 0;
   std::array<Permit, limiter::kMaxChargesPerRequest> permits{};
   std::size_t permit_count = 0;
+  /// Nonzero when the Redis store holds the permits, under this id (see RedisStore::release).
+  std::uint64_t redis_permit = 0;
 
   /// The limiters that applied (their key could be formed), in the route's order.
   std::span<const LimiterReport> applied() const noexcept { return {reports.data(), report_count}; }
+};
+
+/// The limiters one request must be charged, live ones first, then shadow ones: what a store
+/// decides on. Fixed-size, like Decision.
+struct Charges {
+  std::array<limiter::Charge, limiter::kMaxChargesPerRequest> items{};
+  /// Each charge's definition, its key's override applied (the Redis store sends it along).
+  std::array<const limiter::LimiterOptions*, limiter::kMaxChargesPerRequest> options{};
+  /// Each charge's report in Decision::reports.
+  std::array<std::size_t, limiter::kMaxChargesPerRequest> report{};
+  std::size_t live = 0;   ///< items[0, live) are live.
+  std::size_t count = 0;  ///< items[live, count) are shadow.
+
+  std::span<const limiter::Charge> live_items() const noexcept { return {items.data(), live}; }
+  std::span<const limiter::Charge> shadow_items() const noexcept {
+    return {items.data() + live, count - live};
+  }
+};
+
+/// A store's answer for a request's charges: each one's verdict and status (in Charges order),
+/// and whether the live ones and then the shadow ones admitted it, all or nothing.
+struct ChargeResult {
+  std::array<limiter::Outcome, limiter::kMaxChargesPerRequest> outcomes{};
+  bool live_admitted = false;
+  bool shadow_admitted = false;
 };
 
 /// The decision pipeline of SPEC §2, shared by the proxy and `sluice replay`: client address
@@ -65,8 +94,21 @@ class Pipeline {
   /// them with the old one, so requests still in flight on the old one count in the same place.
   explicit Pipeline(const config::ProxyConfig& config, const Pipeline* previous = nullptr);
 
+  /// The whole decision, with the memory limiters.
   Decision decide(const RequestView& request, limiter::TimePoint now,
                   std::optional<limiter::Permits> cost = std::nullopt);
+
+  /// decide() in two halves, so that another store can charge the limiters in between. The
+  /// first half decides everything before the limiters; it returns false when `decision` is
+  /// already final (denied, banned, no route), else the request's `charges` must be charged and
+  /// their result given to conclude().
+  bool prepare(const RequestView& request, limiter::TimePoint now,
+               std::optional<limiter::Permits> cost, Decision& decision, Charges& charges);
+  /// Charges the memory limiters (also the Redis store's `on_error: local`).
+  static ChargeResult charge_locally(const Charges& charges, limiter::TimePoint now);
+  /// Files each limiter's outcome and settles the decision: limited, delayed or allowed.
+  void conclude(Decision& decision, const Charges& charges, const ChargeResult& result,
+                limiter::TimePoint now);
   /// Gives back the concurrency permits of a finished request.
   void release(const Decision& decision) noexcept;
   /// Drops the idle keys of every limiter; call from a timer.
@@ -93,7 +135,9 @@ class Pipeline {
     /// Key text (parts joined as build_key joins them) → that key's own limiter.
     std::vector<std::pair<std::string, std::shared_ptr<limiter::Limiter>>> overrides;
   };
-  limiter::Limiter& instance_for(LimiterSlot& slot, std::string_view key_text) noexcept;
+  /// The limiter that counts `key_text` (its override's, if it has one), and its definition.
+  std::pair<limiter::Limiter*, const limiter::LimiterOptions*> instance_for(
+      LimiterSlot& slot, std::string_view key_text) noexcept;
 
   const config::ProxyConfig& config_;
   RouteTable routes_;

@@ -54,6 +54,8 @@ class RedisConnection : public std::enable_shared_from_this<RedisConnection> {
   boost::asio::awaitable<RedisReply> command(std::span<const std::string_view> arguments,
                                              limiter::Duration timeout);
 
+  boost::asio::any_io_executor get_executor() { return socket_.get_executor(); }
+
   /// Why the connection is unusable (closed, reset, not RESP); empty while it works.
   boost::system::error_code broken() const noexcept { return broken_; }
   void close();

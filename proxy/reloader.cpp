@@ -50,6 +50,11 @@ ReloadReport Reloader::reload() {
        (next->admin->host != before.admin->host || next->admin->port != before.admin->port))) {
     report.restart_needed.emplace_back("admin");
   }
+  // The Redis store is connected at start (max_keys is per limiter and does reload).
+  if (next->store.type != before.store.type || (next->store.type == config::StoreType::redis &&
+                                                !(next->store.redis == before.store.redis))) {
+    report.restart_needed.emplace_back("store");
+  }
   if (next->threads != before.threads) {
     report.restart_needed.emplace_back("threads");
   }

@@ -221,15 +221,18 @@ void own_response(OwnResponse& out, const Decision& decision, unsigned version, 
       write_field(out.head, "Retry-After", retry_after_seconds(decision.retry_after));
       break;
     }
-    case Outcome::denied:
-      open_problem(body, 403, "about:blank", "Forbidden");
+    case Outcome::denied: {
+      // 403 (deny list, ban), or 503 when a failed store fails closed (`on_error: deny`).
+      const auto status = static_cast<http::status>(decision.status);
+      open_problem(body, decision.status, "about:blank", http::obsolete_reason(status));
       append(body, "}");
       out.body = view_of(body);
-      open_head(out, 403, version, "application/problem+json");
-      if (decision.banned) {
+      open_head(out, decision.status, version, "application/problem+json");
+      if (decision.retry_after > limiter::Duration::zero()) {
         write_field(out.head, "Retry-After", retry_after_seconds(decision.retry_after));
       }
       break;
+    }
     case Outcome::no_route:
       problem_response(out, http::status::not_found, version, keep_alive, &decision, headers);
       return;

@@ -7,8 +7,10 @@
 #include <boost/asio/detached.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/use_future.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
 #include <chrono>
+#include <future>
 
 #include "proxy/admin.hpp"
 #include "proxy/net.hpp"
@@ -114,6 +116,7 @@ void Server::start() {
     endpoint_ = loop->acceptor->local_endpoint();  // port 0 becomes the real port
     loops_.push_back(std::move(loop));
   }
+  open_store(config);
   if (config.admin) {
     Loop& first = *loops_.front();
     const tcp::endpoint admin(net::ip::make_address(config.admin->host), config.admin->port);
@@ -136,6 +139,24 @@ void Server::start() {
     net::co_spawn(loop->io, accept_loop(*loop->acceptor, context, &serve_client, true),
                   net::detached);
     loop->thread = std::thread([io = &loop->io] { io->run(); });
+  }
+}
+
+void Server::open_store(const config::ProxyConfig& config) {
+  if (config.store.type != config::StoreType::redis) {
+    return;
+  }
+  store_ = std::make_unique<RedisStore>(config.store.redis, loops_.size());
+  context_.store = store_.get();
+  // Each loop's connections are opened on that loop, before its thread runs it.
+  for (std::size_t i = 0; i < loops_.size(); ++i) {
+    net::io_context& io = loops_[i]->io;
+    std::future<void> opened = net::co_spawn(io, store_->open(i), net::use_future);
+    while (opened.wait_for(std::chrono::seconds(0)) != std::future_status::ready) {
+      io.run_one();
+    }
+    io.restart();
+    opened.get();  // throws RedisError
   }
 }
 
@@ -178,7 +199,13 @@ void Server::stop(limiter::Duration drain) {
     }
   }
   admin_.reset();  // it belongs to the first loop's io_context: it must go first
+  if (store_) {
+    for (std::size_t i = 0; i < loops_.size(); ++i) {
+      store_->close(i);  // the loops have stopped: no other thread touches the connections
+    }
+  }
   loops_.clear();
+  store_.reset();
 }
 
 }  // namespace sluice::proxy

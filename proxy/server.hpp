@@ -30,7 +30,9 @@ class Server {
   Server& operator=(Server&&) = delete;
   ~Server();
 
-  /// Binds and starts the event loops. Throws boost::system::system_error when it cannot bind.
+  /// Binds, connects the Redis store if the configuration has one, and starts the event loops.
+  /// Throws boost::system::system_error when it cannot bind, RedisError when Redis cannot be
+  /// used.
   void start();
   /// The bound address (the real port when the config asked for port 0).
   boost::asio::ip::tcp::endpoint local_endpoint() const;
@@ -39,6 +41,8 @@ class Server {
   /// Stops accepting, lets connections finish their request for up to `drain`, then stops.
   void stop(limiter::Duration drain);
   std::size_t open_connections() const noexcept { return connections_.load(); }
+  /// The Redis store; nullptr with `store: memory`.
+  RedisStore* store() const noexcept { return store_.get(); }
 
   /// Event-loop threads for a configuration: `threads`, or one per core when 0.
   static unsigned threads_for(const config::ProxyConfig& config);
@@ -68,6 +72,10 @@ class Server {
   std::atomic<std::size_t> connections_{0};
   std::atomic<std::size_t> slots_{0};  ///< Connections open or being accepted.
   boost::asio::ip::tcp::endpoint endpoint_;
+  /// Holds sockets of the loops' io_contexts: closed in stop() before they go.
+  std::unique_ptr<RedisStore> store_;
+
+  void open_store(const config::ProxyConfig& config);
 };
 
 }  // namespace sluice::proxy

@@ -141,6 +141,15 @@ void account(const SessionContext& context, const Generation& generation, const 
                    .total = total});
 }
 
+/// Gives back the request's concurrency permits to the store that holds them.
+void release(const SessionContext& context, Pipeline& pipeline, const Decision& decision) {
+  if (decision.redis_permit != 0) {
+    context.store->release(context.loop, decision);
+  } else {
+    pipeline.release(decision);
+  }
+}
+
 }  // namespace
 
 net::awaitable<void> serve_client(tcp::socket socket, SessionContext context) {
@@ -203,7 +212,17 @@ net::awaitable<void> serve_client(tcp::socket socket, SessionContext context) {
                            .host = request[http::field::host],
                            .headers = headers,
                            .peer = peer};
-    const Decision decision = generation->pipeline.decide(view, context.clock->now());
+    Decision decision;
+    Charges charges;
+    const limiter::TimePoint now = context.clock->now();
+    if (generation->pipeline.prepare(view, now, std::nullopt, decision, charges)) {
+      if (context.store != nullptr) {
+        co_await context.store->decide(context.loop, generation->pipeline, decision, charges, now);
+      } else {
+        generation->pipeline.conclude(decision, charges, Pipeline::charge_locally(charges, now),
+                                      now);
+      }
+    }
     // A body left unread would be taken for the next request: only keep alive without one.
     bool keep_alive = request.keep_alive() && !context.draining->load(std::memory_order_relaxed);
     const bool forward =
@@ -213,7 +232,7 @@ net::awaitable<void> serve_client(tcp::socket socket, SessionContext context) {
       keep_alive = keep_alive && parser.is_done();
       own_response(own, decision, request.version(), keep_alive, config.limits_headers);
       const bool again = co_await answer(client, own, timeouts.idle);
-      generation->pipeline.release(decision);
+      release(context, generation->pipeline, decision);
       account(context, *generation, decision, request, decision.status, nullptr, started);
       if (!again) {
         break;
@@ -230,7 +249,7 @@ net::awaitable<void> serve_client(tcp::socket socket, SessionContext context) {
     const RelayOutcome outcome = co_await relay(client, buffer, parser, peer_text, upstream,
                                                 decision, config, context, keep_alive, relay_head);
     // The permits go back once the response is over, or the client has gone.
-    generation->pipeline.release(decision);
+    release(context, generation->pipeline, decision);
     account(context, *generation, decision, request, outcome.status, &outcome, started);
     if (!outcome.keep_alive) {
       break;

@@ -13,6 +13,7 @@
 #include "proxy/generation.hpp"
 #include "proxy/metrics.hpp"
 #include "proxy/pipeline.hpp"
+#include "proxy/redis_store.hpp"
 #include "proxy/reloader.hpp"
 #include "proxy/upstream_pool.hpp"
 
@@ -40,6 +41,7 @@ struct SessionContext {
   IdleConnections* idle = nullptr;  ///< This event loop's waiting connections.
   UpstreamPool* pool = nullptr;     ///< This event loop's upstream connections.
   ChunkPool* chunks = nullptr;      ///< This event loop's body buffers.
+  RedisStore* store = nullptr;      ///< With `store: redis`; else the memory limiters decide.
   std::size_t loop = 0;             ///< This event loop's index (its counters).
 };
 

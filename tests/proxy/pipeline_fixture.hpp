@@ -25,17 +25,22 @@ class PipelineFixture {
     std::string peer = "198.51.100.7";
   };
 
+  /// The request as the pipeline sees it; refers to `request`.
+  static proxy::RequestView view_of(const Request& request) {
+    return {.method = request.method,
+            .target = request.target,
+            .host = request.host,
+            .headers = request.headers,
+            .peer = *proxy::IpAddress::parse(request.peer)};
+  }
+
   proxy::Decision send(const Request& request, limiter::TimePoint now,
                        std::optional<limiter::Permits> cost = std::nullopt) {
-    const proxy::RequestView view{.method = request.method,
-                                  .target = request.target,
-                                  .host = request.host,
-                                  .headers = request.headers,
-                                  .peer = *proxy::IpAddress::parse(request.peer)};
-    return pipeline_->decide(view, now, cost);
+    return pipeline_->decide(view_of(request), now, cost);
   }
 
   proxy::Pipeline& pipeline() { return *pipeline_; }
+  const config::ProxyConfig& config() const { return *config_; }
 
  private:
   std::unique_ptr<config::ProxyConfig> config_;

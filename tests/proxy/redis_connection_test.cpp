@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "config/addresses.hpp"
+#include "tests/support/event_loop.hpp"
 #include "tests/support/redis_server.hpp"
 #include "tests/support/test_upstream.hpp"
 
@@ -29,28 +30,9 @@ config::RedisEndpoint endpoint_of(const std::string& url) {
   return endpoint.value_or(config::RedisEndpoint{});
 }
 
-/// One event loop for a test: connections live on it from open to close.
-class Loop {
+/// The test's event loop, with the connection's calls.
+class Loop : public test::EventLoop {
  public:
-  /// Runs `body` as a coroutine on the loop until it finishes; rethrows its exception.
-  template <class Body>
-  void run(Body body) {
-    bool done = false;
-    std::exception_ptr failure;
-    net::co_spawn(io_, body(), [&](std::exception_ptr error) {
-      failure = error;
-      done = true;
-    });
-    while (!done) {
-      if (io_.run_one() == 0) {
-        io_.restart();  // it ran out of work once: it stopped, and must be told to go on
-      }
-    }
-    if (failure) {
-      std::rethrow_exception(failure);
-    }
-  }
-
   std::shared_ptr<RedisConnection> open(const std::string& url) {
     std::shared_ptr<RedisConnection> connection;
     run([&]() -> net::awaitable<void> {
@@ -80,11 +62,6 @@ class Loop {
     run([&]() -> net::awaitable<void> { reply = co_await connection.command(arguments, timeout); });
     return reply;
   }
-
-  net::io_context& io() { return io_; }
-
- private:
-  net::io_context io_;
 };
 
 TEST(RedisConnection, PipelinesConcurrentCommandsAndMatchesRepliesInOrder) {

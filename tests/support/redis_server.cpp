@@ -46,11 +46,15 @@ bool accepts_connections(unsigned short port) {
 }  // namespace
 
 RedisServer::RedisServer(const std::string& password) : password_(password), port_(free_port()) {
+  start();
+}
+
+void RedisServer::start() {
   std::vector<std::string> arguments = {
       "redis-server", "--port", std::to_string(port_), "--bind", "127.0.0.1",
       "--save",       "",       "--appendonly",        "no"};
-  if (!password.empty()) {
-    arguments.insert(arguments.end(), {"--requirepass", password});
+  if (!password_.empty()) {
+    arguments.insert(arguments.end(), {"--requirepass", password_});
   }
   std::vector<char*> argv;
   for (std::string& argument : arguments) {
@@ -75,9 +79,14 @@ RedisServer::RedisServer(const std::string& password) : password_(password), por
   }
 }
 
-RedisServer::~RedisServer() {
-  ::kill(pid_, SIGKILL);
-  ::waitpid(pid_, nullptr, 0);
+RedisServer::~RedisServer() { kill(); }
+
+void RedisServer::kill() {
+  if (pid_ > 0) {
+    ::kill(pid_, SIGKILL);
+    ::waitpid(pid_, nullptr, 0);
+    pid_ = -1;
+  }
 }
 
 std::string RedisServer::url(unsigned db) const {

@@ -25,6 +25,9 @@ class RedisServer {
 
   void pause() const;
   void resume() const;
+  /// Kills the server (SIGKILL: it forgets everything), and starts a new one on the same port.
+  void kill();
+  void start();
 
  private:
   std::string password_;

@@ -1,0 +1,58 @@
+-- Shared by every algorithm of the decision script. Times are whole microseconds since the Unix
+-- epoch (exact in a Lua number until the year 2255); the memory store's semantics, in µs.
+local NEVER = math.huge
+local TOLERANCE = 1e-9 -- permits computed in floating point may fall a hair short
+
+-- Index of the epoch-aligned period of `length` that holds `t` (floor division, made exact).
+local function period_index(t, length)
+  local index = math.floor(t / length)
+  if index * length > t then
+    index = index - 1
+  elseif (index + 1) * length <= t then
+    index = index + 1
+  end
+  return index
+end
+
+-- Whole microseconds, rounded up, forgiving a relative 1e-12 as the memory store does.
+local function ceil_us(amount)
+  if not (amount > 0) then
+    return 0
+  end
+  return math.ceil(amount * (1 - 1e-12))
+end
+
+-- The verdict for a request that could be admitted at `admit_at`: admitted (0/1), hold and
+-- retry after (µs; -1 = never). Reject mode admits only now; delay mode within max_delay.
+local function verdict_at(admit_at, now, policy)
+  if admit_at == NEVER then
+    return 0, 0, -1
+  end
+  local wait = 0
+  if admit_at > now then
+    wait = admit_at - now
+  end
+  if wait == 0 then
+    return 1, 0, 0
+  end
+  if policy.delay then
+    if wait <= policy.max_delay then
+      return 1, wait, 0
+    end
+    return 0, 0, wait - policy.max_delay
+  end
+  return 0, 0, wait
+end
+
+-- The largest whole cost that fits in `capacity` permits.
+local function largest_cost(capacity)
+  return math.floor(capacity + TOLERANCE)
+end
+
+-- Keeps a key until its state is fresh again (at `fresh_at`), so Redis forgets idle keys itself.
+local function expire_at(key, fresh_at, now)
+  if fresh_at == NEVER then
+    return
+  end
+  redis.call('PEXPIRE', key, math.max(1, math.ceil((fresh_at - now) / 1000)))
+end
