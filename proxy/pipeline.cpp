@@ -24,7 +24,10 @@ void keep_permits(const Charges& charges, std::size_t first, std::size_t last, D
   for (std::size_t i = first; i < last; ++i) {
     if (charges.options[i]->algorithm == limiter::AlgorithmKind::concurrency) {
       const Charge& charge = charges.items[i];
-      decision.permits[decision.permit_count++] = {charge.limiter, charge.key, charge.cost,
+      decision.permits[decision.permit_count++] = {charge.limiter,
+                                                   charge.key,
+                                                   charge.cost,
+                                                   charges.shared_key[i],
                                                    decision.reports[charges.report[i]].limiter,
                                                    charges.options[i]};
     }
@@ -168,8 +171,15 @@ bool Pipeline::prepare(const RequestView& request, limiter::TimePoint now,
   thread_local std::string key_text;
   struct Found {
     Charge charge;
+    limiter::KeyHash shared_key;
     const limiter::LimiterOptions* options;
     std::size_t report;
+  };
+  const auto place = [&charges](std::size_t i, const Found& found) {
+    charges.items[i] = found.charge;
+    charges.shared_key[i] = found.shared_key;
+    charges.options[i] = found.options;
+    charges.report[i] = found.report;
   };
   std::array<Found, kMaxChargesPerRequest> shadow{};
   std::size_t shadow_count = 0;
@@ -181,6 +191,7 @@ bool Pipeline::prepare(const RequestView& request, limiter::TimePoint now,
     }
     const auto [instance, options] = instance_for(slot, key_text);
     const Found found{{instance, limiter::hash_key(key_text), cost.value_or(route.cost)},
+                      limiter::hash_key(key_text, kSharedKeySeed),
                       options,
                       decision.report_count++};
     decision.reports[found.report].limiter = slot.config;
@@ -188,18 +199,12 @@ bool Pipeline::prepare(const RequestView& request, limiter::TimePoint now,
     if (slot.config->shadow) {
       shadow[shadow_count++] = found;
     } else {
-      const std::size_t i = charges.live++;
-      charges.items[i] = found.charge;
-      charges.options[i] = found.options;
-      charges.report[i] = found.report;
+      place(charges.live++, found);
     }
   }
   charges.count = charges.live;
   for (std::size_t s = 0; s < shadow_count; ++s) {
-    const std::size_t i = charges.count++;
-    charges.items[i] = shadow[s].charge;
-    charges.options[i] = shadow[s].options;
-    charges.report[i] = shadow[s].report;
+    place(charges.count++, shadow[s]);
   }
   return true;
 }

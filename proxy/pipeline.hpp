@@ -17,6 +17,10 @@
 
 namespace sluice::proxy {
 
+/// The seed of Charges::shared_key: fixed, so that every replica hashes a key alike. (Hash
+/// flooding is no concern there: Redis's tables seed their own hashes.)
+inline constexpr std::uint64_t kSharedKeySeed = 0x736c75696365;  // "sluice"
+
 /// What happened to a request (SPEC §6's decisions).
 enum class Outcome { allowed, delayed, limited, denied, no_route };
 std::string_view name_of(Outcome outcome) noexcept;
@@ -34,6 +38,7 @@ struct Permit {
   limiter::Limiter* limiter = nullptr;  ///< The memory limiter that holds it.
   limiter::KeyHash key = 0;
   limiter::Permits cost = 0;
+  limiter::KeyHash shared_key = 0;  ///< See Charges::shared_key.
   const config::LimiterConfig* config = nullptr;
   const limiter::LimiterOptions* options = nullptr;  ///< With the key's override applied.
 };
@@ -66,6 +71,9 @@ struct Charges {
   std::array<const limiter::LimiterOptions*, limiter::kMaxChargesPerRequest> options{};
   /// Each charge's report in Decision::reports.
   std::array<std::size_t, limiter::kMaxChargesPerRequest> report{};
+  /// Each charge's key hashed alike in every process (items[i].key is seeded per process), so
+  /// that replicas sharing a store find the same counters.
+  std::array<limiter::KeyHash, limiter::kMaxChargesPerRequest> shared_key{};
   std::size_t live = 0;   ///< items[0, live) are live.
   std::size_t count = 0;  ///< items[live, count) are shadow.
 

@@ -105,7 +105,7 @@ void DecisionCall::build(std::string_view sha, std::string_view prefix, const De
   end_argument();
   for (std::size_t i = 0; i < charges.count; ++i) {
     const config::LimiterConfig& limiter = *decision.reports[charges.report[i]].limiter;
-    append_redis_key(text_, prefix, limiter.name, *charges.options[i], charges.items[i].key);
+    append_redis_key(text_, prefix, limiter.name, *charges.options[i], charges.shared_key[i]);
     end_argument();
   }
   fmt::format_to(
@@ -174,7 +174,7 @@ bool read_decision(const RespValue& reply, const Charges& charges, ChargeResult&
 
 ReleaseCall release_call(std::string_view prefix, const Permit& permit, std::uint64_t id) {
   ReleaseCall call;
-  append_redis_key(call.key, prefix, permit.config->name, *permit.options, permit.key);
+  append_redis_key(call.key, prefix, permit.config->name, *permit.options, permit.shared_key);
   call.permit = fmt::format("{:x}", id);
   call.cost = fmt::format("{}", permit.cost);
   return call;

@@ -165,4 +165,19 @@ TEST_F(SluiceCli, HelpAndVersionExitZero) {
   EXPECT_THAT(version.out, HasSubstr("sluice "));
 }
 
+TEST_F(SluiceCli, RunStopsWithTheRedactedUrlWhenRedisCannotBeReached) {
+  // Nothing listens on port 1: the connection is refused at once.
+  const auto config =
+      write("proxy.yaml",
+            "listen: \"127.0.0.1:0\"\nadmin: \"\"\n"
+            "upstream: http://127.0.0.1:9000\n"
+            "store: {type: redis, redis: {url: \"redis://:hunter2@127.0.0.1:1/0\"}}\n"
+            "routes: [{name: all}]\n");
+  const Result result = run("run -c " + config.string());
+  EXPECT_EQ(result.status, 1);
+  EXPECT_THAT(result.err, HasSubstr("redis://:***@127.0.0.1:1/0"));
+  EXPECT_THAT(result.err, HasSubstr("cannot connect"));
+  EXPECT_THAT(result.err + result.out, ::testing::Not(HasSubstr("hunter2")));
+}
+
 }  // namespace

@@ -6,6 +6,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <array>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -13,8 +15,10 @@
 #include <future>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "tests/proxy/proxy_fixture.hpp"
+#include "tests/support/redis_server.hpp"
 
 extern char** environ;  // NOLINT: posix_spawn passes the test's environment on
 
@@ -143,6 +147,40 @@ TEST_F(SluiceBinary, ReloadsItsFileOnSighup) {
   EXPECT_TRUE(reloaded);
   sluice.signal(SIGTERM);
   EXPECT_EQ(sluice.wait(), 0);
+}
+
+TEST_F(SluiceBinary, TwoProcessesSharingRedisAdmitExactlyTheLimitTogether) {
+  const sluice::test::RedisServer redis;
+  const auto config = write_config("store: {type: redis, redis: {url: \"" + redis.url() +
+                                   "\", timeout: 1s}}\n"
+                                   "limiters:\n"
+                                   "  shared: {algorithm: sliding_log, limit: 30, window: 1h}\n"
+                                   "routes: [{name: all, limiters: [shared]}]");
+  SluiceProcess first(config);
+  SluiceProcess second(config);
+  const std::array<unsigned short, 2> ports{first.port(), second.port()};
+  std::atomic<int> admitted{0};
+  std::atomic<int> limited{0};
+  std::vector<std::thread> clients;
+  for (std::size_t c = 0; c < 4; ++c) {
+    clients.emplace_back([&, c] {
+      for (std::size_t i = 0; i < 20; ++i) {
+        const auto response = send_request(ports[(c + i) % 2], get("/"));
+        (response.result() == http::status::ok ? admitted : limited) += 1;
+        EXPECT_TRUE(response.result() == http::status::ok ||
+                    response.result() == http::status::too_many_requests);
+      }
+    });
+  }
+  for (std::thread& client : clients) {
+    client.join();
+  }
+  EXPECT_EQ(admitted, 30);
+  EXPECT_EQ(limited, 50);
+  first.signal(SIGTERM);
+  second.signal(SIGTERM);
+  EXPECT_EQ(first.wait(), 0);
+  EXPECT_EQ(second.wait(), 0);
 }
 
 }  // namespace

@@ -6,9 +6,12 @@
 #include <gtest/gtest.h>
 
 #include <array>
+#include <atomic>
 #include <deque>
+#include <latch>
 #include <random>
 #include <string>
+#include <thread>
 
 #include "tests/proxy/pipeline_fixture.hpp"
 #include "tests/support/event_loop.hpp"
@@ -70,6 +73,8 @@ class StoreFixture {
   }
 
   RedisStore& store() { return store_; }
+  test::EventLoop& loop() { return loop_; }
+  Pipeline& shared_pipeline() { return shared_.pipeline(); }
 
  private:
   test::PipelineFixture memory_;
@@ -243,6 +248,169 @@ routes: [{name: api, limiters: [per-ip]}]
   EXPECT_EQ(fixture.redis({}, at(10s)).outcome, Outcome::allowed);
   EXPECT_EQ(fixture.store().cached_refusals(), 1U);
 }
+
+/// Slack over the Redis timeout that a request may take when Redis fails: the decision itself
+/// and the event loop's turn. Sanitizers slow everything several times over.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+constexpr Duration kSlack = 50ms;
+#else
+constexpr Duration kSlack = 5ms;
+#endif
+
+constexpr auto kTimeout = 20ms;
+
+/// A sliding log: no window edge can fall inside a test and reset the count.
+const char* const kTwoPerHour = R"(
+upstream: http://127.0.0.1:9000
+limiters:
+  per-ip: {algorithm: sliding_log, limit: 2, window: 1h}
+routes: [{name: api, limiters: [per-ip]}]
+)";
+
+/// Through the store on Redis's clock, timed.
+std::pair<Decision, Duration> timed(StoreFixture& fixture, const Request& request = {}) {
+  const auto started = std::chrono::steady_clock::now();
+  Decision decision = fixture.redis(request, std::nullopt);
+  return {decision, std::chrono::steady_clock::now() - started};
+}
+
+/// Sends a request every 10 ms until the store answers again; how long that took.
+Duration time_to_recover(StoreFixture& fixture, Duration patience) {
+  const auto started = std::chrono::steady_clock::now();
+  while (std::chrono::steady_clock::now() - started < patience) {
+    fixture.loop().run_for(10ms);
+    timed(fixture, {.peer = "198.51.100.99"});
+    if (fixture.store().available()) {
+      break;
+    }
+  }
+  return std::chrono::steady_clock::now() - started;
+}
+
+class OnError : public ::testing::TestWithParam<std::string> {
+ protected:
+  /// What on_error makes of the nth request of a client allowed two per hour (the memory
+  /// limiters have seen only the requests made while Redis was down).
+  static void expect_fallback(const Decision& decision, int nth_while_down) {
+    const std::string& on_error = GetParam();
+    if (on_error == "allow") {
+      EXPECT_EQ(decision.outcome, Outcome::allowed);
+      EXPECT_EQ(decision.applied().size(), 0U);  // nothing was counted: no headers
+    } else if (on_error == "deny") {
+      EXPECT_EQ(decision.outcome, Outcome::denied);
+      EXPECT_EQ(decision.status, 503U);
+      EXPECT_EQ(decision.retry_after, 1s);
+    } else {
+      EXPECT_EQ(decision.outcome, nth_while_down < 2 ? Outcome::allowed : Outcome::limited);
+    }
+  }
+};
+
+TEST_P(OnError, RedisHungCostsTheTimeoutOnceThenRecoversWithinASecond) {
+  test::RedisServer server;
+  StoreFixture fixture(kTwoPerHour,
+                       "url: \"" + server.url() + "\", timeout: 20ms, on_error: " + GetParam());
+  EXPECT_EQ(timed(fixture).first.outcome, Outcome::allowed);
+  server.pause();
+  int slow = 0;
+  for (int i = 0; i < 20; ++i) {
+    const auto [decision, took] = timed(fixture);
+    SCOPED_TRACE("request " + std::to_string(i) + " while Redis hangs");
+    expect_fallback(decision, i);
+    EXPECT_LE(took, kTimeout + kSlack);
+    slow += took >= kTimeout ? 1 : 0;
+  }
+  EXPECT_EQ(slow, 1);  // the breaker opened on the first timeout
+  EXPECT_FALSE(fixture.store().available());
+  EXPECT_EQ(fixture.store().errors(), 1U);
+  server.resume();
+  EXPECT_LT(time_to_recover(fixture, 3s), 1s);
+  // Redis kept its count, and counted the request that timed out when it woke up: a request
+  // whose answer never came may still have been counted.
+  EXPECT_EQ(timed(fixture).first.outcome, Outcome::limited);
+}
+
+TEST_P(OnError, RedisKilledFailsFastAndARestartedOneIsFoundWithinASecond) {
+  test::RedisServer server;
+  StoreFixture fixture(kTwoPerHour,
+                       "url: \"" + server.url() + "\", timeout: 20ms, on_error: " + GetParam());
+  EXPECT_EQ(timed(fixture).first.outcome, Outcome::allowed);
+  server.kill();
+  for (int i = 0; i < 20; ++i) {
+    const auto [decision, took] = timed(fixture);
+    SCOPED_TRACE("request " + std::to_string(i) + " while Redis is dead");
+    expect_fallback(decision, i);
+    EXPECT_LE(took, kTimeout + kSlack);
+  }
+  EXPECT_FALSE(fixture.store().available());
+  server.start();  // a new Redis on the same port, empty
+  EXPECT_LT(time_to_recover(fixture, 3s), 1s);
+  EXPECT_EQ(timed(fixture).first.outcome, Outcome::allowed);
+  EXPECT_EQ(timed(fixture).first.outcome, Outcome::allowed);
+  EXPECT_EQ(timed(fixture).first.outcome, Outcome::limited);
+}
+
+INSTANTIATE_TEST_SUITE_P(Policies, OnError, ::testing::Values("allow", "deny", "local"),
+                         [](const auto& test) { return test.param; });
+
+/// Two replicas (two stores, each on its own thread and loop) hammer one Redis at once: together
+/// they admit exactly the limit.
+class SharedLimit : public ::testing::TestWithParam<Algorithm> {};
+
+TEST_P(SharedLimit, TwoReplicasAdmitExactlyTheLimitTogether) {
+  const test::RedisServer server;
+  const std::string yaml = "upstream: http://127.0.0.1:9000\nlimiters:\n  shared: {" +
+                           GetParam().limiter + "}\nroutes: [{name: api, limiters: [shared]}]\n";
+  const std::string store = "url: \"" + server.url() + "\", timeout: 1s";
+  constexpr std::size_t kWaves = 30;
+  constexpr std::size_t kPerWave = 5;  // requests in flight at once, per replica
+  constexpr std::size_t kPerReplica = kWaves * kPerWave;
+  std::array<std::atomic<int>, 2> admitted{};
+  std::latch connected(2);
+  std::vector<std::thread> replicas;
+  for (std::size_t r = 0; r < 2; ++r) {
+    replicas.emplace_back([&, r] {
+      StoreFixture replica(yaml, store);
+      connected.arrive_and_wait();  // both start at once
+      std::vector<Decision> decisions(kPerReplica);
+      std::vector<Charges> charges(kPerReplica);
+      std::size_t done = 0;
+      Pipeline& pipeline = replica.shared_pipeline();
+      const Request request{};
+      for (std::size_t i = 0; i < kPerReplica; ++i) {
+        const TimePoint now = limiter::SystemClock().now();
+        ASSERT_TRUE(pipeline.prepare(test::PipelineFixture::view_of(request), now, std::nullopt,
+                                     decisions[i], charges[i]));
+        net::co_spawn(replica.loop().io(),
+                      replica.store().decide(0, pipeline, decisions[i], charges[i], now),
+                      [&](std::exception_ptr) { ++done; });
+        if ((i + 1) % kPerWave == 0) {
+          while (done <= i) {
+            replica.loop().run_for(1ms);
+          }
+        }
+      }
+      for (const Decision& decision : decisions) {
+        admitted[r] += decision.outcome == Outcome::allowed ? 1 : 0;
+      }
+    });
+  }
+  for (std::thread& replica : replicas) {
+    replica.join();
+  }
+  EXPECT_EQ(admitted[0] + admitted[1], 100);
+  EXPECT_GT(admitted[0], 0);
+  EXPECT_GT(admitted[1], 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Algorithms, SharedLimit,
+    ::testing::Values(
+        // Windows far longer than the test, so that none ends during it.
+        Algorithm{"fixed_window", "algorithm: fixed_window, limit: 100, window: 1d"},
+        Algorithm{"sliding_log", "algorithm: sliding_log, limit: 100, window: 1h"},
+        Algorithm{"token_bucket", "algorithm: token_bucket, rate: 1/h, burst: 100"}),
+    [](const auto& test) { return test.param.name; });
 
 }  // namespace
 }  // namespace sluice::proxy

@@ -35,6 +35,13 @@ class EventLoop {
     io_.poll();
   }
 
+  /// Runs background work (reconnections, timers) for `duration`.
+  template <class Duration>
+  void run_for(Duration duration) {
+    io_.restart();
+    io_.run_for(duration);
+  }
+
   boost::asio::io_context& io() { return io_; }
 
  private:
