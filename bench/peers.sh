@@ -9,6 +9,9 @@
 # loaded by the same wrk command, on two paths:
 #   forward  a limit that never triggers, so every request goes to the upstream and back;
 #   all-429  a limit that is already used up, so every request is answered 429 by the proxy.
+#   forward-redis  (sluice only) the forward path with `store: redis`: every request is decided
+#            by the Redis store's script on a redis-server started here, on the load side's CPU.
+#            Compared with `forward`, it shows what the Redis round trip adds.
 # For each (proxy, path) it prints req/s, p50/p99 latency, the proxy's CPU time per request
 # (user + system, read from /proc before and after the run), and how busy the proxy and the
 # load side (wrk + upstream) were, as shares of one core.
@@ -31,7 +34,7 @@
 #   SLUICE_BIN [build/release/sluice]   DURATION [10s]  WARMUP [1s]  CONNECTIONS [50]
 #   WRK_THREADS [1]   PROXIES ["sluice nginx haproxy"]   BENCH_PATHS ["forward all-429"]
 #   UPSTREAM_PORT [18080]  SLUICE_PORT [18081]  NGINX_PORT [18082]  HAPROXY_PORT [18083]
-#   SLUICE_ADMIN_PORT [18091]   PIN [1]  PROXY_CPU [1]  LOAD_CPU [0]   KEEP_WORKDIR [0]
+#   SLUICE_ADMIN_PORT [18091]   REDIS_PORT [18379]   PIN [1]  PROXY_CPU [1]  LOAD_CPU [0]   KEEP_WORKDIR [0]
 #
 # nginx, haproxy and wrk come from the distribution: if one is missing, it is installed with
 # apt-get (as root), without letting the package start its system service. The script never
@@ -52,6 +55,7 @@ SLUICE_PORT=${SLUICE_PORT:-18081}
 NGINX_PORT=${NGINX_PORT:-18082}
 HAPROXY_PORT=${HAPROXY_PORT:-18083}
 SLUICE_ADMIN_PORT=${SLUICE_ADMIN_PORT:-18091}
+REDIS_PORT=${REDIS_PORT:-18379}
 PIN=${PIN:-1}
 PROXY_CPU=${PROXY_CPU:-1}
 LOAD_CPU=${LOAD_CPU:-0}
@@ -139,7 +143,7 @@ trap 'exit 143' TERM
 install_missing() {
   local missing=() pair
   # command:package
-  for pair in nginx:nginx haproxy:haproxy wrk:wrk curl:curl pgrep:procps; do
+  for pair in nginx:nginx haproxy:haproxy wrk:wrk curl:curl pgrep:procps redis-server:redis-server; do
     command -v "${pair%%:*}" >/dev/null 2>&1 || missing+=("${pair#*:}")
   done
   ((${#missing[@]})) || return 0
@@ -222,9 +226,10 @@ start_sluice() {
   case $path in
     forward) template=$templates/sluice-forward.yaml ;;
     all-429) template=$templates/sluice-429.yaml ;;
+    forward-redis) template=$templates/sluice-forward-redis.yaml ;;
   esac
   render "$template" "$config" DIR="$work" UPSTREAM_PORT="$UPSTREAM_PORT" \
-    SLUICE_PORT="$SLUICE_PORT" SLUICE_ADMIN_PORT="$SLUICE_ADMIN_PORT"
+    SLUICE_PORT="$SLUICE_PORT" SLUICE_ADMIN_PORT="$SLUICE_ADMIN_PORT" REDIS_PORT="$REDIS_PORT"
   "$SLUICE_BIN" check -c "$config" >"$work/sluice-$path.check" 2>&1 ||
     { cat "$work/sluice-$path.check" >&2; die "sluice check refused $config"; }
   proxy_port=$SLUICE_PORT
@@ -307,7 +312,7 @@ measure() {
 
   # Check that the path does what it claims before loading it.
   case $path in
-    forward) expected=200 ;;
+    forward | forward-redis) expected=200 ;;
     all-429)
       expected=429
       http_code "$proxy_port" >/dev/null # uses up the limit
@@ -358,7 +363,7 @@ for proxy in $PROXIES; do
   case $proxy in sluice | nginx | haproxy) ;; *) die "unknown proxy '$proxy' in PROXIES" ;; esac
 done
 for path in $BENCH_PATHS; do
-  case $path in forward | all-429) ;; *) die "unknown path '$path' in BENCH_PATHS" ;; esac
+  case $path in forward | all-429 | forward-redis) ;; *) die "unknown path '$path' in BENCH_PATHS" ;; esac
 done
 
 cores=$(nproc)
@@ -373,7 +378,8 @@ if ((PIN)) && ((cores >= 2)) && command -v taskset >/dev/null 2>&1; then
   pinning="proxy on CPU $PROXY_CPU; wrk and upstream on CPU $LOAD_CPU"
 fi
 
-for port in "$UPSTREAM_PORT" "$SLUICE_PORT" "$SLUICE_ADMIN_PORT" "$NGINX_PORT" "$HAPROXY_PORT"; do
+for port in "$UPSTREAM_PORT" "$SLUICE_PORT" "$SLUICE_ADMIN_PORT" "$NGINX_PORT" "$HAPROXY_PORT" \
+  "$REDIS_PORT"; do
   if port_open "$port"; then die "127.0.0.1:$port is already in use (see the *_PORT variables)"; fi
 done
 
@@ -400,8 +406,20 @@ started_pids+=("$upstream_pid")
 wait_port "$UPSTREAM_PORT" "$upstream_pid" "upstream nginx" "$upstream_log"
 [[ $(http_code "$UPSTREAM_PORT") == 200 ]] || die "the upstream does not answer 200"
 
+if [[ " $BENCH_PATHS " == *" forward-redis "* && " $PROXIES " == *" sluice "* ]]; then
+  redis_log=$work/redis.log
+  log "redis-server on 127.0.0.1:$REDIS_PORT"
+  "${load_pin[@]}" redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save "" \
+    --appendonly no >"$redis_log" 2>&1 &
+  redis_pid=$!
+  started_pids+=("$redis_pid")
+  wait_port "$REDIS_PORT" "$redis_pid" "redis-server" "$redis_log"
+fi
+
 for proxy in $PROXIES; do
   for path in $BENCH_PATHS; do
+    # Only sluice has a Redis store.
+    if [[ $path == forward-redis && $proxy != sluice ]]; then continue; fi
     measure "$proxy" "$path"
   done
 done
@@ -442,6 +460,11 @@ if [[ -n ${rps_of[sluice/forward]:-} ]]; then
     echo "- forward req/s, sluice ≥ nginx: $(verdict "${rps_of[sluice/forward]}" ">=" "${rps_of[nginx/forward]}")"
     echo "- forward p99 ms, sluice ≤ nginx: $(verdict "${p99_of[sluice/forward]}" "<=" "${p99_of[nginx/forward]}")"
   fi
+fi
+if [[ -n ${p99_of[sluice/forward]:-} && -n ${p99_of[sluice/forward-redis]:-} ]]; then
+  added=$(awk -v a="${p99_of[sluice/forward-redis]}" -v b="${p99_of[sluice/forward]}" \
+    'BEGIN {printf "%.2f", a - b}')
+  echo "- p99 ms added by the Redis store ≤ 1: $(verdict "$added" "<=" 1)"
 fi
 if [[ -n ${rps_of[sluice/all-429]:-} && -n ${rps_of[nginx/all-429]:-} ]]; then
   echo "- all-429 req/s, sluice ≥ nginx: $(verdict "${rps_of[sluice/all-429]}" ">=" "${rps_of[nginx/all-429]}")"

@@ -1,5 +1,7 @@
 -- Shared by every algorithm of the decision script. Times are whole microseconds since the Unix
 -- epoch (exact in a Lua number until the year 2255); the memory store's semantics, in µs.
+-- Numbers go to redis.call as they are (Redis writes them exactly); only text built here with
+-- `..` needs string.format, since Lua's own conversion keeps 14 digits.
 local NEVER = math.huge
 local TOLERANCE = 1e-9 -- permits computed in floating point may fall a hair short
 

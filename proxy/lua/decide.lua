@@ -8,10 +8,14 @@
 --       8 values: algorithm, cost, delay (0/1), max_delay (µs), 4 parameters.
 -- Returns: now, then per limiter: admitted (0/1), hold, retry_after (-1 = never), remaining,
 --          reset (µs). Shadow limiters of a refused request are not evaluated (all zeros).
-local algorithms = {
-  fixed_window, sliding_log, sliding_window, wheel,
-  token_bucket, warming_bucket, leaky_bucket, concurrency,
+--
+-- A script's functions are created anew on every call, so each algorithm is built only when a
+-- call uses it (make_*): most calls need one or two of the eight.
+local makers = {
+  make_fixed_window, make_sliding_log, make_sliding_window, make_wheel,
+  make_token_bucket, make_warming_bucket, make_leaky_bucket, make_concurrency,
 }
+local built = {}
 local FIELDS = 8
 
 local now = tonumber(ARGV[1])
@@ -25,15 +29,21 @@ local permit = ARGV[3]
 local charges = {}
 for i = 1, #KEYS do
   local base = 3 + (i - 1) * FIELDS
-  local algorithm = algorithms[tonumber(ARGV[base + 1])]
+  local code = tonumber(ARGV[base + 1])
+  local algorithm = built[code]
   if not algorithm then
-    return redis.error_reply('sluice: unknown algorithm ' .. tostring(ARGV[base + 1]))
+    if not makers[code] then
+      return redis.error_reply('sluice: unknown algorithm ' .. tostring(ARGV[base + 1]))
+    end
+    algorithm = makers[code]()
+    built[code] = algorithm
   end
   charges[i] = {
     algorithm = algorithm,
     key = KEYS[i],
     cost = tonumber(ARGV[base + 2]),
-    policy = {delay = ARGV[base + 3] == '1', max_delay = tonumber(ARGV[base + 4])},
+    delay = ARGV[base + 3] == '1', -- the charge is its own policy: {delay, max_delay}
+    max_delay = tonumber(ARGV[base + 4]),
     p = {tonumber(ARGV[base + 5]), tonumber(ARGV[base + 6]), tonumber(ARGV[base + 7]),
          tonumber(ARGV[base + 8]), permit = permit},
   }
@@ -47,7 +57,7 @@ local function charge(first, last)
   for i = first, last do
     local c = charges[i]
     c.state = c.algorithm.load(c.key, c.p, now)
-    c.admitted, c.hold, c.retry = c.algorithm.evaluate(c.state, now, c.cost, c.p, c.policy)
+    c.admitted, c.hold, c.retry = c.algorithm.evaluate(c.state, now, c.cost, c.p, c)
     if c.admitted == 0 then
       admitted = false
     end

@@ -1,37 +1,40 @@
 -- An amount that drains at a constant rate (token_bucket's permits drawn, leaky_bucket's water),
 -- kept as the time it will have drained away (GCRA's theoretical arrival time), in a string.
-local draining_level = {}
+local function make_draining_level()
+  local draining_level = {}
 
-function draining_level.load(key)
-  return {empty_at = tonumber(redis.call('GET', key)) or 0}
-end
-
--- The level at `now`, with `rate` = {permits, period (µs)}.
-function draining_level.at(s, now, p)
-  if s.empty_at > now then
-    return (s.empty_at - now) * p[1] / p[2]
+  function draining_level.load(key)
+    return {empty_at = tonumber(redis.call('GET', key)) or 0}
   end
-  return 0
-end
 
--- Time to drain `amount` permits, in whole µs rounded up.
-function draining_level.time_for(amount, p)
-  return ceil_us(amount * p[2] / p[1])
-end
-
-function draining_level.add(key, s, now, permits, p)
-  s.empty_at = math.max(s.empty_at, now) + draining_level.time_for(permits, p)
-  redis.call('SET', key, string.format('%.17g', s.empty_at))
-  expire_at(key, s.empty_at, now)
-end
-
--- Whole permits of room left in a bucket of `capacity`, and the time until it is empty.
-function draining_level.status(s, now, p, capacity)
-  local level = draining_level.at(s, now, p)
-  local room = capacity - level
-  local remaining = 0
-  if room > 0 then
-    remaining = math.floor(room + TOLERANCE)
+  -- The level at `now`, with `rate` = {permits, period (µs)}.
+  function draining_level.at(s, now, p)
+    if s.empty_at > now then
+      return (s.empty_at - now) * p[1] / p[2]
+    end
+    return 0
   end
-  return remaining, draining_level.time_for(level, p)
+
+  -- Time to drain `amount` permits, in whole µs rounded up.
+  function draining_level.time_for(amount, p)
+    return ceil_us(amount * p[2] / p[1])
+  end
+
+  function draining_level.add(key, s, now, permits, p)
+    s.empty_at = math.max(s.empty_at, now) + draining_level.time_for(permits, p)
+    redis.call('SET', key, s.empty_at)
+    expire_at(key, s.empty_at, now)
+  end
+
+  -- Whole permits of room left in a bucket of `capacity`, and the time until it is empty.
+  function draining_level.status(s, now, p, capacity)
+    local level = draining_level.at(s, now, p)
+    local room = capacity - level
+    local remaining = 0
+    if room > 0 then
+      remaining = math.floor(room + TOLERANCE)
+    end
+    return remaining, draining_level.time_for(level, p)
+  end
+  return draining_level
 end

@@ -1,71 +1,74 @@
 -- sliding_log: one timestamp per admitted permit in a sorted set (score = µs, seed 002), trimmed
 -- in the same script. Parameters: limit, window (µs).
-local sliding_log = {}
+local function make_sliding_log()
+  local sliding_log = {}
 
-function sliding_log.load(key)
-  local newest = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
-  return {key = key, newest = tonumber(newest[2])}
-end
+  function sliding_log.load(key)
+    local newest = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
+    return {key = key, newest = tonumber(newest[2])}
+  end
 
--- Permits logged inside the window that ends at `at`: timestamps t > at − window.
-local function inside(s, at, length)
-  return redis.call('ZCOUNT', s.key, '(' .. string.format('%.17g', at - length), '+inf')
-end
+  -- Permits logged inside the window that ends at `at`: timestamps t > at − window.
+  local function inside(s, at, length)
+    return redis.call('ZCOUNT', s.key, '(' .. string.format('%.17g', at - length), '+inf')
+  end
 
-function sliding_log.evaluate(s, now, cost, p, policy)
-  local limit, length = p[1], p[2]
-  if cost > limit then
-    return verdict_at(NEVER, now, policy)
-  end
-  -- Arrival order: never admit before a reservation already logged.
-  local from = now
-  if s.newest and s.newest > from then
-    from = s.newest
-  end
-  local count = 0
-  if s.newest then
-    count = inside(s, from, length)
-  end
-  if count + cost <= limit then
-    return verdict_at(from, now, policy)
-  end
-  -- The oldest `excess` timestamps must leave the window; timestamp t leaves at t + window.
-  local excess = count + cost - limit
-  local last = redis.call('ZRANGEBYSCORE', s.key, '(' .. string.format('%.17g', from - length),
-    '+inf', 'WITHSCORES', 'LIMIT', excess - 1, 1)
-  return verdict_at(math.max(from, tonumber(last[2]) + length), now, policy)
-end
-
-function sliding_log.commit(key, s, now, cost, hold, p)
-  local length = p[2]
-  local at = now + hold
-  -- Timestamps outside the window that ends at `at` can never count again.
-  redis.call('ZREMRANGEBYSCORE', key, '-inf', string.format('%.17g', at - length))
-  -- Admitted stamps never decrease, and the ones at `at` survive every trim at `at`: members
-  -- named after the stamp and the set's size are unique.
-  local size = redis.call('ZCARD', key)
-  local stamp = string.format('%.17g', at)
-  local args = {}
-  for i = 1, cost do
-    args[#args + 1] = stamp
-    args[#args + 1] = stamp .. ':' .. (size + i)
-    if #args >= 1000 or i == cost then
-      redis.call('ZADD', key, unpack(args))
-      args = {}
+  function sliding_log.evaluate(s, now, cost, p, policy)
+    local limit, length = p[1], p[2]
+    if cost > limit then
+      return verdict_at(NEVER, now, policy)
     end
+    -- Arrival order: never admit before a reservation already logged.
+    local from = now
+    if s.newest and s.newest > from then
+      from = s.newest
+    end
+    local count = 0
+    if s.newest then
+      count = inside(s, from, length)
+    end
+    if count + cost <= limit then
+      return verdict_at(from, now, policy)
+    end
+    -- The oldest `excess` timestamps must leave the window; timestamp t leaves at t + window.
+    local excess = count + cost - limit
+    local last = redis.call('ZRANGEBYSCORE', s.key, '(' .. string.format('%.17g', from - length),
+      '+inf', 'WITHSCORES', 'LIMIT', excess - 1, 1)
+    return verdict_at(math.max(from, tonumber(last[2]) + length), now, policy)
   end
-  s.newest = at
-  expire_at(key, at + length, now)
-end
 
-function sliding_log.status(s, now, p)
-  local limit, length = p[1], p[2]
-  if not s.newest then
-    return limit, 0
+  function sliding_log.commit(key, s, now, cost, hold, p)
+    local length = p[2]
+    local at = now + hold
+    -- Timestamps outside the window that ends at `at` can never count again.
+    redis.call('ZREMRANGEBYSCORE', key, '-inf', at - length)
+    -- Admitted stamps never decrease, and the ones at `at` survive every trim at `at`: members
+    -- named after the stamp and the set's size are unique.
+    local size = redis.call('ZCARD', key)
+    local stamp = string.format('%.17g', at)
+    local args = {}
+    for i = 1, cost do
+      args[#args + 1] = stamp
+      args[#args + 1] = stamp .. ':' .. (size + i)
+      if #args >= 1000 or i == cost then
+        redis.call('ZADD', key, unpack(args))
+        args = {}
+      end
+    end
+    s.newest = at
+    expire_at(key, at + length, now)
   end
-  local reset = math.max(0, s.newest + length - now)
-  if s.newest > now then
-    return 0, reset -- reservations are waiting: nothing left now
+
+  function sliding_log.status(s, now, p)
+    local limit, length = p[1], p[2]
+    if not s.newest then
+      return limit, 0
+    end
+    local reset = math.max(0, s.newest + length - now)
+    if s.newest > now then
+      return 0, reset -- reservations are waiting: nothing left now
+    end
+    return limit - math.min(inside(s, now, length), limit), reset
   end
-  return limit - math.min(inside(s, now, length), limit), reset
+  return sliding_log
 end
