@@ -12,6 +12,7 @@
 #include "proxy/config_json.hpp"
 #include "proxy/reloader.hpp"
 #include "tests/proxy/proxy_fixture.hpp"
+#include "tests/support/redis_server.hpp"
 
 namespace sluice::proxy::test_support {
 namespace {
@@ -104,6 +105,37 @@ TEST(AdminPort, ExposesPrometheusMetrics) {
   EXPECT_THAT(body, HasSubstr("sluice_store_errors_total{store=\"memory\"} 0\n"));
   EXPECT_THAT(body, HasSubstr("sluice_config_reloads_total{result=\"success\"} 0\n"));
   EXPECT_THAT(body, HasSubstr("# TYPE sluice_request_duration_seconds histogram\n"));
+}
+
+TEST(AdminPort, ReadyzAndMetricsFollowTheRedisStore) {
+  const sluice::test::RedisServer redis;
+  ReloadableProxy proxy("store: {type: redis, redis: {url: \"" + redis.url() +
+                        "\", timeout: 20ms, on_error: deny}}\n" + kOneLimiter);
+  EXPECT_EQ(proxy.send(get("/readyz"), true).result(), http::status::ok);
+  EXPECT_EQ(proxy.send(get("/")).result(), http::status::ok);
+  std::string body = proxy.send(get("/metrics"), true).body();
+  EXPECT_THAT(body, HasSubstr("sluice_store_available{store=\"redis\"} 1\n"));
+  EXPECT_THAT(body, HasSubstr("sluice_store_errors_total{store=\"redis\"} 0\n"));
+
+  redis.pause();
+  const auto denied = proxy.send(get("/"));  // fails closed: 503
+  EXPECT_EQ(denied.result(), http::status::service_unavailable);
+  EXPECT_EQ(denied[http::field::retry_after], "1");
+  EXPECT_THAT(denied.body(), HasSubstr("\"status\":503"));
+  const auto unready = proxy.send(get("/readyz"), true);
+  EXPECT_EQ(unready.result(), http::status::service_unavailable);
+  EXPECT_EQ(unready.body(), "store unavailable\n");
+  body = proxy.send(get("/metrics"), true).body();
+  EXPECT_THAT(body, HasSubstr("sluice_store_available{store=\"redis\"} 0\n"));
+  EXPECT_THAT(body, HasSubstr("sluice_store_errors_total{store=\"redis\"} 1\n"));
+
+  redis.resume();
+  // A probe every 250 ms: requests pass again within a second.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  while (proxy.send(get("/")).result() != http::status::ok &&
+         std::chrono::steady_clock::now() < deadline) {
+  }
+  EXPECT_EQ(proxy.send(get("/readyz"), true).result(), http::status::ok);
 }
 
 TEST(AdminPort, CountsUpstreamErrorsByKind) {
