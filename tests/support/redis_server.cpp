@@ -3,7 +3,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
-#include <spawn.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -12,8 +12,6 @@
 #include <stdexcept>
 #include <thread>
 #include <vector>
-
-extern char** environ;  // NOLINT: the server gets the test's environment
 
 namespace sluice::test {
 namespace {
@@ -61,17 +59,29 @@ void RedisServer::start() {
     argv.push_back(argument.data());
   }
   argv.push_back(nullptr);
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
-  const int spawned =
-      ::posix_spawnp(&pid_, "redis-server", &actions, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  if (spawned != 0) {
-    throw std::runtime_error("cannot start redis-server (is it installed?)");
+  const pid_t parent = ::getpid();
+  pid_ = ::fork();
+  if (pid_ == 0) {
+    // The server dies with the test, even one killed by a timeout or a closed pipe.
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) {
+      ::_exit(1);
+    }
+    const int null = ::open("/dev/null", O_WRONLY);
+    ::dup2(null, STDOUT_FILENO);
+    ::execvp("redis-server", argv.data());
+    ::_exit(127);
+  }
+  if (pid_ < 0) {
+    throw std::runtime_error("cannot start redis-server: fork failed");
   }
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   while (!accepts_connections(port_)) {
+    int status = 0;
+    if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+      pid_ = -1;
+      throw std::runtime_error("redis-server exited at start (is it installed?)");
+    }
     if (std::chrono::steady_clock::now() > deadline) {
       throw std::runtime_error("redis-server did not start listening within 10 s");
     }
