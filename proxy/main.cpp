@@ -18,6 +18,7 @@
 #include "proxy/access_log.hpp"
 #include "proxy/check_command.hpp"
 #include "proxy/generation.hpp"
+#include "proxy/health_command.hpp"
 #include "proxy/metrics.hpp"
 #include "proxy/reloader.hpp"
 #include "proxy/replay/replay_command.hpp"
@@ -28,6 +29,7 @@ namespace {
 constexpr std::string_view kUsage = R"(usage:
   sluice [run] [-c FILE]     start the proxy (default FILE: ./proxy.yaml)
   sluice check [-c FILE]     validate; print routes and limiters
+  sluice health [-c FILE]    ask the running proxy's admin port for /healthz; exit 0 if healthy
   sluice replay [-c FILE] [--format jsonl|combined] [--out FILE] [--report FILE.html] [LOG|-]
   sluice version
 Every command takes --help.
@@ -177,6 +179,18 @@ int check(std::span<const std::string_view> args) {
   return 0;
 }
 
+/// How long `sluice health` waits for the admin port (a HEALTHCHECK has its own timeout too).
+constexpr std::chrono::seconds kHealthTimeout{2};
+
+int health(std::span<const std::string_view> args) {
+  int exit_code = 0;
+  const std::optional<sluice::config::ProxyConfig> config = config_from(args, exit_code);
+  if (!config) {
+    return exit_code;
+  }
+  return sluice::proxy::check_health(*config, kHealthTimeout, std::cerr) ? 0 : kRuntimeError;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -203,6 +217,9 @@ int main(int argc, char** argv) {
   }
   if (command == "check") {
     return check(args);
+  }
+  if (command == "health") {
+    return health(args);
   }
   std::cerr << "sluice: unknown command '" << command << "'\n" << kUsage;
   return kUsageError;

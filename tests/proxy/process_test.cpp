@@ -10,6 +10,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <future>
@@ -181,6 +182,36 @@ TEST_F(SluiceBinary, TwoProcessesSharingRedisAdmitExactlyTheLimitTogether) {
   second.signal(SIGTERM);
   EXPECT_EQ(first.wait(), 0);
   EXPECT_EQ(second.wait(), 0);
+}
+
+/// A port nothing listens on now (the kernel's pick for a socket closed at once).
+unsigned short free_port() {
+  net::io_context io;
+  tcp::acceptor probe(io, tcp::endpoint(net::ip::make_address("127.0.0.1"), 0));
+  return probe.local_endpoint().port();
+}
+
+/// `sluice health -c FILE`: its exit status.
+int health(const std::filesystem::path& config) {
+  const std::string command =
+      std::string(SLUICE_BINARY) + " health -c " + config.string() + " 2>/dev/null";
+  const int raw = std::system(command.c_str());
+  return WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
+}
+
+TEST_F(SluiceBinary, HealthAsksTheAdminPortOfTheRunningProxy) {
+  // A wildcard admin address, as in a container: health asks it on loopback.
+  const std::filesystem::path config = directory_ / "health.yaml";
+  std::ofstream(config) << "listen: \"127.0.0.1:0\"\nadmin: \"0.0.0.0:" << free_port() << "\"\n"
+                        << "upstream: \"http://127.0.0.1:" << upstream_.port() << "\"\n"
+                        << "log: {access: false}\nroutes: [{name: all}]\n";
+  EXPECT_EQ(health(config), 1);  // nothing runs yet
+  SluiceProcess sluice(config);
+  sluice.port();  // listening
+  EXPECT_EQ(health(config), 0);
+  sluice.signal(SIGTERM);
+  EXPECT_EQ(sluice.wait(), 0);
+  EXPECT_EQ(health(config), 1);
 }
 
 }  // namespace
