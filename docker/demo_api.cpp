@@ -1,8 +1,10 @@
-// A tiny HTTP API to put sluice in front of: `demo_api [PORT]` (default 9000) on 127.0.0.1.
-// Answers every request with a small JSON document naming what it received.
+// A tiny HTTP API to put sluice in front of: `demo_api [PORT] [ADDRESS]` (default 9000 on
+// 127.0.0.1; a container gives 0.0.0.0). Answers every request with a small JSON document naming
+// what it received; under /slow it answers after a second (to watch a drain).
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <chrono>
 #include <iostream>
 #include <string>
 
@@ -32,6 +34,10 @@ net::awaitable<void> serve(tcp::socket socket) {
     for (;;) {
       http::request<http::string_body> request;
       co_await http::async_read(socket, buffer, request, net::use_awaitable);
+      if (request.target().starts_with("/slow")) {
+        net::steady_timer wait(socket.get_executor(), std::chrono::seconds(1));
+        co_await wait.async_wait(net::use_awaitable);
+      }
       http::response<http::string_body> response{http::status::ok, request.version()};
       response.set(http::field::content_type, "application/json");
       response.body() = "{\"api\":\"demo\",\"method\":\"" + json_escape(request.method_string()) +
@@ -60,10 +66,11 @@ net::awaitable<void> accept(tcp::acceptor acceptor) {
 
 int main(int argc, char** argv) {
   const auto port = static_cast<unsigned short>(argc > 1 ? std::stoi(argv[1]) : 9000);
+  const std::string address = argc > 2 ? argv[2] : "127.0.0.1";
   try {
     net::io_context io;
-    tcp::acceptor acceptor(io, {net::ip::make_address("127.0.0.1"), port});
-    std::cout << "demo API on http://127.0.0.1:" << port << std::endl;
+    tcp::acceptor acceptor(io, {net::ip::make_address(address), port});
+    std::cout << "demo API on http://" << address << ":" << port << std::endl;
     net::co_spawn(io, accept(std::move(acceptor)), net::detached);
     io.run();
   } catch (const std::exception& error) {

@@ -1,24 +1,47 @@
 #!/usr/bin/env bash
 # Installs everything sluice needs to build, test and benchmark, from Debian 12's packages only.
-# Idempotent: when every package is already present it does not touch apt at all.
+# With --build-only, only what building the sluice binary needs (the container image's build
+# stage). Idempotent: when every package is already present it does not touch apt at all.
 set -euo pipefail
 
 packages=(
-  build-essential cmake ninja-build ccache pkg-config git clang-format-16
+  build-essential cmake ninja-build pkg-config
   libboost1.81-dev libyaml-cpp-dev libspdlog-dev libfmt-dev libhiredis-dev
-  googletest libgtest-dev libgmock-dev libbenchmark-dev redis-server
 )
+# The container image's test (docker/test-image.sh): podman, and debootstrap for its base image.
+# Installed with their recommended packages, as podman is known to work here.
+container_packages=()
+if [ "${1:-}" != "--build-only" ]; then
+  packages+=(
+    ccache git clang-format-16
+    googletest libgtest-dev libgmock-dev libbenchmark-dev redis-server
+  )
+  container_packages=(
+    podman buildah runc fuse-overlayfs slirp4netns uidmap containernetworking-plugins iptables
+    debootstrap
+  )
+fi
 
-missing=()
-for package in "${packages[@]}"; do
-  dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" ||
-    missing+=("$package")
-done
-[ ${#missing[@]} -eq 0 ] && exit 0
+# The packages of the arguments that are not installed yet.
+missing_of() {
+  local package
+  for package in "$@"; do
+    dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" ||
+      echo "$package"
+  done
+}
+mapfile -t missing < <(missing_of "${packages[@]}")
+mapfile -t missing_containers < <(missing_of "${container_packages[@]}")
+[ ${#missing[@]} -eq 0 ] && [ ${#missing_containers[@]} -eq 0 ] && exit 0
 
-echo "install-deps: installing ${missing[*]}" >&2
+echo "install-deps: installing ${missing[*]} ${missing_containers[*]}" >&2
 sudo=""
 [ "$(id -u)" -eq 0 ] || sudo="sudo"
 export DEBIAN_FRONTEND=noninteractive
 $sudo apt-get update -qq
-$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+if [ ${#missing[@]} -gt 0 ]; then
+  $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+if [ ${#missing_containers[@]} -gt 0 ]; then
+  $sudo apt-get install -y -qq "${missing_containers[@]}" >/dev/null
+fi

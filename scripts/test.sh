@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what sluice needs, then builds and runs the whole suite: a Release build (benchmarks
-# included, so they keep compiling), an AddressSanitizer + UndefinedBehaviorSanitizer build, and
-# the limiter's thread tests under ThreadSanitizer. Ends with one line that counts every test run.
+# included, so they keep compiling), an AddressSanitizer + UndefinedBehaviorSanitizer build, the
+# thread tests under ThreadSanitizer, and the container image's test (built and run with podman;
+# skipped when podman is missing). Ends with one line that counts every test run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -42,6 +43,14 @@ echo "== tsan (threads on shared keys, the proxy's event loops)"
 cmake --preset tsan >/dev/null
 cmake --build --preset tsan --target limiter_tests pipeline_tests proxy_tests sluice
 run_ctest --preset tsan --tests-regex 'ConcurrentDecisions\.|Proxy\.|AdminPort\.|ConnectionLimit\.|ConcurrencyLimit\.|SluiceBinary\.' || status=1
+
+echo "== image (docker/test-image.sh: build with podman, run, health, 200s then 429s, SIGTERM)"
+if bash docker/test-image.sh; then
+  passed=$((passed + 1))
+else
+  failed=$((failed + 1))
+  status=1
+fi
 
 echo
 echo "suite: $passed passed, $failed failed"

@@ -180,4 +180,15 @@ TEST_F(SluiceCli, RunStopsWithTheRedactedUrlWhenRedisCannotBeReached) {
   EXPECT_THAT(result.err + result.out, ::testing::Not(HasSubstr("hunter2")));
 }
 
+TEST_F(SluiceCli, TheShippedConfigsAreValid) {
+  // The compose files take their addresses from the environment.
+  ::setenv("UPSTREAM", "http://127.0.0.1:9000", 1);
+  ::setenv("REDIS_URL", "redis://127.0.0.1:6379/0", 1);
+  for (const char* file : {"proxy.yaml", "docker/proxy.yaml", "docker/compose/proxy.yaml",
+                           "docker/compose/shared.yaml"}) {
+    const Result result = run("check -c " + std::string(SLUICE_SOURCE_DIR) + "/" + file);
+    EXPECT_EQ(result.status, 0) << file << ":\n" << result.err;
+  }
+}
+
 }  // namespace
