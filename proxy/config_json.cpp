@@ -105,18 +105,6 @@ std::string_view name_of(config::LimitsHeaders headers) {
   return "both";
 }
 
-std::string_view name_of(config::OnStoreError policy) {
-  switch (policy) {
-    case config::OnStoreError::allow:
-      return "allow";
-    case config::OnStoreError::deny:
-      return "deny";
-    case config::OnStoreError::local:
-      return "local";
-  }
-  return "allow";
-}
-
 /// The parameters of one algorithm, as the file names them.
 void limiter_options(JsonWriter& json, const limiter::LimiterOptions& options) {
   using limiter::AlgorithmKind;
@@ -256,6 +244,18 @@ void route(JsonWriter& json, const config::Route& route) {
 }
 
 }  // namespace
+
+std::string_view name_of(config::OnStoreError policy) {
+  switch (policy) {
+    case config::OnStoreError::allow:
+      return "allow";
+    case config::OnStoreError::deny:
+      return "deny";
+    case config::OnStoreError::local:
+      return "local";
+  }
+  return "allow";
+}
 
 std::string json_string(std::string_view text) {
   JsonWriter json;

@@ -14,6 +14,9 @@ std::string config_json(const config::ProxyConfig& config);
 /// `text` as a JSON string, quotes included.
 std::string json_string(std::string_view text);
 
+/// `on_error` as the config spells it.
+std::string_view name_of(config::OnStoreError policy);
+
 /// `redis://user:secret@host:6379/0` → `redis://user:***@host:6379/0`.
 std::string redact_url(std::string_view url);
 

@@ -27,18 +27,6 @@ constexpr limiter::Duration kMinConnectTimeout = std::chrono::seconds(1);
 /// How long `on_error: deny` asks clients to wait.
 constexpr limiter::Duration kDenyRetryAfter = std::chrono::seconds(1);
 
-std::string_view name_of(config::OnStoreError on_error) noexcept {
-  switch (on_error) {
-    case config::OnStoreError::allow:
-      return "allow";
-    case config::OnStoreError::deny:
-      return "deny";
-    case config::OnStoreError::local:
-      return "local";
-  }
-  return "allow";
-}
-
 std::string reason(const RedisReply& reply) {
   if (reply.error) {
     return reply.error == beast::error::timeout ? std::string("timed out") : reply.error.message();
