@@ -59,15 +59,25 @@ bare_sha=$(redis-cli -p "$REDIS_PORT" script load "return 1")
 bare=$("${load_pin[@]}" redis-benchmark -p "$REDIS_PORT" -q -n "$REQUESTS" -P 16 -c 50 \
   --csv evalsha "$bare_sha" 0 | tail -n 1 | cut -d, -f2 | tr -d '"')
 
+# redis-benchmark on one connection at each depth the store is run at: the same pipelining.
+declare -A same_depth
+for depth in 1 16 64 256; do
+  same_depth[$depth]=$("${load_pin[@]}" redis-benchmark -p "$REDIS_PORT" -q -n "$REQUESTS" -c 1 \
+    -P "$depth" -r 1000 --csv "${call[@]}" | tail -n 1 | cut -d, -f2 | tr -d '"')
+done
+
 echo
-echo "| client | in flight | decisions/s | share of the ceiling |"
-echo "|---|---:|---:|---:|"
-printf '| redis-benchmark, `return 1` script (EVALSHA floor) | 16 × 50 | %.0f | |\n' "$bare"
-printf '| redis-benchmark, the same EVALSHA (the ceiling) | 16 × 50 | %.0f | 1.00 |\n' "$ceiling"
+printf 'EVALSHA floor (a `return 1` script, -P 16 -c 50): %.0f/s\n' "$bare"
+printf 'ceiling (this EVALSHA, -P 16 -c 50): %.0f/s\n' "$ceiling"
+echo
+echo "| in flight | redis-benchmark, one connection | sluice store, one event loop | store ÷ redis-benchmark | store ÷ ceiling |"
+echo "|---:|---:|---:|---:|---:|"
 SLUICE_BENCH_REDIS_URL=$url "${load_pin[@]}" "$BENCH_BIN" --benchmark_min_time="$MIN_TIME" \
   --benchmark_format=csv 2>/dev/null |
-  awk -F, -v ceiling="$ceiling" '/^"BM_RedisDecisions/ {
-    split($1, name, ":"); sub(/\/.*/, "", name[2]);  # the in_flight argument
-    printf "| sluice store, one event loop | %s | %.0f | %.2f |\n", name[2], $7, $7 / ceiling }'
+  awk -F, '/^"BM_RedisDecisions/ {split($1, name, ":"); sub(/\/.*/, "", name[2]); print name[2], $7}' |
+  while read -r depth store; do
+    awk -v d="$depth" -v r="${same_depth[$depth]}" -v s="$store" -v c="$ceiling" \
+      'BEGIN {printf "| %s | %.0f | %.0f | %.2f | %.2f |\n", d, r, s, s / r, s / c}'
+  done
 echo
 echo "pinning: $pinning; machine: $(nproc) cores, $(awk -F': *' '/^model name/ {print $2; exit}' /proc/cpuinfo)"

@@ -23,7 +23,10 @@ std::string what_went_wrong(const RedisReply& reply) {
 
 }  // namespace
 
-RedisConnection::RedisConnection(tcp::socket socket) : socket_(std::move(socket)) {}
+RedisConnection::RedisConnection(tcp::socket socket) : socket_(std::move(socket)) {
+  boost::system::error_code ignored;
+  socket_.non_blocking(true, ignored);  // write_now() must never wait
+}
 
 RedisConnection::~RedisConnection() = default;
 
@@ -91,14 +94,22 @@ net::awaitable<RedisReply> RedisConnection::command(std::span<const std::string_
   auto pending = std::make_shared<Pending>(executor);
   pending->wake.expires_after(timeout);
   append_command(unsent_, arguments);
+  ++unsent_commands_;
   waiting_.push_back(pending);
   if (!reading_) {
     reading_ = true;
     net::co_spawn(executor, read_loop(self), net::detached);
   }
   if (!writing_) {
-    writing_ = true;
-    net::co_spawn(executor, write_loop(self), net::detached);
+    // A batch big enough goes out now, so that Redis works on it while this loop is still
+    // handling the replies that made the batch; the rest goes when the loop is idle.
+    if (unsent_commands_ >= kEagerBatch) {
+      write_now();
+    }
+    if (!unsent_.empty()) {
+      writing_ = true;
+      net::co_spawn(executor, write_loop(self), net::detached);
+    }
   }
   co_await pending->wake.async_wait(use_nothrow);
   if (!pending->done) {
@@ -108,11 +119,26 @@ net::awaitable<RedisReply> RedisConnection::command(std::span<const std::string_
   co_return std::move(pending->reply);
 }
 
+void RedisConnection::write_now() {
+  boost::system::error_code error;
+  const std::size_t written = socket_.write_some(net::buffer(unsent_), error);
+  if (error == net::error::would_block || error == net::error::try_again) {
+    return;  // the socket is full: the write loop will wait for it
+  }
+  if (error) {
+    fail(error);
+    return;
+  }
+  unsent_.erase(0, written);
+  unsent_commands_ = 0;
+}
+
 net::awaitable<void> RedisConnection::write_loop(std::shared_ptr<RedisConnection> /*keep_alive*/) {
   std::string sending;
   while (!unsent_.empty() && !broken_) {
     sending.clear();
     sending.swap(unsent_);  // commands added meanwhile go in the next write
+    unsent_commands_ = 0;
     auto [error, written] = co_await net::async_write(socket_, net::buffer(sending), use_nothrow);
     if (error) {
       fail(error);

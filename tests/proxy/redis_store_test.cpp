@@ -330,6 +330,48 @@ TEST_P(OnError, RedisHungCostsTheTimeoutOnceThenRecoversWithinASecond) {
   EXPECT_EQ(timed(fixture).first.outcome, Outcome::limited);
 }
 
+TEST(RedisStore, RequestsInFlightWhenRedisHangsWaitNoLongerThanTheTimeout) {
+  test::RedisServer server;
+  StoreFixture fixture(kTwoPerHour,
+                       "url: \"" + server.url() + "\", timeout: 20ms, on_error: allow");
+  EXPECT_EQ(timed(fixture).first.outcome, Outcome::allowed);
+  server.pause();
+  // 50 requests of 50 clients at once, all sent to a Redis that no longer answers.
+  constexpr std::size_t kInFlight = 50;
+  std::vector<Decision> decisions(kInFlight);
+  std::vector<Charges> charges(kInFlight);
+  std::vector<Duration> took(kInFlight);
+  std::vector<Request> requests(kInFlight);
+  std::size_t done = 0;
+  Pipeline& pipeline = fixture.shared_pipeline();
+  for (std::size_t i = 0; i < kInFlight; ++i) {
+    requests[i].peer = "198.51.100." + std::to_string(i + 1);
+    const TimePoint now = limiter::SystemClock().now();
+    ASSERT_TRUE(pipeline.prepare(test::PipelineFixture::view_of(requests[i]), now, std::nullopt,
+                                 decisions[i], charges[i]));
+    net::co_spawn(
+        fixture.loop().io(),
+        [&, i, now]() -> net::awaitable<void> {
+          const auto started = std::chrono::steady_clock::now();
+          co_await fixture.store().decide(0, pipeline, decisions[i], charges[i], now);
+          took[i] = std::chrono::steady_clock::now() - started;
+        },
+        [&](std::exception_ptr) { ++done; });
+  }
+  while (done < kInFlight) {
+    fixture.loop().run_for(1ms);
+  }
+  for (std::size_t i = 0; i < kInFlight; ++i) {
+    SCOPED_TRACE("request " + std::to_string(i));
+    EXPECT_EQ(decisions[i].outcome, Outcome::allowed);
+    EXPECT_LE(took[i], kTimeout + kSlack);
+  }
+  EXPECT_EQ(fixture.store().errors(), kInFlight);  // each one timed out once
+  EXPECT_FALSE(fixture.store().available());
+  EXPECT_LT(timed(fixture).second, kTimeout);  // the next one does not try
+  server.resume();
+}
+
 TEST_P(OnError, RedisKilledFailsFastAndARestartedOneIsFoundWithinASecond) {
   test::RedisServer server;
   StoreFixture fixture(kTwoPerHour,
