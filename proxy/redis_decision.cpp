@@ -1,10 +1,10 @@
 #include "proxy/redis_decision.hpp"
 
-#include <fmt/format.h>
-
 #include <algorithm>
 #include <array>
 #include <bit>
+#include <charconv>
+#include <type_traits>
 
 namespace sluice::proxy {
 namespace {
@@ -75,6 +75,29 @@ std::uint32_t definition_hash(const LimiterOptions& o) noexcept {
   return static_cast<std::uint32_t>(hash ^ (hash >> 32));
 }
 
+/// Appends a number as text: integers in `base`, doubles in their shortest exact form (which
+/// Lua's tonumber reads back exactly). std::to_chars: no locale, no allocation.
+template <class Number>
+void append_number(std::string& out, Number value, int base = 10) {
+  std::array<char, 32> text;
+  std::to_chars_result end{};
+  if constexpr (std::is_floating_point_v<Number>) {
+    end = std::to_chars(text.data(), text.data() + text.size(), value);
+  } else {
+    end = std::to_chars(text.data(), text.data() + text.size(), value, base);
+  }
+  out.append(text.data(), end.ptr);
+}
+
+/// Appends `value` in hexadecimal, zero-padded to `digits`.
+void append_hex(std::string& out, std::uint64_t value, std::size_t digits) {
+  std::array<char, 16> text;
+  const auto end = std::to_chars(text.data(), text.data() + text.size(), value, 16).ptr;
+  const auto length = static_cast<std::size_t>(end - text.data());
+  out.append(digits > length ? digits - length : 0, '0');
+  out.append(text.data(), length);
+}
+
 limiter::Duration from_microseconds(long long us) noexcept {
   if (us < 0) {
     return limiter::Duration::max();  // never
@@ -86,8 +109,14 @@ limiter::Duration from_microseconds(long long us) noexcept {
 
 void append_redis_key(std::string& out, std::string_view prefix, std::string_view limiter_name,
                       const LimiterOptions& options, limiter::KeyHash key) {
-  fmt::format_to(std::back_inserter(out), "{{{}}}{}:{:08x}:{:016x}", prefix, limiter_name,
-                 definition_hash(options), key);
+  out += '{';
+  out += prefix;
+  out += '}';
+  out += limiter_name;
+  out += ':';
+  append_hex(out, definition_hash(options), 8);
+  out += ':';
+  append_hex(out, key, 16);
 }
 
 void DecisionCall::build(std::string_view sha, std::string_view prefix, const Decision& decision,
@@ -95,41 +124,40 @@ void DecisionCall::build(std::string_view sha, std::string_view prefix, const De
                          std::optional<limiter::TimePoint> now) {
   text_.clear();
   ends_.clear();
-  auto out = std::back_inserter(text_);
   const auto end_argument = [this] { ends_.push_back(text_.size()); };
   text_ += "EVALSHA";
   end_argument();
   text_ += sha;
   end_argument();
-  fmt::format_to(out, "{}", charges.count);
+  append_number(text_, charges.count);
   end_argument();
   for (std::size_t i = 0; i < charges.count; ++i) {
     const config::LimiterConfig& limiter = *decision.reports[charges.report[i]].limiter;
     append_redis_key(text_, prefix, limiter.name, *charges.options[i], charges.shared_key[i]);
     end_argument();
   }
-  fmt::format_to(
-      out, "{}",
+  append_number(
+      text_,
       now ? std::chrono::duration_cast<std::chrono::microseconds>(now->time_since_epoch()).count()
           : 0);
   end_argument();
-  fmt::format_to(out, "{}", charges.live);
+  append_number(text_, charges.live);
   end_argument();
-  fmt::format_to(out, "{:x}", permit);
+  append_number(text_, permit, 16);
   end_argument();
   for (std::size_t i = 0; i < charges.count; ++i) {
     const LimiterOptions& options = *charges.options[i];
     const bool delay = options.policy.mode == limiter::Mode::delay;
-    fmt::format_to(out, "{}", script_algorithm(options));
+    append_number(text_, script_algorithm(options));
     end_argument();
-    fmt::format_to(out, "{}", charges.items[i].cost);
+    append_number(text_, charges.items[i].cost);
     end_argument();
     text_ += delay ? '1' : '0';
     end_argument();
-    fmt::format_to(out, "{}", microseconds(options.policy.max_delay));
+    append_number(text_, microseconds(options.policy.max_delay));
     end_argument();
     for (const double parameter : script_parameters(options)) {
-      fmt::format_to(out, "{}", parameter);
+      append_number(text_, parameter);
       end_argument();
     }
   }
@@ -175,8 +203,8 @@ bool read_decision(const RespValue& reply, const Charges& charges, ChargeResult&
 ReleaseCall release_call(std::string_view prefix, const Permit& permit, std::uint64_t id) {
   ReleaseCall call;
   append_redis_key(call.key, prefix, permit.config->name, *permit.options, permit.shared_key);
-  call.permit = fmt::format("{:x}", id);
-  call.cost = fmt::format("{}", permit.cost);
+  append_number(call.permit, id, 16);
+  append_number(call.cost, permit.cost);
   return call;
 }
 
