@@ -20,7 +20,9 @@ local function make_draining_level()
     return ceil_us(amount * p[2] / p[1])
   end
 
-  function draining_level.add(key, s, now, permits, p)
+  -- Takes `permits` at `now` (in delay mode they are taken at once, whatever the hold):
+  -- the commit of both buckets.
+  function draining_level.commit(key, s, now, permits, hold, p)
     s.empty_at = math.max(s.empty_at, now) + draining_level.time_for(permits, p)
     redis.call('SET', key, s.empty_at)
     expire_at(key, s.empty_at, now)

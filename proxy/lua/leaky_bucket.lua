@@ -3,7 +3,7 @@
 -- Parameters: rate permits, rate period (µs), burst.
 local function make_leaky_bucket()
   local draining_level = make_draining_level()
-  local leaky_bucket = {load = draining_level.load}
+  local leaky_bucket = {load = draining_level.load, commit = draining_level.commit}
 
   function leaky_bucket.evaluate(s, now, cost, p, policy)
     local capacity = p[3] + 1
@@ -19,10 +19,6 @@ local function make_leaky_bucket()
       return verdict_at(now, now, policy)
     end
     return verdict_at(now + draining_level.time_for(level, p), now, policy)
-  end
-
-  function leaky_bucket.commit(key, s, now, cost, hold, p)
-    draining_level.add(key, s, now, cost, p)
   end
 
   function leaky_bucket.status(s, now, p)

@@ -2,7 +2,7 @@
 -- the tokens at once, going negative. Parameters: rate permits, rate period (µs), burst.
 local function make_token_bucket()
   local draining_level = make_draining_level()
-  local token_bucket = {load = draining_level.load}
+  local token_bucket = {load = draining_level.load, commit = draining_level.commit}
 
   function token_bucket.evaluate(s, now, cost, p, policy)
     local burst = p[3]
@@ -14,10 +14,6 @@ local function make_token_bucket()
       return verdict_at(now, now, policy)
     end
     return verdict_at(now + draining_level.time_for(shortfall, p), now, policy)
-  end
-
-  function token_bucket.commit(key, s, now, cost, hold, p)
-    draining_level.add(key, s, now, cost, p)
   end
 
   function token_bucket.status(s, now, p)
