@@ -78,7 +78,11 @@ net::awaitable<std::shared_ptr<RedisConnection>> RedisStore::connect() {
       connection->close();
       throw RedisError("Redis at " + shown_url_ + ": SCRIPT LOAD failed: " + reason(loaded));
     }
-    *sha = loaded.value.text;
+    // A script's SHA1 never changes: it is kept from the first connection, opened before the
+    // loops run, and only read afterwards (reconnections run on every loop at once).
+    if (sha->empty()) {
+      *sha = loaded.value.text;
+    }
   }
   co_return connection;
 }
