@@ -155,8 +155,12 @@ net::awaitable<void> serve_admin(tcp::socket socket, SessionContext context) {
         response = text_response(http::status::ok, request.version(), keep_alive,
                                  config_json(*generation->config), "application/json");
       } else if (target == "/readyz") {
-        // Ready while accepting traffic and the store answers (SPEC §5).
+        // Ready while accepting traffic and the store answers (SPEC §5). A failed store is
+        // asked again here: an unready replica may get no request that would find it back.
         const bool draining = context.draining->load(std::memory_order_relaxed);
+        if (context.store != nullptr && !context.store->available()) {
+          co_await context.store->probe(context.loop);
+        }
         const bool store_down = context.store != nullptr && !context.store->available();
         const std::string_view why = draining     ? "draining\n"
                                      : store_down ? "store unavailable\n"

@@ -23,10 +23,7 @@ std::string what_went_wrong(const RedisReply& reply) {
 
 }  // namespace
 
-RedisConnection::RedisConnection(tcp::socket socket) : socket_(std::move(socket)) {
-  boost::system::error_code ignored;
-  socket_.non_blocking(true, ignored);  // write_now() must never wait
-}
+RedisConnection::RedisConnection(tcp::socket socket) : socket_(std::move(socket)) {}
 
 RedisConnection::~RedisConnection() = default;
 
@@ -49,7 +46,8 @@ net::awaitable<std::shared_ptr<RedisConnection>> RedisConnection::open(
                      (connect_error == beast::error::timeout ? std::string("timed out")
                                                              : connect_error.message()));
   }
-  stream.socket().set_option(tcp::no_delay(true));
+  boost::system::error_code ignored;
+  stream.socket().set_option(tcp::no_delay(true), ignored);
   auto connection = std::make_shared<RedisConnection>(stream.release_socket());
   const auto check = [&](const RedisReply& reply, std::string_view step) {
     if (reply.error || reply.value.is_error()) {
@@ -94,24 +92,18 @@ net::awaitable<RedisReply> RedisConnection::command(std::span<const std::string_
   auto pending = std::make_shared<Pending>(executor);
   pending->wake.expires_after(timeout);
   append_command(unsent_, arguments);
-  ++unsent_commands_;
   waiting_.push_back(pending);
   if (!reading_) {
     reading_ = true;
     net::co_spawn(executor, read_loop(self), net::detached);
   }
   if (!writing_) {
-    // A batch big enough goes out now, so that Redis works on it while this loop is still
-    // handling the replies that made the batch; the rest goes when the loop is idle.
-    if (unsent_commands_ >= kEagerBatch) {
-      write_now();
-    }
-    if (!unsent_.empty()) {
-      writing_ = true;
-      net::co_spawn(executor, write_loop(self), net::detached);
-    }
+    writing_ = true;
+    net::co_spawn(executor, write_loop(self), net::detached);
   }
-  co_await pending->wake.async_wait(use_nothrow);
+  if (!pending->done) {  // a connection that failed meanwhile has answered it already
+    co_await pending->wake.async_wait(use_nothrow);
+  }
   if (!pending->done) {
     pending->done = true;  // the reply, when it comes, is dropped
     co_return RedisReply{.error = beast::error::timeout, .value = {}};
@@ -119,26 +111,11 @@ net::awaitable<RedisReply> RedisConnection::command(std::span<const std::string_
   co_return std::move(pending->reply);
 }
 
-void RedisConnection::write_now() {
-  boost::system::error_code error;
-  const std::size_t written = socket_.write_some(net::buffer(unsent_), error);
-  if (error == net::error::would_block || error == net::error::try_again) {
-    return;  // the socket is full: the write loop will wait for it
-  }
-  if (error) {
-    fail(error);
-    return;
-  }
-  unsent_.erase(0, written);
-  unsent_commands_ = 0;
-}
-
 net::awaitable<void> RedisConnection::write_loop(std::shared_ptr<RedisConnection> /*keep_alive*/) {
   std::string sending;
   while (!unsent_.empty() && !broken_) {
     sending.clear();
     sending.swap(unsent_);  // commands added meanwhile go in the next write
-    unsent_commands_ = 0;
     auto [error, written] = co_await net::async_write(socket_, net::buffer(sending), use_nothrow);
     if (error) {
       fail(error);

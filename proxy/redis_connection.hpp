@@ -70,11 +70,6 @@ class RedisConnection : public std::enable_shared_from_this<RedisConnection> {
     bool done = false;
   };
 
-  /// Commands that, waiting to be written, are sent at once rather than when the loop is idle.
-  static constexpr std::size_t kEagerBatch = 8;
-
-  /// Writes what the socket takes now (it is non-blocking); the write loop sends the rest.
-  void write_now();
   /// Each loop holds the connection alive while its operation is pending.
   boost::asio::awaitable<void> write_loop(std::shared_ptr<RedisConnection> keep_alive);
   boost::asio::awaitable<void> read_loop(std::shared_ptr<RedisConnection> keep_alive);
@@ -84,7 +79,6 @@ class RedisConnection : public std::enable_shared_from_this<RedisConnection> {
   boost::asio::ip::tcp::socket socket_;
   RespReader reader_;
   std::string unsent_;  ///< Commands not yet handed to the socket.
-  std::size_t unsent_commands_ = 0;
   bool writing_ = false;
   bool reading_ = false;
   std::deque<std::shared_ptr<Pending>> waiting_;  ///< Sent or unsent, in order.

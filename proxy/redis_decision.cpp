@@ -6,6 +6,8 @@
 #include <charconv>
 #include <type_traits>
 
+#include "limiter/key_hash.hpp"
+
 namespace sluice::proxy {
 namespace {
 
@@ -117,6 +119,11 @@ void append_redis_key(std::string& out, std::string_view prefix, std::string_vie
   append_hex(out, definition_hash(options), 8);
   out += ':';
   append_hex(out, key, 16);
+}
+
+std::uint64_t redis_key_id(std::string_view limiter_name, const LimiterOptions& options,
+                           limiter::KeyHash key) noexcept {
+  return limiter::hash_key(limiter_name, key ^ (std::uint64_t{definition_hash(options)} << 32));
 }
 
 void DecisionCall::build(std::string_view sha, std::string_view prefix, const Decision& decision,

@@ -24,6 +24,11 @@ inline constexpr limiter::Duration kConcurrencyLease = std::chrono::minutes(10);
 void append_redis_key(std::string& out, std::string_view prefix, std::string_view limiter_name,
                       const limiter::LimiterOptions& options, limiter::KeyHash key);
 
+/// A 64-bit identity of the Redis key append_redis_key writes (for one prefix): the over-limit
+/// cache's key, computed without the text.
+std::uint64_t redis_key_id(std::string_view limiter_name, const limiter::LimiterOptions& options,
+                           limiter::KeyHash key) noexcept;
+
 /// One call of the decision script (proxy/lua/decide.lua) for one request's charges: its
 /// arguments, built in buffers that keep their capacity from call to call.
 class DecisionCall {

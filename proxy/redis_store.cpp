@@ -140,8 +140,8 @@ net::awaitable<void> RedisStore::reconnect(Loop& loop, std::size_t slot) {
         loop.connections[slot] = std::move(connection);
       }
       co_return;
-    } catch (const RedisError&) {
-      // Still down: try again later.
+    } catch (const std::exception&) {
+      // Still down (RedisError), or the socket refused an option: try again later.
     }
     timer.expires_after(backoff);
     co_await timer.async_wait(use_nothrow);
@@ -157,7 +157,19 @@ void RedisStore::failed(Loop& loop, std::string_view why) {
   }
 }
 
-net::awaitable<bool> RedisStore::call(Loop& loop, const Charges& charges, ChargeResult& result) {
+net::awaitable<bool> RedisStore::load_scripts(RedisConnection& connection) {
+  for (const std::string_view script : {decide_script(), release_script()}) {
+    const std::array<std::string_view, 3> load{"SCRIPT", "LOAD", script};
+    const RedisReply loaded = co_await connection.command(load, options_.timeout);
+    if (loaded.error || loaded.value.is_error()) {
+      co_return false;
+    }
+  }
+  co_return true;
+}
+
+net::awaitable<bool> RedisStore::call(Loop& loop, const Decision& decision, const Charges& charges,
+                                      std::uint64_t permit, ChargeResult& result) {
   for (int attempt = 0; attempt < 2; ++attempt) {
     RedisConnection* picked = pick(loop);
     if (picked == nullptr) {
@@ -165,12 +177,13 @@ net::awaitable<bool> RedisStore::call(Loop& loop, const Charges& charges, Charge
       co_return false;
     }
     const std::shared_ptr<RedisConnection> connection = picked->shared_from_this();
+    // The loop's call buffer serves all its requests: it is built right before it is sent
+    // (command() copies it out before it first waits), and never read after a wait.
+    loop.call.build(decide_sha_, options_.prefix, decision, charges, permit, simulated_now_);
     const RedisReply reply = co_await connection->command(loop.call.arguments(), options_.timeout);
     if (!reply.error && reply.value.is_error() && reply.value.text.starts_with("NOSCRIPT")) {
-      // The scripts were flushed (SCRIPT FLUSH, a failover): load them again, once.
-      const std::array<std::string_view, 3> load{"SCRIPT", "LOAD", decide_script()};
-      const RedisReply loaded = co_await connection->command(load, options_.timeout);
-      if (attempt == 0 && !loaded.error && !loaded.value.is_error()) {
+      // The scripts were flushed (SCRIPT FLUSH, a failover): load both again, once.
+      if (attempt == 0 && co_await load_scripts(*connection)) {
         continue;
       }
     }
@@ -180,7 +193,11 @@ net::awaitable<bool> RedisStore::call(Loop& loop, const Charges& charges, Charge
       }
       co_return true;
     }
-    if (reply.error && reply.error != beast::error::timeout) {
+    if (reply.error == beast::error::timeout) {
+      // Redis may still run the script when it wakes up: give back the concurrency permits it
+      // would take. On the same connection, so after the script; harmless if it never ran.
+      send_releases(*connection, permits_of(decision, charges), permit);
+    } else if (reply.error) {
       for (std::size_t slot = 0; slot < loop.connections.size(); ++slot) {
         if (loop.connections[slot] == connection) {
           replace(loop, slot);  // the connection broke
@@ -191,6 +208,57 @@ net::awaitable<bool> RedisStore::call(Loop& loop, const Charges& charges, Charge
     co_return false;
   }
   co_return false;
+}
+
+std::vector<Permit> RedisStore::permits_of(const Decision& decision, const Charges& charges) {
+  std::vector<Permit> permits;
+  for (std::size_t i = 0; i < charges.count; ++i) {
+    if (charges.options[i]->algorithm == limiter::AlgorithmKind::concurrency) {
+      const limiter::Charge& charge = charges.items[i];
+      permits.push_back({charge.limiter, charge.key, charge.cost, charges.shared_key[i],
+                         decision.reports[charges.report[i]].limiter, charges.options[i]});
+    }
+  }
+  return permits;
+}
+
+void RedisStore::send_releases(RedisConnection& connection, const std::vector<Permit>& permits,
+                               std::uint64_t id) {
+  if (permits.empty()) {
+    return;
+  }
+  std::vector<ReleaseCall> calls;
+  for (const Permit& permit : permits) {
+    calls.push_back(release_call(options_.prefix, permit, id));
+  }
+  auto releasing = [this](std::shared_ptr<RedisConnection> on,
+                          std::vector<ReleaseCall> releases) -> net::awaitable<void> {
+    for (const ReleaseCall& call : releases) {
+      const std::array<std::string_view, 6> arguments{"EVALSHA", release_sha_, "1",
+                                                      call.key,  call.permit,  call.cost};
+      RedisReply reply = co_await on->command(arguments, options_.timeout);
+      if (!reply.error && reply.value.is_error() && reply.value.text.starts_with("NOSCRIPT") &&
+          co_await load_scripts(*on)) {
+        reply = co_await on->command(arguments, options_.timeout);
+      }
+    }
+  };
+  net::co_spawn(connection.get_executor(),
+                releasing(connection.shared_from_this(), std::move(calls)), net::detached);
+}
+
+net::awaitable<void> RedisStore::probe(std::size_t index) {
+  Loop& loop = *loops_[index];
+  RedisConnection* picked = breaker_.is_open() ? pick(loop) : nullptr;
+  if (picked == nullptr) {
+    co_return;
+  }
+  const std::shared_ptr<RedisConnection> connection = picked->shared_from_this();
+  const std::array<std::string_view, 1> ping{"PING"};
+  const RedisReply pong = co_await connection->command(ping, options_.timeout);
+  if (!pong.error && !pong.value.is_error() && breaker_.succeeded()) {
+    spdlog::info("Redis store at {} answers again", shown_url_);
+  }
 }
 
 void RedisStore::fall_back(Pipeline& pipeline, Decision& decision, const Charges& charges,
@@ -228,15 +296,15 @@ net::awaitable<void> RedisStore::decide(std::size_t index, Pipeline& pipeline, D
   }
   // Unique per request: the process's random base, a count per loop, the loop.
   const std::uint64_t permit = permit_base_ + (++loop.permits_issued << 16) + index;
-  loop.call.build(decide_sha_, options_.prefix, decision, charges, permit, simulated_now_);
-  const auto keys = loop.call.arguments().subspan(3, charges.count);
   // Keys known to be over their limit are refused here, without a round trip.
+  std::array<std::uint64_t, limiter::kMaxChargesPerRequest> ids{};
   const limiter::TimePoint cache_now = simulated_now_.value_or(now);
   ChargeResult result;
   bool cached = false;
   for (std::size_t i = 0; i < charges.live; ++i) {
-    const auto refusal =
-        loop.over_limit.refusal(limiter::hash_key(keys[i]), charges.items[i].cost, cache_now);
+    ids[i] = redis_key_id(decision.reports[charges.report[i]].limiter->name, *charges.options[i],
+                          charges.shared_key[i]);
+    const auto refusal = loop.over_limit.refusal(ids[i], charges.items[i].cost, cache_now);
     if (refusal) {
       cached = true;
       result.outcomes[i] = *refusal;
@@ -249,7 +317,8 @@ net::awaitable<void> RedisStore::decide(std::size_t index, Pipeline& pipeline, D
     pipeline.conclude(decision, charges, result, now);
     co_return;
   }
-  if (!breaker_.allow(CircuitBreaker::Clock::now()) || !co_await call(loop, charges, result)) {
+  if (!breaker_.allow(CircuitBreaker::Clock::now()) ||
+      !co_await call(loop, decision, charges, permit, result)) {
     fall_back(pipeline, decision, charges, now);
     co_return;
   }
@@ -260,8 +329,7 @@ net::awaitable<void> RedisStore::decide(std::size_t index, Pipeline& pipeline, D
       const limiter::Verdict& verdict = result.outcomes[i].verdict;
       if (!verdict.admitted && verdict.retry_after != limiter::Duration::max() &&
           charges.options[i]->algorithm != limiter::AlgorithmKind::concurrency) {
-        loop.over_limit.remember(limiter::hash_key(keys[i]), charges.items[i].cost, cache_now,
-                                 result.outcomes[i]);
+        loop.over_limit.remember(ids[i], charges.items[i].cost, cache_now, result.outcomes[i]);
       }
     }
   }
@@ -271,28 +339,14 @@ void RedisStore::release(std::size_t index, const Decision& decision) {
   if (decision.redis_permit == 0 || decision.permit_count == 0) {
     return;
   }
-  Loop& loop = *loops_[index];
-  RedisConnection* connection = pick(loop);
+  RedisConnection* connection = pick(*loops_[index]);
   if (connection == nullptr) {
     return;  // the lease will end the permits
   }
-  std::vector<ReleaseCall> calls;
-  for (std::size_t i = 0; i < decision.permit_count; ++i) {
-    calls.push_back(release_call(options_.prefix, decision.permits[i], decision.redis_permit));
-  }
-  auto releasing = [](std::shared_ptr<RedisConnection> on, std::string sha,
-                      std::vector<ReleaseCall> permits,
-                      limiter::Duration timeout) -> net::awaitable<void> {
-    for (const ReleaseCall& call : permits) {
-      const std::array<std::string_view, 6> arguments{"EVALSHA", sha,         "1",
-                                                      call.key,  call.permit, call.cost};
-      co_await on->command(arguments, timeout);
-    }
-  };
-  net::co_spawn(
-      connection->get_executor(),
-      releasing(connection->shared_from_this(), release_sha_, std::move(calls), options_.timeout),
-      net::detached);
+  send_releases(*connection,
+                {decision.permits.begin(),
+                 decision.permits.begin() + static_cast<std::ptrdiff_t>(decision.permit_count)},
+                decision.redis_permit);
 }
 
 std::uint64_t RedisStore::errors() const noexcept {

@@ -52,6 +52,11 @@ class RedisStore {
   /// that fails is not retried: the permit's lease ends it (kConcurrencyLease).
   void release(std::size_t loop, const Decision& decision);
 
+  /// While the breaker is open, asks Redis (PING on loop `loop`) whether it answers again, and
+  /// closes the breaker if it does. For /readyz: a replica taken out of rotation because it
+  /// was unready gets no requests to probe with, yet must notice when Redis is back.
+  boost::asio::awaitable<void> probe(std::size_t loop);
+
   /// False while the breaker is open: Redis is failing, requests follow on_error.
   bool available() const noexcept { return !breaker_.is_open(); }
   std::uint64_t errors() const noexcept;
@@ -66,8 +71,16 @@ class RedisStore {
  private:
   struct Loop;
 
-  /// One decision script call over loop.call's arguments; false when Redis failed.
-  boost::asio::awaitable<bool> call(Loop& loop, const Charges& charges, ChargeResult& result);
+  /// One decision script call for `charges`; false when Redis failed.
+  boost::asio::awaitable<bool> call(Loop& loop, const Decision& decision, const Charges& charges,
+                                    std::uint64_t permit, ChargeResult& result);
+  /// SCRIPT LOAD of both scripts (after NOSCRIPT); false when Redis refused.
+  boost::asio::awaitable<bool> load_scripts(RedisConnection& connection);
+  /// The concurrency permits `charges` take, as a finished request gives them back.
+  static std::vector<Permit> permits_of(const Decision& decision, const Charges& charges);
+  /// Gives back `permits` held under `id`, in the background, on `connection`.
+  void send_releases(RedisConnection& connection, const std::vector<Permit>& permits,
+                     std::uint64_t id);
   boost::asio::awaitable<std::shared_ptr<RedisConnection>> connect();
   boost::asio::awaitable<void> reconnect(Loop& loop, std::size_t slot);
   /// A working connection of the loop, round robin; nullptr when all are reconnecting.

@@ -24,11 +24,14 @@ local function make_concurrency()
   function concurrency.commit(key, s, now, cost, hold, p)
     local lease_end = now + p[2]
     local args = {}
-    for i = 1, cost do
+    for i = 1, cost do -- in batches: unpack() takes a few thousand values at most
       args[#args + 1] = lease_end
       args[#args + 1] = p.permit .. ':' .. i
+      if #args >= 1000 or i == cost then
+        redis.call('ZADD', key, unpack(args))
+        args = {}
+      end
     end
-    redis.call('ZADD', key, unpack(args))
     s.in_flight = s.in_flight + cost
     expire_at(key, now + p[2], now)
   end

@@ -372,6 +372,46 @@ TEST(RedisStore, RequestsInFlightWhenRedisHangsWaitNoLongerThanTheTimeout) {
   server.resume();
 }
 
+const char* const kOneAtATime = R"(
+upstream: http://127.0.0.1:9000
+limiters:
+  one: {algorithm: concurrency, limit: 1}
+routes: [{name: api, limiters: [one]}]
+)";
+
+TEST(RedisStore, ReleasesPermitsAfterTheScriptsWereFlushed) {
+  test::RedisServer server;
+  StoreFixture fixture(kOneAtATime, "url: \"" + server.url() + "\"");
+  const Decision first = fixture.redis({}, std::nullopt);
+  EXPECT_EQ(first.outcome, Outcome::allowed);
+  EXPECT_EQ(fixture.redis({}, std::nullopt).outcome, Outcome::limited);
+  // Redis forgets the scripts (SCRIPT FLUSH, a failover): the release must load them again.
+  fixture.loop().run([&]() -> net::awaitable<void> {
+    auto connection = co_await RedisConnection::open(fixture.store().options().endpoint,
+                                                     fixture.store().options().url, 1s);
+    const std::array<std::string_view, 2> flush{"SCRIPT", "FLUSH"};
+    co_await connection->command(flush, 1s);
+    connection->close();
+  });
+  fixture.store().release(0, first);
+  fixture.loop().run_for(200ms);
+  EXPECT_EQ(fixture.redis({}, std::nullopt).outcome, Outcome::allowed);
+}
+
+TEST(RedisStore, GivesBackThePermitsOfADecisionThatTimedOut) {
+  test::RedisServer server;
+  StoreFixture fixture(kOneAtATime,
+                       "url: \"" + server.url() + "\", timeout: 20ms, on_error: allow");
+  server.pause();
+  // Sent, unanswered: when Redis wakes up it takes the permit, then gives it back.
+  EXPECT_EQ(fixture.redis({}, std::nullopt).outcome, Outcome::allowed);  // on_error: allow
+  server.resume();
+  EXPECT_LT(time_to_recover(fixture, 3s), 1s);
+  const Decision next = fixture.redis({}, std::nullopt);
+  EXPECT_EQ(next.outcome, Outcome::allowed);  // the permit did not leak
+  EXPECT_EQ(fixture.redis({}, std::nullopt).outcome, Outcome::limited);
+}
+
 TEST_P(OnError, RedisKilledFailsFastAndARestartedOneIsFoundWithinASecond) {
   test::RedisServer server;
   StoreFixture fixture(kTwoPerHour,
