@@ -231,20 +231,23 @@ void RedisStore::send_releases(RedisConnection& connection, const std::vector<Pe
   for (const Permit& permit : permits) {
     calls.push_back(release_call(options_.prefix, permit, id));
   }
-  auto releasing = [this](std::shared_ptr<RedisConnection> on,
-                          std::vector<ReleaseCall> releases) -> net::awaitable<void> {
-    for (const ReleaseCall& call : releases) {
-      const std::array<std::string_view, 6> arguments{"EVALSHA", release_sha_, "1",
-                                                      call.key,  call.permit,  call.cost};
-      RedisReply reply = co_await on->command(arguments, options_.timeout);
-      if (!reply.error && reply.value.is_error() && reply.value.text.starts_with("NOSCRIPT") &&
-          co_await load_scripts(*on)) {
-        reply = co_await on->command(arguments, options_.timeout);
-      }
-    }
-  };
   net::co_spawn(connection.get_executor(),
-                releasing(connection.shared_from_this(), std::move(calls)), net::detached);
+                run_releases(connection.shared_from_this(), std::move(calls)), net::detached);
+}
+
+// A member, not a lambda: a coroutine lambda's captures live in the closure, which is gone
+// once co_spawn has been called; a member function's frame keeps `this` itself.
+net::awaitable<void> RedisStore::run_releases(std::shared_ptr<RedisConnection> connection,
+                                              std::vector<ReleaseCall> releases) {
+  for (const ReleaseCall& call : releases) {
+    const std::array<std::string_view, 6> arguments{"EVALSHA", release_sha_, "1",
+                                                    call.key,  call.permit,  call.cost};
+    RedisReply reply = co_await connection->command(arguments, options_.timeout);
+    if (!reply.error && reply.value.is_error() && reply.value.text.starts_with("NOSCRIPT") &&
+        co_await load_scripts(*connection)) {
+      co_await connection->command(arguments, options_.timeout);
+    }
+  }
 }
 
 net::awaitable<void> RedisStore::probe(std::size_t index) {

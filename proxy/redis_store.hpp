@@ -81,6 +81,8 @@ class RedisStore {
   /// Gives back `permits` held under `id`, in the background, on `connection`.
   void send_releases(RedisConnection& connection, const std::vector<Permit>& permits,
                      std::uint64_t id);
+  boost::asio::awaitable<void> run_releases(std::shared_ptr<RedisConnection> connection,
+                                            std::vector<ReleaseCall> releases);
   boost::asio::awaitable<std::shared_ptr<RedisConnection>> connect();
   boost::asio::awaitable<void> reconnect(Loop& loop, std::size_t slot);
   /// A working connection of the loop, round robin; nullptr when all are reconnecting.
