@@ -70,18 +70,25 @@ log "image size: $size_mb MB (target ≤ $MAX_IMAGE_MB MB); built in $((built - 
 awk -v s="$size_mb" -v m="$MAX_IMAGE_MB" 'BEGIN {exit !(s <= m)}' ||
   fail "the image is $size_mb MB, over $MAX_IMAGE_MB MB"
 
-# A port nothing answers on now, picked at random above the usual ones.
-free_port() {
+# A port nothing answers on now, distinct from the ones already picked, and below the kernel's
+# ephemeral range: a port in that range can be the local end of any outgoing connection on the
+# machine, and then binding it fails even though nothing listens on it.
+ephemeral_low=$(awk '{print $1}' /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)
+((ephemeral_low > 11000)) || ephemeral_low=32768
+picked=" "
+free_port() { # VARIABLE
   local port
   while :; do
-    port=$((20000 + RANDOM % 40000))
+    port=$((10000 + RANDOM % (ephemeral_low - 10000)))
+    [[ $picked == *" $port "* ]] && continue
     (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null || break
   done
-  echo "$port"
+  picked+="$port "
+  printf -v "$1" '%s' "$port"
 }
-api_port=$(free_port)
-proxy_port=$(free_port)
-admin_port=$(free_port)
+free_port api_port
+free_port proxy_port
+free_port admin_port
 
 # The status of one GET through 127.0.0.1:PORT ("" when nothing answers), with bash alone.
 status_of() {
@@ -125,9 +132,10 @@ for _ in $(seq 100); do
     healthy=1
     break
   fi
+  [[ $(podman inspect --format '{{.State.Running}}' sluice-test 2>/dev/null) == true ]] || break
   sleep 0.2
 done
-((healthy)) || { podman logs sluice-test >&2 || true; fail "not healthy within 20 s"; }
+((healthy)) || { podman logs sluice-test >&2 || true; fail "not healthy within 20 s (or it exited)"; }
 log "healthy (podman healthcheck run: sluice health against the admin port)"
 
 codes=""

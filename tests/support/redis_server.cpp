@@ -44,7 +44,19 @@ bool accepts_connections(unsigned short port) {
 }  // namespace
 
 RedisServer::RedisServer(const std::string& password) : password_(password), port_(free_port()) {
-  start();
+  // The port was free when picked, but another process may take it before redis-server binds
+  // it: then redis-server exits at once, and another port is tried.
+  for (int attempt = 1;; ++attempt) {
+    try {
+      start();
+      return;
+    } catch (const std::runtime_error&) {
+      if (attempt == 3) {
+        throw;
+      }
+      port_ = free_port();
+    }
+  }
 }
 
 void RedisServer::start() {
