@@ -72,11 +72,10 @@ RequestId new_request_id() {
 /// deadline, so a large body may take as long as it keeps moving; a piece is passed on as soon
 /// as it arrives (a streamed response is not held back).
 template <class Parser>
-net::awaitable<beast::error_code> pump(beast::tcp_stream& in, limiter::Duration in_timeout,
-                                       beast::flat_buffer& in_buffer, Parser& parser,
-                                       beast::tcp_stream& out, limiter::Duration out_timeout,
-                                       const HeadText& head, bool chunked, std::span<char> chunk,
-                                       bool& read_failed) {
+net::awaitable<beast::error_code> pump(Stream& in, limiter::Duration in_timeout,
+                                       beast::flat_buffer& in_buffer, Parser& parser, Stream& out,
+                                       limiter::Duration out_timeout, const HeadText& head,
+                                       bool chunked, std::span<char> chunk, bool& read_failed) {
   static constexpr std::string_view kCrlf = "\r\n";
   static constexpr std::string_view kLastChunk = "0\r\n\r\n";
   const bool has_body = !parser.is_done();
@@ -133,9 +132,8 @@ UpstreamFailure failure_of(const beast::error_code& ec) noexcept {
   return ec == beast::error::timeout ? UpstreamFailure::timeout : UpstreamFailure::broken;
 }
 
-net::awaitable<RelayOutcome> fail(beast::tcp_stream& client, UpstreamFailure failure,
-                                  unsigned version, const Decision& decision,
-                                  const config::ProxyConfig& config) {
+net::awaitable<RelayOutcome> fail(Stream& client, UpstreamFailure failure, unsigned version,
+                                  const Decision& decision, const config::ProxyConfig& config) {
   const http::status status = failure == UpstreamFailure::timeout ? http::status::gateway_timeout
                                                                   : http::status::bad_gateway;
   OwnResponse response;
@@ -246,7 +244,7 @@ std::string_view name_of(UpstreamFailure failure) noexcept {
   return "unknown";
 }
 
-net::awaitable<RelayOutcome> relay(beast::tcp_stream& client, beast::flat_buffer& client_buffer,
+net::awaitable<RelayOutcome> relay(Stream& client, beast::flat_buffer& client_buffer,
                                    RequestParser& parser, std::string_view client_address,
                                    const config::Upstream& upstream, const Decision& decision,
                                    const config::ProxyConfig& config, const SessionContext& context,
@@ -279,7 +277,7 @@ net::awaitable<RelayOutcome> relay(beast::tcp_stream& client, beast::flat_buffer
     if (!connection) {
       co_return co_await fail(client, UpstreamFailure::connect, version, decision, config);
     }
-    beast::tcp_stream& server = connection->stream;
+    Stream& server = connection->stream;
     beast::flat_buffer& server_buffer = connection->buffer;
     const bool may_retry = first_try && connection->reused && repeatable;
     if (first_try && !parser.is_done() && expects_continue(request)) {
@@ -327,7 +325,7 @@ net::awaitable<RelayOutcome> relay(beast::tcp_stream& client, beast::flat_buffer
     }
     co_return co_await fail(client, failure_of(header_error), version, decision, config);
   }
-  beast::tcp_stream& server = connection->stream;
+  Stream& server = connection->stream;
   beast::flat_buffer& server_buffer = connection->buffer;
   RelayOutcome outcome;
   outcome.upstream_time = std::chrono::steady_clock::now() - sent_at;

@@ -36,7 +36,7 @@ IpAddress address_of(const tcp::endpoint& endpoint) {
 }
 
 /// Answers with `response` and says whether the connection may serve another request.
-net::awaitable<bool> answer(beast::tcp_stream& client, const OwnResponse& response,
+net::awaitable<bool> answer(Stream& client, const OwnResponse& response,
                             limiter::Duration timeout) {
   const beast::error_code ec = co_await send(client, response.buffers(), timeout);
   co_return !ec && response.keep_alive;
@@ -64,7 +64,7 @@ struct ConnectionCount {
 /// Lists a connection among its loop's open ones while it is open.
 class IdleRegistration {
  public:
-  IdleRegistration(IdleConnections& idle, beast::tcp_stream& client, const bool& waiting)
+  IdleRegistration(IdleConnections& idle, Stream& client, const bool& waiting)
       : idle_(idle), client_(&client) {
     idle_.open.emplace(client_, &waiting);
   }
@@ -76,7 +76,7 @@ class IdleRegistration {
 
  private:
   IdleConnections& idle_;
-  beast::tcp_stream* client_;
+  Stream* client_;
 };
 
 MetricDecision metric_decision(Outcome outcome) noexcept {
@@ -159,7 +159,7 @@ net::awaitable<void> serve_client(tcp::socket socket, SessionContext context) {
   const IpAddress peer = address_of(peer_endpoint);
   const std::string peer_text = peer_endpoint.address().to_string();  // for X-Forwarded-For
   socket.non_blocking(true, ignored);                                 // see socket_io.hpp
-  beast::tcp_stream client(std::move(socket));
+  Stream client(std::move(socket));
   bool waiting = false;
   const IdleRegistration registered(*context.idle, client, waiting);
   beast::flat_buffer buffer(kMaxHeaderBytes);

@@ -3,7 +3,6 @@
 #include <atomic>
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/ip/tcp.hpp>
-#include <boost/beast/core/tcp_stream.hpp>
 #include <unordered_map>
 
 #include "config/proxy_config.hpp"
@@ -15,6 +14,7 @@
 #include "proxy/pipeline.hpp"
 #include "proxy/redis_store.hpp"
 #include "proxy/reloader.hpp"
+#include "proxy/stream.hpp"
 #include "proxy/upstream_pool.hpp"
 
 namespace sluice::proxy {
@@ -23,7 +23,7 @@ namespace sluice::proxy {
 /// now: on drain those have nothing in flight and are closed at once. A connection registers
 /// once; between requests only its flag changes. Touched only from that loop's thread.
 struct IdleConnections {
-  std::unordered_map<boost::beast::tcp_stream*, const bool*> open;
+  std::unordered_map<Stream*, const bool*> open;
 };
 
 /// What every connection shares with the server. Read-only but for the counters.

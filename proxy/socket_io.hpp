@@ -3,10 +3,10 @@
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/buffers_suffix.hpp>
-#include <boost/beast/core/tcp_stream.hpp>
 
 #include "limiter/clock.hpp"
 #include "proxy/net.hpp"
+#include "proxy/stream.hpp"
 
 namespace sluice::proxy {
 
@@ -24,7 +24,7 @@ inline bool would_block(const beast::error_code& error) noexcept {
 /// Sends `buffers` on `stream`: one write that does not wait, then what the socket did not take
 /// within `timeout`.
 template <class Buffers>
-net::awaitable<beast::error_code> send(beast::tcp_stream& stream, const Buffers& buffers,
+net::awaitable<beast::error_code> send(Stream& stream, const Buffers& buffers,
                                        limiter::Duration timeout) {
   beast::error_code error;
   const std::size_t total = net::buffer_size(buffers);

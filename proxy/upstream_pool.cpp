@@ -62,7 +62,10 @@ net::awaitable<UpstreamConnectionPtr> UpstreamPool::connect(const config::Upstre
   auto connection = std::make_unique<UpstreamConnection>(executor);
   connection->stream.expires_after(connect_timeout);
   auto [connect_error, endpoint] =
-      co_await connection->stream.async_connect(endpoints, use_nothrow);
+      co_await net::async_connect(connection->stream.socket(), endpoints, use_nothrow);
+  if (connect_error == net::error::operation_aborted && connection->stream.timed_out()) {
+    connect_error = beast::error::timeout;
+  }
   if (connect_error) {
     error = connect_error;
     entry.endpoints.reset();  // resolve again next time: the address may have changed

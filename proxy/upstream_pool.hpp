@@ -3,7 +3,6 @@
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
-#include <boost/beast/core/tcp_stream.hpp>
 #include <chrono>
 #include <cstdint>
 #include <deque>
@@ -14,6 +13,7 @@
 
 #include "config/proxy_config.hpp"
 #include "limiter/clock.hpp"
+#include "proxy/stream.hpp"
 
 namespace sluice::proxy {
 
@@ -23,10 +23,10 @@ namespace sluice::proxy {
 /// connection older than `max_age`, or one the upstream has closed or written to, is dropped
 /// when it would be taken.
 /// A connection to an upstream with its read buffer. It lives on the heap and moves by pointer:
-/// Beast's tcp_stream allocates a new implementation on every move.
+/// A stream does not move.
 struct UpstreamConnection {
   explicit UpstreamConnection(const boost::asio::any_io_executor& executor) : stream(executor) {}
-  boost::beast::tcp_stream stream;
+  Stream stream;
   boost::beast::flat_buffer buffer;  ///< Kept with the connection, capacity and all.
   std::chrono::steady_clock::time_point parked_at{};
   bool reused = false;  ///< Taken from the pool: a failure before the response may be a stale
