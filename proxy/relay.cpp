@@ -228,6 +228,92 @@ bool expects_continue(const http::request<http::buffer_body, Fields>& request) {
   return equal_ignoring_case(trim_whitespace(request[http::field::expect]), "100-continue");
 }
 
+/// How sending a request upstream ended.
+struct Exchange {
+  UpstreamFailure failure = UpstreamFailure::none;
+  bool client_gone = false;  ///< The client went away before the request was sent whole.
+};
+
+/// Sends the request (`head`, then the body from `client`) to `upstream` and reads the
+/// response's head into `connection->response`: on a parked connection when there is one, else
+/// a new one; a request without a body is sent again, once, on a new connection when a parked
+/// one turns out closed. Interim responses (100, 102, 103) are skipped. A coroutine of its own
+/// to keep the relay's frame small (see UpstreamConnection::response).
+net::awaitable<Exchange> send_upstream(Stream& client, beast::flat_buffer& client_buffer,
+                                       RequestParser& parser, const config::Upstream& upstream,
+                                       const config::Timeouts& timeouts,
+                                       const SessionContext& context, const HeadText& head,
+                                       std::span<char> chunk, UpstreamConnectionPtr& connection,
+                                       std::chrono::steady_clock::time_point& sent_at) {
+  auto& request = parser.get();
+  // Without a body, a send that fails on a parked connection can be repeated on a new one: the
+  // upstream closed it while idle and never saw the request (nginx does the same).
+  const bool repeatable = parser.is_done();
+  for (bool first_try = true;; first_try = false) {
+    connection.reset();  // a stale parked connection is closed here
+    if (first_try) {
+      // A request that can be repeated skips the check for a closed parked connection: it is
+      // sent again on a new one if that fails.
+      connection = context.pool->take_parked(upstream, /*check_open=*/!repeatable);
+    }
+    if (!connection) {
+      beast::error_code connect_error;
+      connection = co_await context.pool->connect(upstream, timeouts.connect, connect_error);
+    }
+    if (!connection) {
+      co_return Exchange{.failure = UpstreamFailure::connect};
+    }
+    Stream& server = connection->stream;
+    beast::flat_buffer& server_buffer = connection->buffer;
+    const bool may_retry = first_try && connection->reused && repeatable;
+    if (first_try && !parser.is_done() && expects_continue(request)) {
+      // The client waits for this before it sends the body.
+      static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+      client.expires_after(timeouts.idle);
+      auto [ec, n] = co_await net::async_write(client, net::buffer(kContinue), use_nothrow);
+      if (ec) {
+        co_return Exchange{.client_gone = true};
+      }
+    }
+    sent_at = std::chrono::steady_clock::now();
+    bool client_failed = false;
+    if (const auto ec =
+            co_await pump(client, timeouts.idle, client_buffer, parser, server, timeouts.upstream,
+                          head, request.chunked(), chunk, client_failed)) {
+      if (client_failed) {
+        co_return Exchange{.client_gone = true};  // the client went away mid-body
+      }
+      if (may_retry) {
+        continue;
+      }
+      co_return Exchange{.failure = failure_of(ec)};
+    }
+    // Until the response header arrives.
+    beast::error_code header_error;
+    std::optional<ResponseParser>& response_parser = connection->response;
+    do {
+      response_parser.emplace();
+      response_parser->header_limit(kMaxHeaderBytes);
+      response_parser->body_limit(boost::none);
+      if (request.method() == http::verb::head) {
+        response_parser->skip(true);
+      }
+      server.expires_after(timeouts.upstream);
+      auto [ec, n] =
+          co_await http::async_read_header(server, server_buffer, *response_parser, use_nothrow);
+      header_error = ec;
+    } while (!header_error && response_parser->get().result_int() / 100 == 1 &&
+             response_parser->get().result() != http::status::switching_protocols);
+    if (!header_error) {
+      co_return Exchange{};
+    }
+    if (may_retry && server_buffer.size() == 0 && header_error != beast::error::timeout) {
+      continue;
+    }
+    co_return Exchange{.failure = failure_of(header_error)};
+  }
+}
+
 }  // namespace
 
 std::string_view name_of(UpstreamFailure failure) noexcept {
@@ -253,88 +339,33 @@ net::awaitable<RelayOutcome> relay(Stream& client, beast::flat_buffer& client_bu
   auto& request = parser.get();
   const unsigned version = request.version();
   const bool upgrade = parser.upgrade();
-  // Without a body, a send that fails on a parked connection can be repeated on a new one: the
-  // upstream closed it while idle and never saw the request (nginx does the same).
-  const bool repeatable = parser.is_done();
   head.clear();
   write_upstream_head(request, client_address, upgrade, head);
   const ChunkPool::Lease chunk = context.chunks->borrow();
-
   UpstreamConnectionPtr connection;
-  std::optional<ResponseParser> response_parser;
   std::chrono::steady_clock::time_point sent_at;
-  for (bool first_try = true;; first_try = false) {
-    connection.reset();  // a stale parked connection is closed here
-    if (first_try) {
-      // A request that can be repeated skips the check for a closed parked connection: it is
-      // sent again on a new one if that fails.
-      connection = context.pool->take_parked(upstream, /*check_open=*/!repeatable);
-    }
-    if (!connection) {
-      beast::error_code connect_error;
-      connection = co_await context.pool->connect(upstream, timeouts.connect, connect_error);
-    }
-    if (!connection) {
-      co_return co_await fail(client, UpstreamFailure::connect, version, decision, config);
-    }
-    Stream& server = connection->stream;
-    beast::flat_buffer& server_buffer = connection->buffer;
-    const bool may_retry = first_try && connection->reused && repeatable;
-    if (first_try && !parser.is_done() && expects_continue(request)) {
-      // The client waits for this before it sends the body.
-      static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
-      client.expires_after(timeouts.idle);
-      auto [ec, n] = co_await net::async_write(client, net::buffer(kContinue), use_nothrow);
-      if (ec) {
-        co_return RelayOutcome{};
-      }
-    }
-    sent_at = std::chrono::steady_clock::now();
-    bool client_failed = false;
-    if (const auto ec =
-            co_await pump(client, timeouts.idle, client_buffer, parser, server, timeouts.upstream,
-                          head, request.chunked(), chunk.bytes(), client_failed)) {
-      if (client_failed) {
-        co_return RelayOutcome{};  // the client went away mid-body
-      }
-      if (may_retry) {
-        continue;
-      }
-      co_return co_await fail(client, failure_of(ec), version, decision, config);
-    }
-    // Until the response header arrives; interim responses (100, 102, 103) are skipped.
-    beast::error_code header_error;
-    do {
-      response_parser.emplace();
-      response_parser->header_limit(kMaxHeaderBytes);
-      response_parser->body_limit(boost::none);
-      if (request.method() == http::verb::head) {
-        response_parser->skip(true);
-      }
-      server.expires_after(timeouts.upstream);
-      auto [ec, n] =
-          co_await http::async_read_header(server, server_buffer, *response_parser, use_nothrow);
-      header_error = ec;
-    } while (!header_error && response_parser->get().result_int() / 100 == 1 &&
-             response_parser->get().result() != http::status::switching_protocols);
-    if (!header_error) {
-      break;
-    }
-    if (may_retry && server_buffer.size() == 0 && header_error != beast::error::timeout) {
-      continue;
-    }
-    co_return co_await fail(client, failure_of(header_error), version, decision, config);
+  const Exchange exchange =
+      co_await send_upstream(client, client_buffer, parser, upstream, timeouts, context, head,
+                             chunk.bytes(), connection, sent_at);
+  if (exchange.client_gone) {
+    co_return RelayOutcome{};
+  }
+  UpstreamFailure failure = exchange.failure;
+  const bool switching = failure == UpstreamFailure::none &&
+                         connection->response->get().result() == http::status::switching_protocols;
+  if (switching && !upgrade) {  // a protocol switch nobody asked for
+    failure = UpstreamFailure::broken;
+  }
+  if (failure != UpstreamFailure::none) {
+    co_return co_await fail(client, failure, version, decision, config);
   }
   Stream& server = connection->stream;
   beast::flat_buffer& server_buffer = connection->buffer;
   RelayOutcome outcome;
   outcome.upstream_time = std::chrono::steady_clock::now() - sent_at;
-  auto& response = response_parser->get();
+  ResponseParser& response_parser = *connection->response;
+  auto& response = response_parser.get();
   outcome.status = response.result_int();
-  const bool switching = response.result() == http::status::switching_protocols;
-  if (switching && !upgrade) {  // a protocol switch nobody asked for
-    co_return co_await fail(client, UpstreamFailure::broken, version, decision, config);
-  }
   head.clear();
   if (switching) {
     write_client_head(response, version, false, false, true, decision, config.limits_headers, head);
@@ -351,16 +382,16 @@ net::awaitable<RelayOutcome> relay(Stream& client, beast::flat_buffer& client_bu
   }
   // A body of unknown length is re-framed: chunked for HTTP/1.1, close-delimited for HTTP/1.0.
   const bool unknown_length =
-      response.chunked() || (!response.has_content_length() && !response_parser->is_done());
+      response.chunked() || (!response.has_content_length() && !response_parser.is_done());
   const bool chunked = unknown_length && version >= 11;
   keep_alive = keep_alive && !(unknown_length && version < 11);
   write_client_head(response, version, chunked, keep_alive, false, decision, config.limits_headers,
                     head);
   bool upstream_failed = false;
   const beast::error_code ec =
-      co_await pump(server, timeouts.upstream, server_buffer, *response_parser, client,
+      co_await pump(server, timeouts.upstream, server_buffer, response_parser, client,
                     timeouts.idle, head, chunked, chunk.bytes(), upstream_failed);
-  if (!ec && response.keep_alive() && response_parser->is_done()) {
+  if (!ec && response.keep_alive() && response_parser.is_done()) {
     context.pool->give_back(upstream, std::move(connection));
   }
   if (ec && upstream_failed) {

@@ -13,6 +13,7 @@
 
 #include "config/proxy_config.hpp"
 #include "limiter/clock.hpp"
+#include "proxy/net.hpp"
 #include "proxy/stream.hpp"
 
 namespace sluice::proxy {
@@ -28,6 +29,9 @@ struct UpstreamConnection {
   explicit UpstreamConnection(const boost::asio::any_io_executor& executor) : stream(executor) {}
   Stream stream;
   boost::beast::flat_buffer buffer;  ///< Kept with the connection, capacity and all.
+  /// The response being read. Here rather than in the relay's coroutine frame: Asio reuses
+  /// freed frames of up to about 1 KiB, and a larger one costs a malloc and a free per request.
+  std::optional<ResponseParser> response;
   std::chrono::steady_clock::time_point parked_at{};
   bool reused = false;  ///< Taken from the pool: a failure before the response may be a stale
                         ///< connection, so an idempotent send can be retried on a new one.
