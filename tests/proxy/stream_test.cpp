@@ -41,14 +41,20 @@ net::awaitable<void> write_later(tcp::socket& socket, Clock::duration delay, std
   co_await net::async_write(socket, net::buffer(text), use_nothrow);
 }
 
+/// One read on `stream`: how it ended and what it read.
+net::awaitable<std::pair<beast::error_code, std::string>> read_once(Stream& stream) {
+  std::array<char, 16> bytes{};
+  auto [ec, n] = co_await stream.async_read_some(net::buffer(bytes), use_nothrow);
+  co_return std::pair{ec, std::string(bytes.data(), n)};
+}
+
 TEST(Stream, AReadEndsWithATimeoutAtItsDeadline) {
   test::EventLoop loop;
   Connection connection(loop.io());
   loop.run([&]() -> net::awaitable<void> {
     const auto started = Clock::now();
     connection.stream->expires_after(50ms);
-    std::array<char, 16> bytes{};
-    auto [ec, n] = co_await connection.stream->async_read_some(net::buffer(bytes), use_nothrow);
+    const auto [ec, read] = co_await read_once(*connection.stream);
     EXPECT_EQ(ec, beast::error::timeout);
     EXPECT_GE(Clock::now() - started, 50ms);
     EXPECT_TRUE(connection.stream->timed_out());
@@ -64,10 +70,9 @@ TEST(Stream, ADeadlineMovedLaterKeepsTheReadGoingPastTheFirstOne) {
     connection.stream->expires_after(10s);   // later: the timer stays, and re-arms when it fires
     net::co_spawn(co_await net::this_coro::executor, write_later(connection.peer, 150ms, "late"),
                   net::detached);
-    std::array<char, 16> bytes{};
-    auto [ec, n] = co_await connection.stream->async_read_some(net::buffer(bytes), use_nothrow);
+    const auto [ec, read] = co_await read_once(*connection.stream);
     EXPECT_FALSE(ec) << ec.message();
-    EXPECT_EQ(std::string(bytes.data(), n), "late");
+    EXPECT_EQ(read, "late");
     EXPECT_FALSE(connection.stream->timed_out());
   });
 }
@@ -79,8 +84,7 @@ TEST(Stream, ADeadlineMovedEarlierReArmsTheTimer) {
     const auto started = Clock::now();
     connection.stream->expires_after(1h);
     connection.stream->expires_after(30ms);
-    std::array<char, 16> bytes{};
-    auto [ec, n] = co_await connection.stream->async_read_some(net::buffer(bytes), use_nothrow);
+    const auto [ec, read] = co_await read_once(*connection.stream);
     EXPECT_EQ(ec, beast::error::timeout);
     EXPECT_LT(Clock::now() - started, 10s);  // not the hour
   });
@@ -94,10 +98,9 @@ TEST(Stream, NoDeadlineOutlivesATimerAlreadyArmed) {
     connection.stream->expires_never();
     net::co_spawn(co_await net::this_coro::executor, write_later(connection.peer, 150ms, "late"),
                   net::detached);
-    std::array<char, 16> bytes{};
-    auto [ec, n] = co_await connection.stream->async_read_some(net::buffer(bytes), use_nothrow);
+    const auto [ec, read] = co_await read_once(*connection.stream);
     EXPECT_FALSE(ec) << ec.message();
-    EXPECT_EQ(std::string(bytes.data(), n), "late");
+    EXPECT_EQ(read, "late");
   });
 }
 
@@ -154,10 +157,9 @@ TEST(Stream, ReadsAndWritesPassThrough) {
     connection.peer.read_some(net::buffer(received));
     EXPECT_EQ(std::string(received.data(), received.size()), "ping");
     co_await net::async_write(connection.peer, net::buffer(std::string("pong")), use_nothrow);
-    std::array<char, 16> bytes{};
-    auto [ec, n] = co_await connection.stream->async_read_some(net::buffer(bytes), use_nothrow);
+    const auto [ec, read] = co_await read_once(*connection.stream);
     EXPECT_FALSE(ec);
-    EXPECT_EQ(std::string(bytes.data(), n), "pong");
+    EXPECT_EQ(read, "pong");
   });
 }
 
