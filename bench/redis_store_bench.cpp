@@ -84,7 +84,7 @@ class Setup {
   void decide(std::size_t count, std::size_t in_flight) {
     std::size_t started = 0;
     std::size_t done = 0;
-    const auto worker = [&]() -> net::awaitable<void> {
+    const auto worker = [&]() -> Awaitable<void> {
       while (started < count) {
         const RequestView view = request(started++);
         Decision decision;
@@ -127,7 +127,7 @@ class Setup {
     std::string sha;
     auto loaded = net::co_spawn(
         io_,
-        [&]() -> net::awaitable<void> {
+        [&]() -> Awaitable<void> {
           auto connection = co_await RedisConnection::open(
               config_->store.redis.endpoint, config_->store.redis.url, std::chrono::seconds(1));
           const std::array<std::string_view, 3> load{"SCRIPT", "LOAD", decide_script()};

@@ -121,8 +121,8 @@ http::response<http::string_body> reload(const SessionContext& context, unsigned
 
 }  // namespace
 
-net::awaitable<void> serve_admin(tcp::socket socket, SessionContext context) {
-  beast::tcp_stream stream(std::move(socket));
+Awaitable<void> serve_admin(Socket socket, SessionContext context) {
+  beast::basic_stream<tcp, Executor> stream(std::move(socket));
   beast::flat_buffer buffer(kMaxHeaderBytes);
   for (;;) {
     http::request_parser<http::string_body> parser;
@@ -181,7 +181,7 @@ net::awaitable<void> serve_admin(tcp::socket socket, SessionContext context) {
     }
   }
   beast::error_code ignored;
-  stream.socket().shutdown(tcp::socket::shutdown_send, ignored);
+  stream.socket().shutdown(Socket::shutdown_send, ignored);
 }
 
 }  // namespace sluice::proxy

@@ -3,6 +3,7 @@
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/ip/tcp.hpp>
 
+#include "proxy/net.hpp"
 #include "proxy/session.hpp"
 
 namespace sluice::proxy {
@@ -13,7 +14,6 @@ namespace sluice::proxy {
 /// - `GET /limiters/NAME/KEY`: one key's state ({"remaining", "reset", "banned"}), consuming
 ///   nothing. KEY is percent-decoded.
 /// Anything else: 404 (405 for other methods on known paths).
-boost::asio::awaitable<void> serve_admin(boost::asio::ip::tcp::socket socket,
-                                         SessionContext context);
+Awaitable<void> serve_admin(Socket socket, SessionContext context);
 
 }  // namespace sluice::proxy

@@ -23,22 +23,22 @@ std::string what_went_wrong(const RedisReply& reply) {
 
 }  // namespace
 
-RedisConnection::RedisConnection(tcp::socket socket) : socket_(std::move(socket)) {}
+RedisConnection::RedisConnection(Socket socket) : socket_(std::move(socket)) {}
 
 RedisConnection::~RedisConnection() = default;
 
-net::awaitable<std::shared_ptr<RedisConnection>> RedisConnection::open(
+Awaitable<std::shared_ptr<RedisConnection>> RedisConnection::open(
     const config::RedisEndpoint& endpoint, std::string_view url, limiter::Duration timeout) {
   const std::string shown = redact_url(url);
   const auto executor = co_await net::this_coro::executor;
-  tcp::resolver resolver(executor);
+  Resolver resolver(executor);
   auto [resolve_error, endpoints] =
       co_await resolver.async_resolve(endpoint.host, std::to_string(endpoint.port), use_nothrow);
   if (resolve_error) {
     throw RedisError("Redis at " + shown + ": cannot resolve " + endpoint.host + ": " +
                      resolve_error.message());
   }
-  beast::tcp_stream stream(executor);
+  beast::basic_stream<tcp, Executor> stream(executor);
   stream.expires_after(timeout);
   auto [connect_error, connected] = co_await stream.async_connect(endpoints, use_nothrow);
   if (connect_error) {
@@ -82,8 +82,8 @@ net::awaitable<std::shared_ptr<RedisConnection>> RedisConnection::open(
   co_return connection;
 }
 
-net::awaitable<RedisReply> RedisConnection::command(std::span<const std::string_view> arguments,
-                                                    limiter::Duration timeout) {
+Awaitable<RedisReply> RedisConnection::command(std::span<const std::string_view> arguments,
+                                               limiter::Duration timeout) {
   if (broken_) {
     co_return RedisReply{.error = broken_, .value = {}};
   }
@@ -111,7 +111,7 @@ net::awaitable<RedisReply> RedisConnection::command(std::span<const std::string_
   co_return std::move(pending->reply);
 }
 
-net::awaitable<void> RedisConnection::write_loop(std::shared_ptr<RedisConnection> /*keep_alive*/) {
+Awaitable<void> RedisConnection::write_loop(std::shared_ptr<RedisConnection> /*keep_alive*/) {
   std::string sending;
   while (!unsent_.empty() && !broken_) {
     sending.clear();
@@ -124,7 +124,7 @@ net::awaitable<void> RedisConnection::write_loop(std::shared_ptr<RedisConnection
   writing_ = false;
 }
 
-net::awaitable<void> RedisConnection::read_loop(std::shared_ptr<RedisConnection> /*keep_alive*/) {
+Awaitable<void> RedisConnection::read_loop(std::shared_ptr<RedisConnection> /*keep_alive*/) {
   std::array<char, 16 * 1024> bytes;
   while (!broken_) {
     auto [error, read] = co_await socket_.async_read_some(net::buffer(bytes), use_nothrow);

@@ -13,6 +13,7 @@
 
 #include "config/proxy_config.hpp"
 #include "limiter/clock.hpp"
+#include "proxy/net.hpp"
 #include "proxy/resp.hpp"
 
 namespace sluice::proxy {
@@ -39,10 +40,11 @@ class RedisConnection : public std::enable_shared_from_this<RedisConnection> {
  public:
   /// Connects within `timeout`, then sends AUTH and SELECT as `endpoint` says and checks with a
   /// PING that Redis answers. Throws RedisError, naming `url` without its password.
-  static boost::asio::awaitable<std::shared_ptr<RedisConnection>> open(
-      const config::RedisEndpoint& endpoint, std::string_view url, limiter::Duration timeout);
+  static Awaitable<std::shared_ptr<RedisConnection>> open(const config::RedisEndpoint& endpoint,
+                                                          std::string_view url,
+                                                          limiter::Duration timeout);
 
-  explicit RedisConnection(boost::asio::ip::tcp::socket socket);
+  explicit RedisConnection(Socket socket);
   RedisConnection(const RedisConnection&) = delete;
   RedisConnection& operator=(const RedisConnection&) = delete;
   RedisConnection(RedisConnection&&) = delete;
@@ -51,10 +53,10 @@ class RedisConnection : public std::enable_shared_from_this<RedisConnection> {
 
   /// Sends one command and waits up to `timeout` for its reply. A reply that comes after its
   /// command timed out is read and dropped, so the ones after it still match.
-  boost::asio::awaitable<RedisReply> command(std::span<const std::string_view> arguments,
-                                             limiter::Duration timeout);
+  Awaitable<RedisReply> command(std::span<const std::string_view> arguments,
+                                limiter::Duration timeout);
 
-  boost::asio::any_io_executor get_executor() { return socket_.get_executor(); }
+  Executor get_executor() { return socket_.get_executor(); }
 
   /// Why the connection is unusable (closed, reset, not RESP); empty while it works.
   boost::system::error_code broken() const noexcept { return broken_; }
@@ -64,19 +66,19 @@ class RedisConnection : public std::enable_shared_from_this<RedisConnection> {
   /// A command waiting for its reply; the reader fills it in and wakes the waiter by cancelling
   /// its timer.
   struct Pending {
-    explicit Pending(const boost::asio::any_io_executor& executor) : wake(executor) {}
-    boost::asio::steady_timer wake;
+    explicit Pending(const Executor& executor) : wake(executor) {}
+    Timer wake;
     RedisReply reply;
     bool done = false;
   };
 
   /// Each loop holds the connection alive while its operation is pending.
-  boost::asio::awaitable<void> write_loop(std::shared_ptr<RedisConnection> keep_alive);
-  boost::asio::awaitable<void> read_loop(std::shared_ptr<RedisConnection> keep_alive);
+  Awaitable<void> write_loop(std::shared_ptr<RedisConnection> keep_alive);
+  Awaitable<void> read_loop(std::shared_ptr<RedisConnection> keep_alive);
   void complete_next(RespValue value);
   void fail(boost::system::error_code error);
 
-  boost::asio::ip::tcp::socket socket_;
+  Socket socket_;
   RespReader reader_;
   std::string unsent_;  ///< Commands not yet handed to the socket.
   bool writing_ = false;

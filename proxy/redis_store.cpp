@@ -66,7 +66,7 @@ limiter::Duration RedisStore::connect_timeout() const noexcept {
   return std::max(options_.timeout, kMinConnectTimeout);
 }
 
-net::awaitable<std::shared_ptr<RedisConnection>> RedisStore::connect() {
+Awaitable<std::shared_ptr<RedisConnection>> RedisStore::connect() {
   auto connection =
       co_await RedisConnection::open(options_.endpoint, options_.url, connect_timeout());
   // SCRIPT LOAD on every connection: a Redis that restarted has forgotten them.
@@ -87,7 +87,7 @@ net::awaitable<std::shared_ptr<RedisConnection>> RedisStore::connect() {
   co_return connection;
 }
 
-net::awaitable<void> RedisStore::open(std::size_t index) {
+Awaitable<void> RedisStore::open(std::size_t index) {
   Loop& loop = *loops_[index];
   for (auto& connection : loop.connections) {
     connection = co_await connect();
@@ -128,9 +128,9 @@ void RedisStore::replace(Loop& loop, std::size_t slot) {
   net::co_spawn(executor, reconnect(loop, slot), net::detached);
 }
 
-net::awaitable<void> RedisStore::reconnect(Loop& loop, std::size_t slot) {
+Awaitable<void> RedisStore::reconnect(Loop& loop, std::size_t slot) {
   auto backoff = std::chrono::milliseconds(kFirstBackoff);
-  net::steady_timer timer(co_await net::this_coro::executor);
+  Timer timer(co_await net::this_coro::executor);
   while (!loop.closed) {
     try {
       auto connection = co_await connect();
@@ -157,7 +157,7 @@ void RedisStore::failed(Loop& loop, std::string_view why) {
   }
 }
 
-net::awaitable<bool> RedisStore::load_scripts(RedisConnection& connection) {
+Awaitable<bool> RedisStore::load_scripts(RedisConnection& connection) {
   for (const std::string_view script : {decide_script(), release_script()}) {
     const std::array<std::string_view, 3> load{"SCRIPT", "LOAD", script};
     const RedisReply loaded = co_await connection.command(load, options_.timeout);
@@ -168,8 +168,8 @@ net::awaitable<bool> RedisStore::load_scripts(RedisConnection& connection) {
   co_return true;
 }
 
-net::awaitable<bool> RedisStore::call(Loop& loop, const Decision& decision, const Charges& charges,
-                                      std::uint64_t permit, ChargeResult& result) {
+Awaitable<bool> RedisStore::call(Loop& loop, const Decision& decision, const Charges& charges,
+                                 std::uint64_t permit, ChargeResult& result) {
   for (int attempt = 0; attempt < 2; ++attempt) {
     RedisConnection* picked = pick(loop);
     if (picked == nullptr) {
@@ -237,8 +237,8 @@ void RedisStore::send_releases(RedisConnection& connection, const std::vector<Pe
 
 // A member, not a lambda: a coroutine lambda's captures live in the closure, which is gone
 // once co_spawn has been called; a member function's frame keeps `this` itself.
-net::awaitable<void> RedisStore::run_releases(std::shared_ptr<RedisConnection> connection,
-                                              std::vector<ReleaseCall> releases) {
+Awaitable<void> RedisStore::run_releases(std::shared_ptr<RedisConnection> connection,
+                                         std::vector<ReleaseCall> releases) {
   for (const ReleaseCall& call : releases) {
     const std::array<std::string_view, 6> arguments{"EVALSHA", release_sha_, "1",
                                                     call.key,  call.permit,  call.cost};
@@ -250,7 +250,7 @@ net::awaitable<void> RedisStore::run_releases(std::shared_ptr<RedisConnection> c
   }
 }
 
-net::awaitable<void> RedisStore::probe(std::size_t index) {
+Awaitable<void> RedisStore::probe(std::size_t index) {
   Loop& loop = *loops_[index];
   RedisConnection* picked = breaker_.is_open() ? pick(loop) : nullptr;
   if (picked == nullptr) {
@@ -290,8 +290,8 @@ void RedisStore::fall_back(Pipeline& pipeline, Decision& decision, const Charges
   }
 }
 
-net::awaitable<void> RedisStore::decide(std::size_t index, Pipeline& pipeline, Decision& decision,
-                                        const Charges& charges, limiter::TimePoint now) {
+Awaitable<void> RedisStore::decide(std::size_t index, Pipeline& pipeline, Decision& decision,
+                                   const Charges& charges, limiter::TimePoint now) {
   Loop& loop = *loops_[index];
   if (charges.count == 0) {
     pipeline.conclude(decision, charges, Pipeline::charge_locally(charges, now), now);

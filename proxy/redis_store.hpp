@@ -10,6 +10,7 @@
 #include "config/proxy_config.hpp"
 #include "proxy/circuit_breaker.hpp"
 #include "proxy/metrics.hpp"
+#include "proxy/net.hpp"
 #include "proxy/over_limit_cache.hpp"
 #include "proxy/pipeline.hpp"
 #include "proxy/redis_connection.hpp"
@@ -39,15 +40,15 @@ class RedisStore {
 
   /// Opens loop `loop`'s connections and loads the scripts; run on that loop's executor, once,
   /// before it serves. Throws RedisError naming the URL (password redacted).
-  boost::asio::awaitable<void> open(std::size_t loop);
+  Awaitable<void> open(std::size_t loop);
   /// Closes loop `loop`'s connections; from that loop's thread, or once it has stopped.
   void close(std::size_t loop);
 
   /// Decides `charges` in Redis and concludes `decision` through `pipeline`; on failure, as
   /// `on_error` says. From loop `loop`'s thread. `now` is the proxy's clock: it serves the
   /// over-limit cache and `on_error: local`; Redis decides on its own clock.
-  boost::asio::awaitable<void> decide(std::size_t loop, Pipeline& pipeline, Decision& decision,
-                                      const Charges& charges, limiter::TimePoint now);
+  Awaitable<void> decide(std::size_t loop, Pipeline& pipeline, Decision& decision,
+                         const Charges& charges, limiter::TimePoint now);
   /// Gives back the concurrency permits of a finished request, in the background. A release
   /// that fails is not retried: the permit's lease ends it (kConcurrencyLease).
   void release(std::size_t loop, const Decision& decision);
@@ -55,7 +56,7 @@ class RedisStore {
   /// While the breaker is open, asks Redis (PING on loop `loop`) whether it answers again, and
   /// closes the breaker if it does. For /readyz: a replica taken out of rotation because it
   /// was unready gets no requests to probe with, yet must notice when Redis is back.
-  boost::asio::awaitable<void> probe(std::size_t loop);
+  Awaitable<void> probe(std::size_t loop);
 
   /// False while the breaker is open: Redis is failing, requests follow on_error.
   bool available() const noexcept { return !breaker_.is_open(); }
@@ -72,19 +73,19 @@ class RedisStore {
   struct Loop;
 
   /// One decision script call for `charges`; false when Redis failed.
-  boost::asio::awaitable<bool> call(Loop& loop, const Decision& decision, const Charges& charges,
-                                    std::uint64_t permit, ChargeResult& result);
+  Awaitable<bool> call(Loop& loop, const Decision& decision, const Charges& charges,
+                       std::uint64_t permit, ChargeResult& result);
   /// SCRIPT LOAD of both scripts (after NOSCRIPT); false when Redis refused.
-  boost::asio::awaitable<bool> load_scripts(RedisConnection& connection);
+  Awaitable<bool> load_scripts(RedisConnection& connection);
   /// The concurrency permits `charges` take, as a finished request gives them back.
   static std::vector<Permit> permits_of(const Decision& decision, const Charges& charges);
   /// Gives back `permits` held under `id`, in the background, on `connection`.
   void send_releases(RedisConnection& connection, const std::vector<Permit>& permits,
                      std::uint64_t id);
-  boost::asio::awaitable<void> run_releases(std::shared_ptr<RedisConnection> connection,
-                                            std::vector<ReleaseCall> releases);
-  boost::asio::awaitable<std::shared_ptr<RedisConnection>> connect();
-  boost::asio::awaitable<void> reconnect(Loop& loop, std::size_t slot);
+  Awaitable<void> run_releases(std::shared_ptr<RedisConnection> connection,
+                               std::vector<ReleaseCall> releases);
+  Awaitable<std::shared_ptr<RedisConnection>> connect();
+  Awaitable<void> reconnect(Loop& loop, std::size_t slot);
   /// A working connection of the loop, round robin; nullptr when all are reconnecting.
   RedisConnection* pick(Loop& loop);
   /// Drops a broken connection and reconnects its slot in the background.

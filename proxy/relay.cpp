@@ -72,10 +72,10 @@ RequestId new_request_id() {
 /// deadline, so a large body may take as long as it keeps moving; a piece is passed on as soon
 /// as it arrives (a streamed response is not held back).
 template <class Parser>
-net::awaitable<beast::error_code> pump(Stream& in, limiter::Duration in_timeout,
-                                       beast::flat_buffer& in_buffer, Parser& parser, Stream& out,
-                                       limiter::Duration out_timeout, const HeadText& head,
-                                       bool chunked, std::span<char> chunk, bool& read_failed) {
+Awaitable<beast::error_code> pump(Stream& in, limiter::Duration in_timeout,
+                                  beast::flat_buffer& in_buffer, Parser& parser, Stream& out,
+                                  limiter::Duration out_timeout, const HeadText& head, bool chunked,
+                                  std::span<char> chunk, bool& read_failed) {
   static constexpr std::string_view kCrlf = "\r\n";
   static constexpr std::string_view kLastChunk = "0\r\n\r\n";
   const bool has_body = !parser.is_done();
@@ -132,8 +132,8 @@ UpstreamFailure failure_of(const beast::error_code& ec) noexcept {
   return ec == beast::error::timeout ? UpstreamFailure::timeout : UpstreamFailure::broken;
 }
 
-net::awaitable<RelayOutcome> fail(Stream& client, UpstreamFailure failure, unsigned version,
-                                  const Decision& decision, const config::ProxyConfig& config) {
+Awaitable<RelayOutcome> fail(Stream& client, UpstreamFailure failure, unsigned version,
+                             const Decision& decision, const config::ProxyConfig& config) {
   const http::status status = failure == UpstreamFailure::timeout ? http::status::gateway_timeout
                                                                   : http::status::bad_gateway;
   OwnResponse response;
@@ -239,12 +239,12 @@ struct Exchange {
 /// a new one; a request without a body is sent again, once, on a new connection when a parked
 /// one turns out closed. Interim responses (100, 102, 103) are skipped. A coroutine of its own
 /// to keep the relay's frame small (see UpstreamConnection::response).
-net::awaitable<Exchange> send_upstream(Stream& client, beast::flat_buffer& client_buffer,
-                                       RequestParser& parser, const config::Upstream& upstream,
-                                       const config::Timeouts& timeouts,
-                                       const SessionContext& context, const HeadText& head,
-                                       std::span<char> chunk, UpstreamConnectionPtr& connection,
-                                       std::chrono::steady_clock::time_point& sent_at) {
+Awaitable<Exchange> send_upstream(Stream& client, beast::flat_buffer& client_buffer,
+                                  RequestParser& parser, const config::Upstream& upstream,
+                                  const config::Timeouts& timeouts, const SessionContext& context,
+                                  const HeadText& head, std::span<char> chunk,
+                                  UpstreamConnectionPtr& connection,
+                                  std::chrono::steady_clock::time_point& sent_at) {
   auto& request = parser.get();
   // Without a body, a send that fails on a parked connection can be repeated on a new one: the
   // upstream closed it while idle and never saw the request (nginx does the same).
@@ -330,11 +330,11 @@ std::string_view name_of(UpstreamFailure failure) noexcept {
   return "unknown";
 }
 
-net::awaitable<RelayOutcome> relay(Stream& client, beast::flat_buffer& client_buffer,
-                                   RequestParser& parser, std::string_view client_address,
-                                   const config::Upstream& upstream, const Decision& decision,
-                                   const config::ProxyConfig& config, const SessionContext& context,
-                                   bool keep_alive, HeadText& head) {
+Awaitable<RelayOutcome> relay(Stream& client, beast::flat_buffer& client_buffer,
+                              RequestParser& parser, std::string_view client_address,
+                              const config::Upstream& upstream, const Decision& decision,
+                              const config::ProxyConfig& config, const SessionContext& context,
+                              bool keep_alive, HeadText& head) {
   const config::Timeouts& timeouts = config.timeouts;
   auto& request = parser.get();
   const unsigned version = request.version();

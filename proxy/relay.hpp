@@ -33,12 +33,10 @@ struct RelayOutcome {
 /// may take references.
 /// `client_address` is the peer's address as text, for X-Forwarded-For; `head` is scratch space
 /// for the message heads, kept by the session so a request allocates none.
-boost::asio::awaitable<RelayOutcome> relay(Stream& client, beast::flat_buffer& client_buffer,
-                                           RequestParser& parser, std::string_view client_address,
-                                           const config::Upstream& upstream,
-                                           const Decision& decision,
-                                           const config::ProxyConfig& config,
-                                           const SessionContext& context, bool keep_alive,
-                                           HeadText& head);
+Awaitable<RelayOutcome> relay(Stream& client, beast::flat_buffer& client_buffer,
+                              RequestParser& parser, std::string_view client_address,
+                              const config::Upstream& upstream, const Decision& decision,
+                              const config::ProxyConfig& config, const SessionContext& context,
+                              bool keep_alive, HeadText& head);
 
 }  // namespace sluice::proxy

@@ -22,7 +22,7 @@ namespace {
 /// benchmark; with fewer than the requests in flight, every burst closes and reopens some).
 constexpr std::size_t kIdleUpstreamConnections = 64;
 
-using Serve = net::awaitable<void> (*)(tcp::socket, SessionContext);
+using Serve = Awaitable<void> (*)(Socket, SessionContext);
 
 /// How often a loop at the connection limit looks again for a free slot.
 constexpr std::chrono::milliseconds kFullRecheck{5};
@@ -38,8 +38,8 @@ bool take_slot(std::atomic<std::size_t>& open, std::size_t limit) noexcept {
   return false;
 }
 
-net::awaitable<void> pause(std::chrono::milliseconds duration) {
-  net::steady_timer timer(co_await net::this_coro::executor, duration);
+Awaitable<void> pause(std::chrono::milliseconds duration) {
+  Timer timer(co_await net::this_coro::executor, duration);
   co_await timer.async_wait(use_nothrow);
 }
 
@@ -47,8 +47,7 @@ net::awaitable<void> pause(std::chrono::milliseconds duration) {
 /// configured `max_connections` slots (taken before it is accepted, given back by the session):
 /// at the limit the loop stops accepting, and new connections wait in the kernel's listen queue
 /// until one closes, as with HAProxy's `maxconn`, instead of being refused.
-net::awaitable<void> accept_loop(tcp::acceptor& acceptor, SessionContext context, Serve serve,
-                                 bool counted) {
+Awaitable<void> accept_loop(Acceptor& acceptor, SessionContext context, Serve serve, bool counted) {
   for (;;) {
     while (counted &&
            !take_slot(*context.slots, context.generations->get()->config->max_connections)) {
@@ -105,10 +104,10 @@ void Server::start() {
   endpoint_ = tcp::endpoint(net::ip::make_address(config.listen.host), config.listen.port);
   for (unsigned i = 0; i < threads; ++i) {
     auto loop = std::make_unique<Loop>(live_);
-    loop->acceptor = std::make_unique<tcp::acceptor>(loop->io);
+    loop->acceptor = std::make_unique<Acceptor>(loop->io);
     loop->pool = std::make_unique<UpstreamPool>(kIdleUpstreamConnections, config.timeouts.idle);
     loop->acceptor->open(endpoint_.protocol());
-    loop->acceptor->set_option(tcp::acceptor::reuse_address(true));
+    loop->acceptor->set_option(Acceptor::reuse_address(true));
     // Every loop listens on the same port; the kernel spreads connections among them.
     const int on = 1;
     ::setsockopt(loop->acceptor->native_handle(), SOL_SOCKET, SO_REUSEPORT, &on, sizeof on);
@@ -121,7 +120,7 @@ void Server::start() {
   if (config.admin) {
     Loop& first = *loops_.front();
     const tcp::endpoint admin(net::ip::make_address(config.admin->host), config.admin->port);
-    admin_ = std::make_unique<tcp::acceptor>(first.io, admin);
+    admin_ = std::make_unique<Acceptor>(first.io, admin);
     SessionContext context = context_;
     context.idle = &first.idle;
     context.pool = first.pool.get();

@@ -9,6 +9,7 @@
 
 #include "config/proxy_config.hpp"
 #include "limiter/clock.hpp"
+#include "proxy/net.hpp"
 #include "proxy/pipeline.hpp"
 #include "proxy/session.hpp"
 
@@ -54,7 +55,7 @@ class Server {
     /// One thread runs it and only that thread touches its sockets, so Asio may skip the
     /// per-socket locks; other threads only post to it.
     boost::asio::io_context io{BOOST_ASIO_CONCURRENCY_HINT_UNSAFE_IO};
-    std::unique_ptr<boost::asio::ip::tcp::acceptor> acceptor;
+    std::unique_ptr<Acceptor> acceptor;
     explicit Loop(const LiveConfig& live) : generations(live) {}
     IdleConnections idle;
     GenerationCache generations;
@@ -67,7 +68,7 @@ class Server {
   LiveConfig& live_;
   SessionContext context_;
   std::vector<std::unique_ptr<Loop>> loops_;
-  std::unique_ptr<boost::asio::ip::tcp::acceptor> admin_;  ///< On the first loop.
+  std::unique_ptr<Acceptor> admin_;  ///< On the first loop.
   std::atomic<bool> draining_{false};
   std::atomic<std::size_t> connections_{0};
   std::atomic<std::size_t> slots_{0};  ///< Connections open or being accepted.

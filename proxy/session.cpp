@@ -36,8 +36,7 @@ IpAddress address_of(const tcp::endpoint& endpoint) {
 }
 
 /// Answers with `response` and says whether the connection may serve another request.
-net::awaitable<bool> answer(Stream& client, const OwnResponse& response,
-                            limiter::Duration timeout) {
+Awaitable<bool> answer(Stream& client, const OwnResponse& response, limiter::Duration timeout) {
   const beast::error_code ec = co_await send(client, response.buffers(), timeout);
   co_return !ec && response.keep_alive;
 }
@@ -152,7 +151,7 @@ void release(const SessionContext& context, Pipeline& pipeline, const Decision& 
 
 }  // namespace
 
-net::awaitable<void> serve_client(tcp::socket socket, SessionContext context) {
+Awaitable<void> serve_client(Socket socket, SessionContext context) {
   const ConnectionCount counted(context.connections, context.slots);
   beast::error_code ignored;
   const tcp::endpoint peer_endpoint = socket.remote_endpoint(ignored);
@@ -241,7 +240,7 @@ net::awaitable<void> serve_client(tcp::socket socket, SessionContext context) {
     }
     if (decision.hold > limiter::Duration::zero()) {
       // Delay mode: a timer, never a blocked thread.
-      net::steady_timer hold(co_await net::this_coro::executor, decision.hold);
+      Timer hold(co_await net::this_coro::executor, decision.hold);
       co_await hold.async_wait(use_nothrow);
     }
     const config::Upstream& upstream =
@@ -255,7 +254,7 @@ net::awaitable<void> serve_client(tcp::socket socket, SessionContext context) {
       break;
     }
   }
-  client.socket().shutdown(tcp::socket::shutdown_send, ignored);
+  client.socket().shutdown(Socket::shutdown_send, ignored);
 }
 
 }  // namespace sluice::proxy

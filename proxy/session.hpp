@@ -11,6 +11,7 @@
 #include "proxy/chunk_pool.hpp"
 #include "proxy/generation.hpp"
 #include "proxy/metrics.hpp"
+#include "proxy/net.hpp"
 #include "proxy/pipeline.hpp"
 #include "proxy/redis_store.hpp"
 #include "proxy/reloader.hpp"
@@ -51,7 +52,6 @@ inline constexpr std::uint32_t kMaxHeaderBytes = 16 * 1024;
 /// Serves one client connection: reads requests (keep-alive, pipelined ones in order), runs
 /// each through the pipeline and answers it or relays it to its upstream, streaming bodies both
 /// ways. Owns its socket; everything else is in `context`.
-boost::asio::awaitable<void> serve_client(boost::asio::ip::tcp::socket socket,
-                                          SessionContext context);
+Awaitable<void> serve_client(Socket socket, SessionContext context);
 
 }  // namespace sluice::proxy

@@ -24,8 +24,8 @@ inline bool would_block(const beast::error_code& error) noexcept {
 /// Sends `buffers` on `stream`: one write that does not wait, then what the socket did not take
 /// within `timeout`.
 template <class Buffers>
-net::awaitable<beast::error_code> send(Stream& stream, const Buffers& buffers,
-                                       limiter::Duration timeout) {
+Awaitable<beast::error_code> send(Stream& stream, const Buffers& buffers,
+                                  limiter::Duration timeout) {
   beast::error_code error;
   const std::size_t total = net::buffer_size(buffers);
   // A socket in blocking mode would block the event loop here: it only gets the slow path.

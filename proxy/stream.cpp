@@ -2,7 +2,7 @@
 
 namespace sluice::proxy {
 
-Stream::Stream(tcp::socket socket)
+Stream::Stream(Socket socket)
     : socket_(std::move(socket)),
       deadline_(std::make_shared<Deadline>(socket_.get_executor(), &socket_)) {
   beast::error_code ignored;

@@ -30,10 +30,10 @@ namespace sluice::proxy {
 /// for readiness costs an epoll_ctl per wait, more than the read that finds nothing it saves.)
 class Stream {
  public:
-  using executor_type = net::any_io_executor;
+  using executor_type = Executor;
   using Clock = std::chrono::steady_clock;
 
-  explicit Stream(tcp::socket socket);
+  explicit Stream(Socket socket);
   explicit Stream(const executor_type& executor);
   ~Stream();
   Stream(const Stream&) = delete;
@@ -42,7 +42,7 @@ class Stream {
   Stream& operator=(Stream&&) = delete;
 
   executor_type get_executor() noexcept { return socket_.get_executor(); }
-  tcp::socket& socket() noexcept { return socket_; }
+  Socket& socket() noexcept { return socket_; }
 
   /// Operations from now on must be over within `timeout`.
   void expires_after(limiter::Duration timeout);
@@ -73,13 +73,13 @@ class Stream {
  private:
   /// Shared with its timer's handler, which may run after the stream is gone.
   struct Deadline {
-    Deadline(const executor_type& executor, tcp::socket* socket_of)
+    Deadline(const executor_type& executor, Socket* socket_of)
         : timer(executor), socket(socket_of) {}
-    net::steady_timer timer;
+    Timer timer;
     Clock::time_point at = Clock::time_point::max();     ///< The deadline itself.
     Clock::time_point armed = Clock::time_point::max();  ///< When the waiting timer fires.
     bool expired = false;
-    tcp::socket* socket;  ///< Null once the stream is gone.
+    Socket* socket;  ///< Null once the stream is gone.
   };
 
   /// Wraps a handler: reports an operation cut short by the deadline as a timeout. Runs on the
@@ -125,7 +125,7 @@ class Stream {
   static void arm(const std::shared_ptr<Deadline>& deadline, Clock::time_point at);
   static void on_timer(const std::shared_ptr<Deadline>& deadline, const beast::error_code& ec);
 
-  tcp::socket socket_;
+  Socket socket_;
   std::shared_ptr<Deadline> deadline_;
 };
 

@@ -14,8 +14,8 @@ namespace {
 using namespace net::experimental::awaitable_operators;
 using Clock = std::chrono::steady_clock;
 
-net::awaitable<void> copy(tcp::socket& from, beast::flat_buffer& early, tcp::socket& to,
-                          Clock::time_point& last_activity) {
+Awaitable<void> copy(Socket& from, beast::flat_buffer& early, Socket& to,
+                     Clock::time_point& last_activity) {
   if (early.size() > 0) {
     auto [ec, n] = co_await net::async_write(to, early.data(), use_nothrow);
     if (ec) {
@@ -39,8 +39,8 @@ net::awaitable<void> copy(tcp::socket& from, beast::flat_buffer& early, tcp::soc
 }
 
 /// Returns once nothing has moved for `idle`.
-net::awaitable<void> watchdog(const Clock::time_point& last_activity, limiter::Duration idle) {
-  net::steady_timer timer(co_await net::this_coro::executor);
+Awaitable<void> watchdog(const Clock::time_point& last_activity, limiter::Duration idle) {
+  Timer timer(co_await net::this_coro::executor);
   for (;;) {
     const auto deadline = last_activity + idle;
     if (Clock::now() >= deadline) {
@@ -56,16 +56,15 @@ net::awaitable<void> watchdog(const Clock::time_point& last_activity, limiter::D
 
 }  // namespace
 
-net::awaitable<void> tunnel(tcp::socket& client, beast::flat_buffer& client_early,
-                            tcp::socket& upstream, beast::flat_buffer& upstream_early,
-                            limiter::Duration idle) {
+Awaitable<void> tunnel(Socket& client, beast::flat_buffer& client_early, Socket& upstream,
+                       beast::flat_buffer& upstream_early, limiter::Duration idle) {
   Clock::time_point last_activity = Clock::now();
   // The first to finish cancels the others.
   co_await (copy(client, client_early, upstream, last_activity) ||
             copy(upstream, upstream_early, client, last_activity) || watchdog(last_activity, idle));
   beast::error_code ignored;
   upstream.close(ignored);
-  client.shutdown(tcp::socket::shutdown_both, ignored);
+  client.shutdown(Socket::shutdown_both, ignored);
 }
 
 }  // namespace sluice::proxy

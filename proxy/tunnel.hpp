@@ -5,6 +5,7 @@
 #include <boost/beast/core/flat_buffer.hpp>
 
 #include "limiter/clock.hpp"
+#include "proxy/net.hpp"
 
 namespace sluice::proxy {
 
@@ -12,10 +13,7 @@ namespace sluice::proxy {
 /// 101 switched to) and its upstream, until either side closes or nothing moves for `idle`.
 /// `client_early` and `upstream_early` hold bytes already read past the HTTP headers; they are
 /// delivered first.
-boost::asio::awaitable<void> tunnel(boost::asio::ip::tcp::socket& client,
-                                    boost::beast::flat_buffer& client_early,
-                                    boost::asio::ip::tcp::socket& upstream,
-                                    boost::beast::flat_buffer& upstream_early,
-                                    limiter::Duration idle);
+Awaitable<void> tunnel(Socket& client, boost::beast::flat_buffer& client_early, Socket& upstream,
+                       boost::beast::flat_buffer& upstream_early, limiter::Duration idle);
 
 }  // namespace sluice::proxy

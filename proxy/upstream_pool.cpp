@@ -9,7 +9,7 @@ namespace {
 
 /// Whether a parked connection is still usable: nothing to read yet (a closed connection reads
 /// end of stream; an unasked-for byte means the upstream is confused). One non-blocking peek.
-bool still_open(tcp::socket& socket) {
+bool still_open(Socket& socket) {
   char byte = 0;
   const ssize_t n = ::recv(socket.native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
   return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
@@ -43,13 +43,13 @@ UpstreamConnectionPtr UpstreamPool::take_parked(const config::Upstream& upstream
   return nullptr;
 }
 
-net::awaitable<UpstreamConnectionPtr> UpstreamPool::connect(const config::Upstream& upstream,
-                                                            limiter::Duration connect_timeout,
-                                                            beast::error_code& error) {
+Awaitable<UpstreamConnectionPtr> UpstreamPool::connect(const config::Upstream& upstream,
+                                                       limiter::Duration connect_timeout,
+                                                       beast::error_code& error) {
   Entry& entry = entry_for(upstream);
   const auto executor = co_await net::this_coro::executor;
   if (!entry.endpoints) {
-    tcp::resolver resolver(executor);
+    Resolver resolver(executor);
     auto [resolve_error, endpoints] =
         co_await resolver.async_resolve(upstream.host, std::to_string(upstream.port), use_nothrow);
     if (resolve_error) {

@@ -26,7 +26,7 @@ namespace sluice::proxy {
 /// A connection to an upstream with its read buffer. It lives on the heap and moves by pointer:
 /// A stream does not move.
 struct UpstreamConnection {
-  explicit UpstreamConnection(const boost::asio::any_io_executor& executor) : stream(executor) {}
+  explicit UpstreamConnection(const Executor& executor) : stream(executor) {}
   Stream stream;
   boost::beast::flat_buffer buffer;  ///< Kept with the connection, capacity and all.
   /// The response being read. Here rather than in the relay's coroutine frame: Asio reuses
@@ -48,9 +48,9 @@ class UpstreamPool {
   UpstreamConnectionPtr take_parked(const config::Upstream& upstream, bool check_open);
   /// A new connection to `upstream` (resolved once, connected within `connect_timeout`). Null
   /// and `error` when it cannot connect.
-  boost::asio::awaitable<UpstreamConnectionPtr> connect(const config::Upstream& upstream,
-                                                        limiter::Duration connect_timeout,
-                                                        boost::beast::error_code& error);
+  Awaitable<UpstreamConnectionPtr> connect(const config::Upstream& upstream,
+                                           limiter::Duration connect_timeout,
+                                           boost::beast::error_code& error);
   /// Parks a connection whose last response was read whole and that stays open.
   void give_back(const config::Upstream& upstream, UpstreamConnectionPtr connection);
 

@@ -59,7 +59,7 @@ class StoreFixture {
     if (shared_.pipeline().prepare(test::PipelineFixture::view_of(request), local, cost, decision,
                                    charges)) {
       store_.decide_at(now);
-      loop_.run([&]() -> net::awaitable<void> {
+      loop_.run([&]() -> Awaitable<void> {
         co_await store_.decide(0, shared_.pipeline(), decision, charges, local);
       });
     }
@@ -351,7 +351,7 @@ TEST(RedisStore, RequestsInFlightWhenRedisHangsWaitNoLongerThanTheTimeout) {
                                  decisions[i], charges[i]));
     net::co_spawn(
         fixture.loop().io(),
-        [&, i, now]() -> net::awaitable<void> {
+        [&, i, now]() -> Awaitable<void> {
           const auto started = std::chrono::steady_clock::now();
           co_await fixture.store().decide(0, pipeline, decisions[i], charges[i], now);
           took[i] = std::chrono::steady_clock::now() - started;
@@ -386,7 +386,7 @@ TEST(RedisStore, ReleasesPermitsAfterTheScriptsWereFlushed) {
   EXPECT_EQ(first.outcome, Outcome::allowed);
   EXPECT_EQ(fixture.redis({}, std::nullopt).outcome, Outcome::limited);
   // Redis forgets the scripts (SCRIPT FLUSH, a failover): the release must load them again.
-  fixture.loop().run([&]() -> net::awaitable<void> {
+  fixture.loop().run([&]() -> Awaitable<void> {
     auto connection = co_await RedisConnection::open(fixture.store().options().endpoint,
                                                      fixture.store().options().url, 1s);
     const std::array<std::string_view, 2> flush{"SCRIPT", "FLUSH"};

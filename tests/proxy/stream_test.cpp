@@ -22,27 +22,27 @@ using Clock = std::chrono::steady_clock;
 /// A connected pair on loopback: `stream` (the one under test) and its `peer`.
 struct Connection {
   explicit Connection(net::io_context& io) : peer(io) {
-    tcp::acceptor acceptor(io, tcp::endpoint(net::ip::make_address("127.0.0.1"), 0));
+    Acceptor acceptor(io, tcp::endpoint(net::ip::make_address("127.0.0.1"), 0));
     peer.connect(acceptor.local_endpoint());
     stream = std::make_unique<Stream>(acceptor.accept());
   }
-  tcp::socket peer;
+  Socket peer;
   std::unique_ptr<Stream> stream;
 };
 
-net::awaitable<void> sleep_for(Clock::duration duration) {
-  net::steady_timer timer(co_await net::this_coro::executor, duration);
+Awaitable<void> sleep_for(Clock::duration duration) {
+  Timer timer(co_await net::this_coro::executor, duration);
   co_await timer.async_wait(use_nothrow);
 }
 
 /// Writes `text` to `socket` after `delay`.
-net::awaitable<void> write_later(tcp::socket& socket, Clock::duration delay, std::string text) {
+Awaitable<void> write_later(Socket& socket, Clock::duration delay, std::string text) {
   co_await sleep_for(delay);
   co_await net::async_write(socket, net::buffer(text), use_nothrow);
 }
 
 /// One read on `stream`: how it ended and what it read.
-net::awaitable<std::pair<beast::error_code, std::string>> read_once(Stream& stream) {
+Awaitable<std::pair<beast::error_code, std::string>> read_once(Stream& stream) {
   std::array<char, 16> bytes{};
   auto [ec, n] = co_await stream.async_read_some(net::buffer(bytes), use_nothrow);
   co_return std::pair{ec, std::string(bytes.data(), n)};
@@ -51,7 +51,7 @@ net::awaitable<std::pair<beast::error_code, std::string>> read_once(Stream& stre
 TEST(Stream, AReadEndsWithATimeoutAtItsDeadline) {
   test::EventLoop loop;
   Connection connection(loop.io());
-  loop.run([&]() -> net::awaitable<void> {
+  loop.run([&]() -> Awaitable<void> {
     const auto started = Clock::now();
     connection.stream->expires_after(50ms);
     const auto [ec, read] = co_await read_once(*connection.stream);
@@ -65,7 +65,7 @@ TEST(Stream, AReadEndsWithATimeoutAtItsDeadline) {
 TEST(Stream, ADeadlineMovedLaterKeepsTheReadGoingPastTheFirstOne) {
   test::EventLoop loop;
   Connection connection(loop.io());
-  loop.run([&]() -> net::awaitable<void> {
+  loop.run([&]() -> Awaitable<void> {
     connection.stream->expires_after(20ms);  // arms the timer for 20 ms
     connection.stream->expires_after(10s);   // later: the timer stays, and re-arms when it fires
     net::co_spawn(co_await net::this_coro::executor, write_later(connection.peer, 150ms, "late"),
@@ -80,7 +80,7 @@ TEST(Stream, ADeadlineMovedLaterKeepsTheReadGoingPastTheFirstOne) {
 TEST(Stream, ADeadlineMovedEarlierReArmsTheTimer) {
   test::EventLoop loop;
   Connection connection(loop.io());
-  loop.run([&]() -> net::awaitable<void> {
+  loop.run([&]() -> Awaitable<void> {
     const auto started = Clock::now();
     connection.stream->expires_after(1h);
     connection.stream->expires_after(30ms);
@@ -93,7 +93,7 @@ TEST(Stream, ADeadlineMovedEarlierReArmsTheTimer) {
 TEST(Stream, NoDeadlineOutlivesATimerAlreadyArmed) {
   test::EventLoop loop;
   Connection connection(loop.io());
-  loop.run([&]() -> net::awaitable<void> {
+  loop.run([&]() -> Awaitable<void> {
     connection.stream->expires_after(20ms);
     connection.stream->expires_never();
     net::co_spawn(co_await net::this_coro::executor, write_later(connection.peer, 150ms, "late"),
@@ -107,7 +107,7 @@ TEST(Stream, NoDeadlineOutlivesATimerAlreadyArmed) {
 TEST(Stream, AnOperationStartedAfterTheDeadlineEndsAtOnce) {
   test::EventLoop loop;
   Connection connection(loop.io());
-  loop.run([&]() -> net::awaitable<void> {
+  loop.run([&]() -> Awaitable<void> {
     connection.stream->expires_after(10ms);
     co_await sleep_for(60ms);  // the deadline passes with nothing in progress
     std::array<char, 16> bytes{};
@@ -126,7 +126,7 @@ TEST(Stream, AnOperationStartedAfterTheDeadlineEndsAtOnce) {
 TEST(Stream, AWriteThePeerNeverTakesEndsWithATimeout) {
   test::EventLoop loop;
   Connection connection(loop.io());
-  loop.run([&]() -> net::awaitable<void> {
+  loop.run([&]() -> Awaitable<void> {
     connection.stream->expires_after(100ms);
     const std::vector<char> lots(64 * 1024 * 1024, 'x');  // more than both socket buffers hold
     auto [ec, n] = co_await net::async_write(*connection.stream, net::buffer(lots), use_nothrow);
@@ -148,7 +148,7 @@ TEST(Stream, AStreamGoneBeforeItsTimerFiresLeavesNothingBehind) {
 TEST(Stream, ReadsAndWritesPassThrough) {
   test::EventLoop loop;
   Connection connection(loop.io());
-  loop.run([&]() -> net::awaitable<void> {
+  loop.run([&]() -> Awaitable<void> {
     connection.stream->expires_after(5s);
     auto [write_error, written] = co_await net::async_write(
         *connection.stream, net::buffer(std::string("ping")), use_nothrow);
