@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "limiter/clock.hpp"
+#include "proxy/drain_aware_read.hpp"
 #include "proxy/net.hpp"
 
 namespace sluice::proxy {
@@ -25,9 +26,8 @@ namespace sluice::proxy {
 /// When the deadline passes, the socket is closed and the operations in progress, or started
 /// later, end with beast::error::timeout, as with tcp_stream. The stream must outlive its
 /// operations (its owner awaits them). The socket is put in non-blocking mode (see
-/// socket_io.hpp).
-/// (Reading only once the socket is known readable, as nginx does, was tried: in Asio, waiting
-/// for readiness costs an epoll_ctl per wait, more than the read that finds nothing it saves.)
+/// socket_io.hpp). A read that empties the socket makes the next one wait for epoll rather than
+/// try a recv first (drain_aware_read.hpp).
 class Stream {
  public:
   using executor_type = Executor;
@@ -54,8 +54,9 @@ class Stream {
   auto async_read_some(const MutableBuffers& buffers, Token&& token) {
     return net::async_initiate<Token, void(beast::error_code, std::size_t)>(
         [this](auto handler, const MutableBuffers& into) {
-          start(std::move(handler),
-                [&](auto completion) { socket_.async_read_some(into, std::move(completion)); });
+          start(std::move(handler), [&](auto completion) {
+            async_read_some_drain_aware(socket_, into, std::move(completion));
+          });
         },
         token, buffers);
   }

@@ -4,11 +4,13 @@
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/write.hpp>
 #include <chrono>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "tests/support/event_loop.hpp"
@@ -24,6 +26,7 @@ struct Connection {
   explicit Connection(net::io_context& io) : peer(io) {
     Acceptor acceptor(io, tcp::endpoint(net::ip::make_address("127.0.0.1"), 0));
     peer.connect(acceptor.local_endpoint());
+    peer.set_option(tcp::no_delay(true));  // small writes go out at once, as the proxy's do
     stream = std::make_unique<Stream>(acceptor.accept());
   }
   Socket peer;
@@ -160,6 +163,101 @@ TEST(Stream, ReadsAndWritesPassThrough) {
     const auto [ec, read] = co_await read_once(*connection.stream);
     EXPECT_FALSE(ec);
     EXPECT_EQ(read, "pong");
+  });
+}
+
+// Reads that empty the socket make the next one wait for epoll instead of trying a recv first
+// (drain_aware_read.hpp). None of these may lose data or hang, whenever the data comes.
+
+TEST(Stream, DataArrivingAfterAReadEmptiedTheSocketIsStillRead) {
+  test::EventLoop loop;
+  Connection connection(loop.io());
+  loop.run([&]() -> Awaitable<void> {
+    connection.stream->expires_after(5s);
+    co_await net::async_write(connection.peer, net::buffer(std::string("ab")), use_nothrow);
+    EXPECT_EQ(co_await read_once(*connection.stream),
+              std::pair(beast::error_code{}, std::string("ab")));
+    // The next read waits in the loop; the peer writes only once it does.
+    net::co_spawn(co_await net::this_coro::executor, write_later(connection.peer, 0ms, "cd"),
+                  net::detached);
+    EXPECT_EQ(co_await read_once(*connection.stream),
+              std::pair(beast::error_code{}, std::string("cd")));
+  });
+}
+
+TEST(Stream, DataArrivingBetweenTwoReadsIsReadByTheSecond) {
+  test::EventLoop loop;
+  Connection connection(loop.io());
+  loop.run([&]() -> Awaitable<void> {
+    connection.stream->expires_after(5s);
+    co_await net::async_write(connection.peer, net::buffer(std::string("ab")), use_nothrow);
+    EXPECT_EQ(co_await read_once(*connection.stream),
+              std::pair(beast::error_code{}, std::string("ab")));
+    // Written before the next read starts: its epoll event is what wakes that read.
+    net::write(connection.peer, net::buffer(std::string("cd")));
+    EXPECT_EQ(co_await read_once(*connection.stream),
+              std::pair(beast::error_code{}, std::string("cd")));
+  });
+}
+
+TEST(Stream, AReadThatFillsItsBufferLeavesTheRestForTheNext) {
+  test::EventLoop loop;
+  Connection connection(loop.io());
+  loop.run([&]() -> Awaitable<void> {
+    connection.stream->expires_after(5s);
+    const std::string text = "0123456789abcdefXYZ";  // 19 bytes; read_once reads up to 16
+    co_await net::async_write(connection.peer, net::buffer(text), use_nothrow);
+    EXPECT_EQ((co_await read_once(*connection.stream)).second, text.substr(0, 16));
+    EXPECT_EQ((co_await read_once(*connection.stream)).second, "XYZ");
+  });
+}
+
+TEST(Stream, TheEndOfStreamFollowsTheLastBytes) {
+  test::EventLoop loop;
+  Connection connection(loop.io());
+  loop.run([&]() -> Awaitable<void> {
+    connection.stream->expires_after(5s);
+    co_await net::async_write(connection.peer, net::buffer(std::string("ab")), use_nothrow);
+    EXPECT_EQ((co_await read_once(*connection.stream)).second, "ab");
+    connection.peer.shutdown(Socket::shutdown_send);
+    EXPECT_EQ((co_await read_once(*connection.stream)).first, net::error::eof);
+  });
+}
+
+TEST(Stream, AWaitingReadEndsWhenItsSocketCloses) {
+  test::EventLoop loop;
+  Connection connection(loop.io());
+  loop.run([&]() -> Awaitable<void> {
+    connection.stream->expires_after(5s);
+    co_await net::async_write(connection.peer, net::buffer(std::string("ab")), use_nothrow);
+    co_await read_once(*connection.stream);  // empties the socket
+    net::post(co_await net::this_coro::executor, [&] { connection.stream->socket().close(); });
+    EXPECT_EQ((co_await read_once(*connection.stream)).first, net::error::operation_aborted);
+  });
+}
+
+TEST(Stream, ManyExchangesOfEverySizeArriveWhole) {
+  test::EventLoop loop;
+  Connection connection(loop.io());
+  loop.run([&]() -> Awaitable<void> {
+    connection.stream->expires_after(30s);
+    for (std::size_t size = 1; size <= 2000; size += 7) {
+      const std::string sent(size, static_cast<char>('a' + size % 26));
+      // Half written before the reads start, half while they wait.
+      net::write(connection.peer, net::buffer(sent.data(), size / 2));
+      net::co_spawn(co_await net::this_coro::executor,
+                    write_later(connection.peer, 0ms, sent.substr(size / 2)), net::detached);
+      std::string received;
+      while (received.size() < size) {
+        auto [ec, bytes] = co_await read_once(*connection.stream);
+        if (ec) {
+          ADD_FAILURE() << ec.message() << " after " << received.size() << " of " << size;
+          co_return;
+        }
+        received += bytes;
+      }
+      EXPECT_EQ(received, sent);
+    }
   });
 }
 
