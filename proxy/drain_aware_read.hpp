@@ -119,15 +119,22 @@ struct SocketInternals : Socket {
 
 }  // namespace drain_aware_detail
 
+/// The event loop's reactor, on which the reads below wait. Look it up once per socket, not per
+/// read: the lookup takes the io_context's service registry lock.
+using Reactor = net::detail::reactor;
+inline Reactor& reactor_of(const Executor& executor) {
+  return net::use_service<Reactor>(net::query(executor, net::execution::context));
+}
+
 /// Reads some bytes from `socket` into `buffers`, as socket.async_read_some does, and lets the
-/// event loop wait for epoll before the next read when this one emptied the socket.
+/// event loop wait for epoll before the next read when this one emptied the socket. `reactor`
+/// is the socket's loop's (reactor_of).
 template <class MutableBuffers, class Handler>
-void async_read_some_drain_aware(Socket& socket, const MutableBuffers& buffers, Handler&& handler) {
+void async_read_some_drain_aware(Socket& socket, Reactor& reactor, const MutableBuffers& buffers,
+                                 Handler&& handler) {
   namespace detail = net::detail;
   using Operation = drain_aware_detail::ReceiveOperation<MutableBuffers, std::decay_t<Handler>>;
   auto& implementation = drain_aware_detail::SocketInternals::implementation(socket);
-  auto& reactor =
-      net::use_service<detail::reactor>(net::query(socket.get_executor(), net::execution::context));
   const bool is_continuation = boost_asio_handler_cont_helpers::is_continuation(handler);
 
   typename Operation::ptr p = {detail::addressof(handler), Operation::ptr::allocate(handler),

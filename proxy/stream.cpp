@@ -4,13 +4,16 @@ namespace sluice::proxy {
 
 Stream::Stream(Socket socket)
     : socket_(std::move(socket)),
+      reactor_(&reactor_of(socket_.get_executor())),
       deadline_(std::make_shared<Deadline>(socket_.get_executor(), &socket_)) {
   beast::error_code ignored;
   socket_.non_blocking(true, ignored);
 }
 
 Stream::Stream(const executor_type& executor)
-    : socket_(executor), deadline_(std::make_shared<Deadline>(executor, &socket_)) {}
+    : socket_(executor),
+      reactor_(&reactor_of(executor)),
+      deadline_(std::make_shared<Deadline>(executor, &socket_)) {}
 
 Stream::~Stream() {
   deadline_->socket = nullptr;

@@ -55,7 +55,7 @@ class Stream {
     return net::async_initiate<Token, void(beast::error_code, std::size_t)>(
         [this](auto handler, const MutableBuffers& into) {
           start(std::move(handler), [&](auto completion) {
-            async_read_some_drain_aware(socket_, into, std::move(completion));
+            async_read_some_drain_aware(socket_, *reactor_, into, std::move(completion));
           });
         },
         token, buffers);
@@ -127,6 +127,7 @@ class Stream {
   static void on_timer(const std::shared_ptr<Deadline>& deadline, const beast::error_code& ec);
 
   Socket socket_;
+  Reactor* reactor_;  ///< The loop's, for the reads (drain_aware_read.hpp)
   std::shared_ptr<Deadline> deadline_;
 };
 
