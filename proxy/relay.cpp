@@ -66,6 +66,23 @@ RequestId new_request_id() {
   return id;
 }
 
+/// Parses what `buffer` already holds into `parser`, as http::async_read_some does before it
+/// reads, but without its trip through the event loop: a small body usually arrives with its
+/// header. False when the parser needs bytes from the socket.
+template <bool isRequest>
+bool parse_buffered(beast::flat_buffer& buffer, http::basic_parser<isRequest>& parser,
+                    beast::error_code& ec) {
+  if (buffer.size() == 0) {
+    return false;
+  }
+  buffer.consume(parser.put(buffer.data(), ec));
+  if (ec == http::error::need_more) {
+    ec = {};
+    return false;
+  }
+  return true;
+}
+
 /// Streams a message from `in` (its parser, past the header) to `out`, after `head`. Each write
 /// carries what is ready: the head (the first time), a body piece in its chunk framing when
 /// `chunked`, and the last chunk once the body is over. Each read and write has its own
@@ -91,8 +108,12 @@ Awaitable<beast::error_code> pump(Stream& in, limiter::Duration in_timeout,
     if (!parser.is_done()) {
       parser.get().body().data = chunk.data();
       parser.get().body().size = chunk.size();
-      in.expires_after(in_timeout);
-      auto [ec, n] = co_await http::async_read_some(in, in_buffer, parser, use_nothrow);
+      beast::error_code ec;
+      if (!parse_buffered(in_buffer, parser, ec)) {
+        in.expires_after(in_timeout);
+        auto [read_error, n] = co_await http::async_read_some(in, in_buffer, parser, use_nothrow);
+        ec = read_error;
+      }
       if (ec && ec != http::error::need_buffer) {
         read_failed = true;
         co_return ec;
@@ -119,7 +140,12 @@ Awaitable<beast::error_code> pump(Stream& in, limiter::Duration in_timeout,
       pieces[count++] = net::buffer(kLastChunk.data(), kLastChunk.size());
     }
     if (count > 0) {
-      if (const beast::error_code ec = co_await send(out, pieces, out_timeout)) {
+      const SendStart start = send_now(out, pieces);
+      beast::error_code ec = start.error;
+      if (!start.finished) {
+        ec = co_await send_rest(out, pieces, start.sent, out_timeout);
+      }
+      if (ec) {
         co_return ec;
       }
       head_sent = true;

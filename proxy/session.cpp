@@ -230,7 +230,13 @@ Awaitable<void> serve_client(Socket socket, SessionContext context) {
     if (!forward) {
       keep_alive = keep_alive && parser.is_done();
       own_response(own, decision, request.version(), keep_alive, config.limits_headers);
-      const bool again = co_await answer(client, own, timeouts.idle);
+      // The refusal path is hot: a send that completes at once allocates no coroutine frame.
+      const SendStart start = send_now(client, own.buffers());
+      beast::error_code send_error = start.error;
+      if (!start.finished) {
+        send_error = co_await send_rest(client, own.buffers(), start.sent, timeouts.idle);
+      }
+      const bool again = !send_error && own.keep_alive;
       release(context, generation->pipeline, decision);
       account(context, *generation, decision, request, decision.status, nullptr, started);
       if (!again) {
