@@ -83,6 +83,35 @@ bool parse_buffered(beast::flat_buffer& buffer, http::basic_parser<isRequest>& p
   return true;
 }
 
+/// A message whose reading needs no wait, the usual one: no body, or a body of known length
+/// that arrived whole with its header. Its head and body, gathered for one write without a
+/// coroutine of pump's; any other message is left untouched for pump.
+struct WholeMessage {
+  std::array<net::const_buffer, 2> pieces{};
+
+  template <class Parser>
+  bool gather(Parser& parser, beast::flat_buffer& buffer, const HeadText& head,
+              std::span<char> chunk) {
+    pieces[0] = net::buffer(head.data(), head.size());
+    if (parser.is_done()) {
+      return true;
+    }
+    const auto length = parser.content_length_remaining();
+    if (parser.chunked() || !length || *length > buffer.size() || *length > chunk.size()) {
+      return false;
+    }
+    parser.get().body().data = chunk.data();
+    parser.get().body().size = chunk.size();
+    beast::error_code ec;
+    buffer.consume(parser.put(buffer.data(), ec));
+    // A body of known length that is all there parses in one go; anything else is a surprise
+    // that pump must not inherit half done.
+    BOOST_ASSERT(!ec && parser.is_done());
+    pieces[1] = net::buffer(chunk.data(), chunk.size() - parser.get().body().size);
+    return !ec && parser.is_done();
+  }
+};
+
 /// Streams a message from `in` (its parser, past the header) to `out`, after `head`. Each write
 /// carries what is ready: the head (the first time), a body piece in its chunk framing when
 /// `chunked`, and the last chunk once the body is over. Each read and write has its own
@@ -303,16 +332,25 @@ Awaitable<Exchange> send_upstream(Stream& client, beast::flat_buffer& client_buf
     }
     sent_at = std::chrono::steady_clock::now();
     bool client_failed = false;
-    if (const auto ec =
-            co_await pump(client, timeouts.idle, client_buffer, parser, server, timeouts.upstream,
-                          head, request.chunked(), chunk, client_failed)) {
+    beast::error_code send_error;
+    if (WholeMessage whole; whole.gather(parser, client_buffer, head, chunk)) {
+      const SendStart start = send_now(server, whole.pieces);
+      send_error = start.error;
+      if (!start.finished) {
+        send_error = co_await send_rest(server, whole.pieces, start.sent, timeouts.upstream);
+      }
+    } else {
+      send_error = co_await pump(client, timeouts.idle, client_buffer, parser, server,
+                                 timeouts.upstream, head, request.chunked(), chunk, client_failed);
+    }
+    if (send_error) {
       if (client_failed) {
         co_return Exchange{.client_gone = true};  // the client went away mid-body
       }
       if (may_retry) {
         continue;
       }
-      co_return Exchange{.failure = failure_of(ec)};
+      co_return Exchange{.failure = failure_of(send_error)};
     }
     // Until the response header arrives.
     beast::error_code header_error;
@@ -414,9 +452,18 @@ Awaitable<RelayOutcome> relay(Stream& client, beast::flat_buffer& client_buffer,
   write_client_head(response, version, chunked, keep_alive, false, decision, config.limits_headers,
                     head);
   bool upstream_failed = false;
-  const beast::error_code ec =
-      co_await pump(server, timeouts.upstream, server_buffer, response_parser, client,
-                    timeouts.idle, head, chunked, chunk.bytes(), upstream_failed);
+  beast::error_code ec;
+  if (WholeMessage whole;
+      !chunked && whole.gather(response_parser, server_buffer, head, chunk.bytes())) {
+    const SendStart start = send_now(client, whole.pieces);
+    ec = start.error;
+    if (!start.finished) {
+      ec = co_await send_rest(client, whole.pieces, start.sent, timeouts.idle);
+    }
+  } else {
+    ec = co_await pump(server, timeouts.upstream, server_buffer, response_parser, client,
+                       timeouts.idle, head, chunked, chunk.bytes(), upstream_failed);
+  }
   if (!ec && response.keep_alive() && response_parser.is_done()) {
     context.pool->give_back(upstream, std::move(connection));
   }
