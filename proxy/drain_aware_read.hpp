@@ -17,6 +17,7 @@
 #include <utility>
 
 #include "proxy/net.hpp"
+#include "proxy/socket_calls.hpp"
 
 // A read that tells the event loop when it emptied the socket, so that the next read on a
 // keep-alive connection waits for epoll instead of first trying a recv that finds nothing.
@@ -71,14 +72,16 @@ class ReceiveOperation : public detail::reactor_op {
   static status perform_receive(reactor_op* base) {
     auto* self = static_cast<ReceiveOperation*>(base);
     Adapter buffers(self->buffers_);
-    const bool received = Adapter::is_single_buffer
-                              ? detail::socket_ops::non_blocking_recv1(
-                                    self->socket_, Adapter::first(self->buffers_).data(),
-                                    Adapter::first(self->buffers_).size(), 0, true, self->ec_,
-                                    self->bytes_transferred_)
-                              : detail::socket_ops::non_blocking_recv(
-                                    self->socket_, buffers.buffers(), buffers.count(), 0, true,
-                                    self->ec_, self->bytes_transferred_);
+    bool received = true;
+    if constexpr (Adapter::is_single_buffer) {
+      const net::mutable_buffer into = Adapter::first(self->buffers_);
+      self->bytes_transferred_ = receive_some(self->socket_, into.data(), into.size(), self->ec_);
+      received = self->ec_ != net::error::would_block && self->ec_ != net::error::try_again;
+    } else {
+      received =
+          detail::socket_ops::non_blocking_recv(self->socket_, buffers.buffers(), buffers.count(),
+                                                0, true, self->ec_, self->bytes_transferred_);
+    }
     if (!received) {
       return not_done;  // nothing there: wait for epoll
     }

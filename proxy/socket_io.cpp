@@ -3,13 +3,15 @@
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/buffers_suffix.hpp>
 
+#include "proxy/socket_calls.hpp"
+
 namespace sluice::proxy {
 
 SendStart send_now(Stream& stream, SendBuffers buffers) {
   SendStart start;
   // A socket in blocking mode would block the event loop here: it only gets the slow path.
   if (stream.socket().non_blocking()) {
-    start.sent = stream.socket().write_some(buffers, start.error);
+    start.sent = send_some(stream.socket().native_handle(), buffers, start.error);
   }
   if (would_block(start.error)) {
     start.error = {};
