@@ -53,12 +53,27 @@ bool hop_by_hop(http::field field, std::string_view name, std::string_view conne
 
 using RequestId = std::array<char, 32>;
 
+/// 64 random bits per call: splitmix64 over a per-thread state seeded from the system's entropy.
+/// Cheap enough for every request (the state needs no thread_local initialization guard); good
+/// for telling requests apart in logs, not for secrets.
+std::uint64_t next_random() {
+  thread_local std::uint64_t state = 0;
+  if (state == 0) {
+    std::random_device entropy;
+    state = (std::uint64_t{entropy()} << 32 | entropy()) | 1;
+  }
+  state += 0x9e3779b97f4a7c15;
+  std::uint64_t z = state;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111eb;
+  return z ^ (z >> 31);
+}
+
 RequestId new_request_id() {
-  thread_local std::mt19937_64 random{std::random_device{}()};
   static constexpr char kHex[] = "0123456789abcdef";
   RequestId id;
   for (std::size_t i = 0; i < id.size(); i += 16) {
-    std::uint64_t bits = random();
+    std::uint64_t bits = next_random();
     for (std::size_t j = 0; j < 16; ++j, bits >>= 4) {
       id[i + j] = kHex[bits & 0xf];
     }

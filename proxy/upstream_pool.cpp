@@ -2,6 +2,7 @@
 
 #include <sys/socket.h>
 
+#include "proxy/coarse_clock.hpp"
 #include "proxy/net.hpp"
 
 namespace sluice::proxy {
@@ -28,7 +29,7 @@ UpstreamPool::Entry& UpstreamPool::entry_for(const config::Upstream& upstream) {
 
 UpstreamConnectionPtr UpstreamPool::take_parked(const config::Upstream& upstream, bool check_open) {
   Entry& entry = entry_for(upstream);
-  const auto now = std::chrono::steady_clock::now();
+  const auto now = CoarseClock::now();
   while (!entry.idle.empty()) {
     UpstreamConnectionPtr parked = std::move(entry.idle.back());
     entry.idle.pop_back();
@@ -84,7 +85,7 @@ void UpstreamPool::give_back(const config::Upstream& upstream, UpstreamConnectio
     connection->stream.socket().close(ignored);
     return;
   }
-  connection->parked_at = std::chrono::steady_clock::now();
+  connection->parked_at = CoarseClock::now();
   connection->buffer.clear();
   entry.idle.push_back(std::move(connection));
 }

@@ -36,6 +36,21 @@ TEST(Proxy, ForwardsWithForwardingHeadersAndWithoutHopByHopOnes) {
   EXPECT_THAT(response.body(), Not(HasSubstr("X-Hop")));
 }
 
+TEST(Proxy, GivesEveryRequestItsOwnRequestId) {
+  ProxyFixture proxy("routes: [{name: all}]");
+  const ::testing::Matcher<std::string> kOneId =
+      ::testing::ContainsRegex("X-Request-Id: [0-9a-f]{32}\n");
+  const auto first = proxy.send(get("/"));
+  const auto second = proxy.send(get("/"));
+  EXPECT_THAT(first.body(), kOneId);
+  EXPECT_THAT(second.body(), kOneId);
+  const auto id_of = [](const std::string& body) {
+    const std::size_t at = body.find("X-Request-Id: ");
+    return at == std::string::npos ? std::string() : body.substr(at, 46);
+  };
+  EXPECT_NE(id_of(first.body()), id_of(second.body()));
+}
+
 TEST(Proxy, StreamsLargeAndChunkedBodiesIntact) {
   ProxyFixture proxy("routes: [{name: all}]");
   http::request<http::string_body> upload{http::verb::post, "/upload", 11};
