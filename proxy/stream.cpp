@@ -1,7 +1,5 @@
 #include "proxy/stream.hpp"
 
-#include "proxy/coarse_clock.hpp"
-
 namespace sluice::proxy {
 
 Stream::Stream(Socket socket)
@@ -23,9 +21,9 @@ Stream::~Stream() {
 }
 
 void Stream::expires_after(limiter::Duration timeout) {
-  // Never earlier than the full clock's deadline; at most a tick later.
-  const Clock::time_point at = CoarseClock::now() + CoarseClock::resolution() +
-                               std::chrono::duration_cast<Clock::duration>(timeout);
+  // The full clock: the coarse one can lag by more than its tick on a tickless kernel, and
+  // a deadline must not end early.
+  const Clock::time_point at = Clock::now() + std::chrono::duration_cast<Clock::duration>(timeout);
   deadline_->at = at;
   deadline_->expired = false;
   if (at < deadline_->armed) {
