@@ -38,6 +38,13 @@ Awaitable<void> sleep_for(Clock::duration duration) {
   co_await timer.async_wait(use_nothrow);
 }
 
+/// A test's event loop and its connection.
+class StreamOnLoopback : public ::testing::Test {
+ protected:
+  test::EventLoop loop;
+  Connection connection{loop.io()};
+};
+
 /// Writes `text` to `socket` after `delay`.
 Awaitable<void> write_later(Socket& socket, Clock::duration delay, std::string text) {
   co_await sleep_for(delay);
@@ -51,9 +58,13 @@ Awaitable<std::pair<beast::error_code, std::string>> read_once(Stream& stream) {
   co_return std::pair{ec, std::string(bytes.data(), n)};
 }
 
-TEST(Stream, AReadEndsWithATimeoutAtItsDeadline) {
-  test::EventLoop loop;
-  Connection connection(loop.io());
+/// The peer writes `text` and the stream reads it whole: the socket is empty afterwards.
+Awaitable<void> pass_through(Connection& connection, std::string text) {
+  co_await net::async_write(connection.peer, net::buffer(text), use_nothrow);
+  EXPECT_EQ(co_await read_once(*connection.stream), std::pair(beast::error_code{}, text));
+}
+
+TEST_F(StreamOnLoopback, AReadEndsWithATimeoutAtItsDeadline) {
   loop.run([&]() -> Awaitable<void> {
     const auto started = Clock::now();
     connection.stream->expires_after(50ms);
@@ -65,9 +76,7 @@ TEST(Stream, AReadEndsWithATimeoutAtItsDeadline) {
   });
 }
 
-TEST(Stream, ADeadlineMovedLaterKeepsTheReadGoingPastTheFirstOne) {
-  test::EventLoop loop;
-  Connection connection(loop.io());
+TEST_F(StreamOnLoopback, ADeadlineMovedLaterKeepsTheReadGoingPastTheFirstOne) {
   loop.run([&]() -> Awaitable<void> {
     connection.stream->expires_after(20ms);  // arms the timer for 20 ms
     connection.stream->expires_after(10s);   // later: the timer stays, and re-arms when it fires
@@ -80,9 +89,7 @@ TEST(Stream, ADeadlineMovedLaterKeepsTheReadGoingPastTheFirstOne) {
   });
 }
 
-TEST(Stream, ADeadlineMovedEarlierReArmsTheTimer) {
-  test::EventLoop loop;
-  Connection connection(loop.io());
+TEST_F(StreamOnLoopback, ADeadlineMovedEarlierReArmsTheTimer) {
   loop.run([&]() -> Awaitable<void> {
     const auto started = Clock::now();
     connection.stream->expires_after(1h);
@@ -93,9 +100,7 @@ TEST(Stream, ADeadlineMovedEarlierReArmsTheTimer) {
   });
 }
 
-TEST(Stream, NoDeadlineOutlivesATimerAlreadyArmed) {
-  test::EventLoop loop;
-  Connection connection(loop.io());
+TEST_F(StreamOnLoopback, NoDeadlineOutlivesATimerAlreadyArmed) {
   loop.run([&]() -> Awaitable<void> {
     connection.stream->expires_after(20ms);
     connection.stream->expires_never();
@@ -107,9 +112,7 @@ TEST(Stream, NoDeadlineOutlivesATimerAlreadyArmed) {
   });
 }
 
-TEST(Stream, AnOperationStartedAfterTheDeadlineEndsAtOnce) {
-  test::EventLoop loop;
-  Connection connection(loop.io());
+TEST_F(StreamOnLoopback, AnOperationStartedAfterTheDeadlineEndsAtOnce) {
   loop.run([&]() -> Awaitable<void> {
     connection.stream->expires_after(10ms);
     co_await sleep_for(60ms);  // the deadline passes with nothing in progress
@@ -126,9 +129,7 @@ TEST(Stream, AnOperationStartedAfterTheDeadlineEndsAtOnce) {
   });
 }
 
-TEST(Stream, AWriteThePeerNeverTakesEndsWithATimeout) {
-  test::EventLoop loop;
-  Connection connection(loop.io());
+TEST_F(StreamOnLoopback, AWriteThePeerNeverTakesEndsWithATimeout) {
   loop.run([&]() -> Awaitable<void> {
     connection.stream->expires_after(100ms);
     const std::vector<char> lots(64 * 1024 * 1024, 'x');  // more than both socket buffers hold
@@ -148,9 +149,7 @@ TEST(Stream, AStreamGoneBeforeItsTimerFiresLeavesNothingBehind) {
   SUCCEED();
 }
 
-TEST(Stream, ReadsAndWritesPassThrough) {
-  test::EventLoop loop;
-  Connection connection(loop.io());
+TEST_F(StreamOnLoopback, ReadsAndWritesPassThrough) {
   loop.run([&]() -> Awaitable<void> {
     connection.stream->expires_after(5s);
     auto [write_error, written] = co_await net::async_write(
@@ -169,14 +168,10 @@ TEST(Stream, ReadsAndWritesPassThrough) {
 // Reads that empty the socket make the next one wait for epoll instead of trying a recv first
 // (drain_aware_read.hpp). None of these may lose data or hang, whenever the data comes.
 
-TEST(Stream, DataArrivingAfterAReadEmptiedTheSocketIsStillRead) {
-  test::EventLoop loop;
-  Connection connection(loop.io());
+TEST_F(StreamOnLoopback, DataArrivingAfterAReadEmptiedTheSocketIsStillRead) {
   loop.run([&]() -> Awaitable<void> {
     connection.stream->expires_after(5s);
-    co_await net::async_write(connection.peer, net::buffer(std::string("ab")), use_nothrow);
-    EXPECT_EQ(co_await read_once(*connection.stream),
-              std::pair(beast::error_code{}, std::string("ab")));
+    co_await pass_through(connection, "ab");
     // The next read waits in the loop; the peer writes only once it does.
     net::co_spawn(co_await net::this_coro::executor, write_later(connection.peer, 0ms, "cd"),
                   net::detached);
@@ -185,14 +180,10 @@ TEST(Stream, DataArrivingAfterAReadEmptiedTheSocketIsStillRead) {
   });
 }
 
-TEST(Stream, DataArrivingBetweenTwoReadsIsReadByTheSecond) {
-  test::EventLoop loop;
-  Connection connection(loop.io());
+TEST_F(StreamOnLoopback, DataArrivingBetweenTwoReadsIsReadByTheSecond) {
   loop.run([&]() -> Awaitable<void> {
     connection.stream->expires_after(5s);
-    co_await net::async_write(connection.peer, net::buffer(std::string("ab")), use_nothrow);
-    EXPECT_EQ(co_await read_once(*connection.stream),
-              std::pair(beast::error_code{}, std::string("ab")));
+    co_await pass_through(connection, "ab");
     // Written before the next read starts: its epoll event is what wakes that read.
     net::write(connection.peer, net::buffer(std::string("cd")));
     EXPECT_EQ(co_await read_once(*connection.stream),
@@ -200,9 +191,7 @@ TEST(Stream, DataArrivingBetweenTwoReadsIsReadByTheSecond) {
   });
 }
 
-TEST(Stream, AReadThatFillsItsBufferLeavesTheRestForTheNext) {
-  test::EventLoop loop;
-  Connection connection(loop.io());
+TEST_F(StreamOnLoopback, AReadThatFillsItsBufferLeavesTheRestForTheNext) {
   loop.run([&]() -> Awaitable<void> {
     connection.stream->expires_after(5s);
     const std::string text = "0123456789abcdefXYZ";  // 19 bytes; read_once reads up to 16
@@ -212,33 +201,25 @@ TEST(Stream, AReadThatFillsItsBufferLeavesTheRestForTheNext) {
   });
 }
 
-TEST(Stream, TheEndOfStreamFollowsTheLastBytes) {
-  test::EventLoop loop;
-  Connection connection(loop.io());
+TEST_F(StreamOnLoopback, TheEndOfStreamFollowsTheLastBytes) {
   loop.run([&]() -> Awaitable<void> {
     connection.stream->expires_after(5s);
-    co_await net::async_write(connection.peer, net::buffer(std::string("ab")), use_nothrow);
-    EXPECT_EQ((co_await read_once(*connection.stream)).second, "ab");
+    co_await pass_through(connection, "ab");
     connection.peer.shutdown(Socket::shutdown_send);
     EXPECT_EQ((co_await read_once(*connection.stream)).first, net::error::eof);
   });
 }
 
-TEST(Stream, AWaitingReadEndsWhenItsSocketCloses) {
-  test::EventLoop loop;
-  Connection connection(loop.io());
+TEST_F(StreamOnLoopback, AWaitingReadEndsWhenItsSocketCloses) {
   loop.run([&]() -> Awaitable<void> {
     connection.stream->expires_after(5s);
-    co_await net::async_write(connection.peer, net::buffer(std::string("ab")), use_nothrow);
-    co_await read_once(*connection.stream);  // empties the socket
+    co_await pass_through(connection, "ab");  // empties the socket
     net::post(co_await net::this_coro::executor, [&] { connection.stream->socket().close(); });
     EXPECT_EQ((co_await read_once(*connection.stream)).first, net::error::operation_aborted);
   });
 }
 
-TEST(Stream, ManyExchangesOfEverySizeArriveWhole) {
-  test::EventLoop loop;
-  Connection connection(loop.io());
+TEST_F(StreamOnLoopback, ManyExchangesOfEverySizeArriveWhole) {
   loop.run([&]() -> Awaitable<void> {
     connection.stream->expires_after(30s);
     for (std::size_t size = 1; size <= 2000; size += 7) {
