@@ -16,6 +16,12 @@
 # (user + system, read from /proc before and after the run), and how busy the proxy and the
 # load side (wrk + upstream) were, as shares of one core.
 #
+# Rounds: the measurements are taken in ROUNDS rounds of DURATION each. A round measures every
+# (path, proxy) once, the proxies in a rotated order (round 2 starts with the second one), so a
+# slow minute of a shared machine lands on all of them rather than on whichever ran then. The
+# table gives each figure's median over the rounds, and the comparisons also count the rounds
+# in which sluice beat nginx against the nginx run of the same round. ROUNDS=1 is a single pass.
+#
 # Fairness: every proxy runs one worker process / one thread (nginx worker_processes 1,
 # HAProxy nbthread 1, sluice threads: 1), with its own config, pid and log files in a temporary
 # directory, no access log, and the same keep-alive to clients and to the upstream. On a machine
@@ -31,7 +37,7 @@
 # processes to the scheduler on every core.
 #
 # Environment (defaults in brackets):
-#   SLUICE_BIN [build/release/sluice]   DURATION [10s]  WARMUP [1s]  CONNECTIONS [50]
+#   SLUICE_BIN [build/release/sluice]   ROUNDS [5]  DURATION [4s]  WARMUP [1s]  CONNECTIONS [50]
 #   WRK_THREADS [1]   PROXIES ["sluice nginx haproxy"]   BENCH_PATHS ["forward all-429"]
 #   UPSTREAM_PORT [18080]  SLUICE_PORT [18081]  NGINX_PORT [18082]  HAPROXY_PORT [18083]
 #   SLUICE_ADMIN_PORT [18091]   REDIS_PORT [18379]   PIN [1]  PROXY_CPU [1]  LOAD_CPU [0]   KEEP_WORKDIR [0]
@@ -44,7 +50,8 @@ set -euo pipefail
 repo_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 templates=$repo_root/bench/peers
 
-DURATION=${DURATION:-10s}
+ROUNDS=${ROUNDS:-5}
+DURATION=${DURATION:-4s}
 WARMUP=${WARMUP:-1s}
 CONNECTIONS=${CONNECTIONS:-50}
 WRK_THREADS=${WRK_THREADS:-1}
@@ -301,11 +308,11 @@ run_wrk() {
     'BEGIN {printf "%.3f", b - a}')
 }
 
-# measure PROXY PATH: start, check, warm up, measure, stop; appends a row to results.
+# measure ROUND PROXY PATH: start, check, warm up, measure, stop; appends a row to results.
 measure() {
-  local proxy=$1 path=$2 code expected out ticks0 ticks1 t0 t1
+  local round=$1 proxy=$2 path=$3 code expected out ticks0 ticks1 t0 t1
   local rps requests p50 p99 non2xx sockerr cpu_us cpu_pct load_pct up0 up1
-  log "$proxy, $path path"
+  log "round $round of $ROUNDS: $proxy, $path path"
   "start_$proxy" "$path"
   started_pids+=("$proxy_pid")
   wait_port "$proxy_port" "$proxy_pid" "$proxy" "$proxy_log"
@@ -324,7 +331,7 @@ measure() {
 
   run_wrk "$proxy_port" "$WARMUP" "$work/warmup.txt"
 
-  out=$work/wrk-$proxy-$path.txt
+  out=$work/wrk-$proxy-$path-$round.txt
   ticks0=$(cpu_ticks "$proxy_pid")
   up0=$(cpu_ticks "$upstream_pid")
   t0=$(now_ns)
@@ -352,7 +359,7 @@ measure() {
     'BEGIN {printf "%.0f", d / hz * 1e9 / ns * 100}')
   load_pct=$(awk -v d=$((up1 - up0)) -v hz="$clk_tck" -v ns=$((t1 - t0)) -v wrk="$wrk_cpu" \
     'BEGIN {printf "%.0f", (d / hz + wrk) * 1e9 / ns * 100}')
-  results+=("$proxy|$path|$rps|$(to_ms "$p50")|$(to_ms "$p99")|$cpu_us|$cpu_pct|$load_pct|${non2xx:-0}|${sockerr:-0}")
+  results+=("$round|$proxy|$path|$rps|$(to_ms "$p50")|$(to_ms "$p99")|$cpu_us|$cpu_pct|$load_pct|${non2xx:-0}|${sockerr:-0}")
 }
 
 # ---------------------------------------------------------------- main
@@ -416,26 +423,71 @@ if [[ " $BENCH_PATHS " == *" forward-redis "* && " $PROXIES " == *" sluice "* ]]
   wait_port "$REDIS_PORT" "$redis_pid" "redis-server" "$redis_log"
 fi
 
-for proxy in $PROXIES; do
+# median N...: the middle value (the mean of the two middle ones for an even count).
+median() {
+  printf '%s\n' "$@" | sort -g | awk '{v[NR] = $1} END {
+    if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+
+read -r -a proxy_order <<<"$PROXIES"
+for ((round = 1; round <= ROUNDS; round++)); do
   for path in $BENCH_PATHS; do
-    # Only sluice has a Redis store.
-    if [[ $path == forward-redis && $proxy != sluice ]]; then continue; fi
-    measure "$proxy" "$path"
+    for ((i = 0; i < ${#proxy_order[@]}; i++)); do
+      proxy=${proxy_order[(i + round - 1) % ${#proxy_order[@]}]}
+      # Only sluice has a Redis store.
+      if [[ $path == forward-redis && $proxy != sluice ]]; then continue; fi
+      measure "$round" "$proxy" "$path"
+    done
   done
 done
 
+# Each (proxy, path)'s figures by round, and their medians.
+declare -A rounds_of
+runs=()
+for row in "${results[@]}"; do
+  IFS='|' read -r _ proxy path _ <<<"$row"
+  if [[ -z ${rounds_of[$proxy/$path]:-} ]]; then runs+=("$proxy|$path"); fi
+  rounds_of[$proxy/$path]+="${row#*|}"$'\n'
+done
+# column RUN N: the Nth figure (1 = req/s) of every round of RUN, one per line.
+column() { printf '%s' "${rounds_of[$1]}" | awk -F'|' -v n=$(($2 + 2)) 'NF {print $n}'; }
+medians=()
+for run in "${runs[@]}"; do
+  IFS='|' read -r proxy path <<<"$run"
+  row="$proxy|$path"
+  for ((n = 1; n <= 8; n++)); do
+    # shellcheck disable=SC2046 # one word per round
+    row+="|$(median $(column "$proxy/$path" "$n"))"
+  done
+  medians+=("$row")
+done
+
+if ((ROUNDS > 1)); then
+  echo
+  echo "rounds (req/s, p99 ms, CPU µs/req):"
+  for run in "${runs[@]}"; do
+    IFS='|' read -r proxy path <<<"$run"
+    printf '  %-8s %-14s' "$proxy" "$path"
+    printf '%s' "${rounds_of[$proxy/$path]}" |
+      awk -F'|' 'NF {printf "  %.0f %s %s", $3, $5, $6} END {print ""}'
+  done
+fi
+
 echo
+if ((ROUNDS > 1)); then echo "medians of $ROUNDS rounds:"; fi
 echo "| proxy | path | req/s | p50 ms | p99 ms | CPU µs/req | proxy CPU % | load CPU % | non-2xx | socket errors |"
 echo "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"
-for row in "${results[@]}"; do
+for row in "${medians[@]}"; do
   IFS='|' read -r proxy path rps p50 p99 cpu_us cpu_pct load_pct non2xx sockerr <<<"$row"
   printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$proxy" "$path" "$rps" \
     "$p50" "$p99" "$cpu_us" "$cpu_pct" "$load_pct" "$non2xx" "$sockerr"
 done
 busy_rows=""
-for row in "${results[@]}"; do
+for row in "${medians[@]}"; do
   IFS='|' read -r proxy path _ _ _ _ cpu_pct load_pct _ <<<"$row"
-  if ((cpu_pct < 80 && load_pct < 80)); then busy_rows+=" $proxy/$path"; fi
+  if awk -v a="$cpu_pct" -v b="$load_pct" 'BEGIN {exit !(a < 80 && b < 80)}'; then
+    busy_rows+=" $proxy/$path"
+  fi
 done
 if [[ -n $busy_rows ]]; then
   echo
@@ -443,9 +495,10 @@ if [[ -n $busy_rows ]]; then
     "other processes were taking CPU, so run again on a quiet machine."
 fi
 
-# The comparisons the product cares about, when both sluice and nginx ran.
+# The comparisons the product cares about, when both sluice and nginx ran: on the medians, and
+# round by round (sluice against the nginx run of the same round).
 declare -A rps_of p99_of cpu_of
-for row in "${results[@]}"; do
+for row in "${medians[@]}"; do
   IFS='|' read -r proxy path rps p50 p99 cpu_us _ <<<"$row"
   rps_of[$proxy/$path]=$rps
   p99_of[$proxy/$path]=$p99
@@ -453,12 +506,20 @@ for row in "${results[@]}"; do
 done
 verdict() { awk -v a="$1" -v op="$2" -v b="$3" 'BEGIN {
   ok = (op == ">=") ? a >= b : a <= b; printf "%s %s %s: %s", a, op, b, ok ? "met" : "NOT met" }'; }
+# rounds_won N OP PATH: "in K of R rounds", comparing figure N of sluice's and nginx's rounds.
+rounds_won() {
+  paste -d' ' <(column "sluice/$3" "$1") <(column "nginx/$3" "$1") |
+    awk -v op="$2" '{ r++; if (op == ">=" ? $1 >= $2 : $1 <= $2) k++ } END {
+      printf "in %d of %d rounds", k, r }'
+}
 if [[ -n ${rps_of[sluice/forward]:-} ]]; then
   echo
-  echo "- sluice forward CPU µs/req ≤ 12: $(verdict "${cpu_of[sluice/forward]}" "<=" 12)"
+  echo "- sluice forward CPU µs/req ≤ 12: $(verdict "${cpu_of[sluice/forward]}" "<=" 12)" \
+    "($(column sluice/forward 4 | awk '$1 <= 12 {k++} END {printf "in %d of %d rounds", k, NR}'))"
   if [[ -n ${rps_of[nginx/forward]:-} ]]; then
-    echo "- forward req/s, sluice ≥ nginx: $(verdict "${rps_of[sluice/forward]}" ">=" "${rps_of[nginx/forward]}")"
-    echo "- forward p99 ms, sluice ≤ nginx: $(verdict "${p99_of[sluice/forward]}" "<=" "${p99_of[nginx/forward]}")"
+    echo "- forward req/s, sluice ≥ nginx: $(verdict "${rps_of[sluice/forward]}" ">=" "${rps_of[nginx/forward]}") ($(rounds_won 1 ">=" forward))"
+    echo "- forward p99 ms, sluice ≤ nginx: $(verdict "${p99_of[sluice/forward]}" "<=" "${p99_of[nginx/forward]}") ($(rounds_won 3 "<=" forward))"
+    echo "- forward CPU µs/req, sluice ≤ nginx: $(verdict "${cpu_of[sluice/forward]}" "<=" "${cpu_of[nginx/forward]}") ($(rounds_won 4 "<=" forward))"
   fi
 fi
 if [[ -n ${p99_of[sluice/forward]:-} && -n ${p99_of[sluice/forward-redis]:-} ]]; then
@@ -467,11 +528,11 @@ if [[ -n ${p99_of[sluice/forward]:-} && -n ${p99_of[sluice/forward-redis]:-} ]];
   echo "- p99 ms added by the Redis store ≤ 1: $(verdict "$added" "<=" 1)"
 fi
 if [[ -n ${rps_of[sluice/all-429]:-} && -n ${rps_of[nginx/all-429]:-} ]]; then
-  echo "- all-429 req/s, sluice ≥ nginx: $(verdict "${rps_of[sluice/all-429]}" ">=" "${rps_of[nginx/all-429]}")"
+  echo "- all-429 req/s, sluice ≥ nginx: $(verdict "${rps_of[sluice/all-429]}" ">=" "${rps_of[nginx/all-429]}") ($(rounds_won 1 ">=" all-429))"
 fi
 
 echo
-echo "wrk -t$WRK_THREADS -c$CONNECTIONS -d$DURATION --latency (after a $WARMUP warm-up);" \
+echo "$ROUNDS round(s) of wrk -t$WRK_THREADS -c$CONNECTIONS -d$DURATION --latency (each after a $WARMUP warm-up);" \
   "pinning: $pinning; machine: $cores cores, $cpu_model"
 echo "CPU µs/req = the proxy's user+system CPU during the run / requests; proxy CPU % and load" \
   "CPU % = share of one core used by the proxy and by wrk + upstream (near 100 = the bottleneck)."
