@@ -9,7 +9,7 @@
 #include <boost/beast/http.hpp>
 #include <chrono>
 
-#include "proxy/recycling_allocator.hpp"
+#include "proxy/message_parser.hpp"
 
 namespace sluice::proxy {
 
@@ -30,11 +30,6 @@ using Resolver = net::ip::basic_resolver<tcp, Executor>;
 using Timer = net::basic_waitable_timer<std::chrono::steady_clock,
                                         net::wait_traits<std::chrono::steady_clock>, Executor>;
 inline constexpr net::use_awaitable_t<Executor> use_awaitable{};
-
-/// Header fields on the request path: their blocks are recycled per event loop.
-using Fields = http::basic_fields<RecyclingAllocator<char>>;
-using RequestParser = http::request_parser<http::buffer_body, RecyclingAllocator<char>>;
-using ResponseParser = http::response_parser<http::buffer_body, RecyclingAllocator<char>>;
 
 /// Completion token for coroutines on the request path, where end of stream, timeouts and resets
 /// are normal outcomes: they come back as values, not exceptions.

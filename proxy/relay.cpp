@@ -115,14 +115,13 @@ struct WholeMessage {
     if (parser.chunked() || !length || *length > buffer.size() || *length > chunk.size()) {
       return false;
     }
-    parser.get().body().data = chunk.data();
-    parser.get().body().size = chunk.size();
+    parser.body_into(chunk);
     beast::error_code ec;
     buffer.consume(parser.put(buffer.data(), ec));
     // A body of known length that is all there parses in one go; anything else is a surprise
     // that pump must not inherit half done.
     BOOST_ASSERT(!ec && parser.is_done());
-    pieces[1] = net::buffer(chunk.data(), chunk.size() - parser.get().body().size);
+    pieces[1] = net::buffer(chunk.data(), chunk.size() - parser.room_left());
     return !ec && parser.is_done();
   }
 };
@@ -150,8 +149,7 @@ Awaitable<beast::error_code> pump(Stream& in, limiter::Duration in_timeout,
   do {
     std::size_t piece = 0;
     if (!parser.is_done()) {
-      parser.get().body().data = chunk.data();
-      parser.get().body().size = chunk.size();
+      parser.body_into(chunk);
       beast::error_code ec;
       if (!parse_buffered(in_buffer, parser, ec)) {
         in.expires_after(in_timeout);
@@ -162,7 +160,7 @@ Awaitable<beast::error_code> pump(Stream& in, limiter::Duration in_timeout,
         read_failed = true;
         co_return ec;
       }
-      piece = chunk.size() - parser.get().body().size;
+      piece = chunk.size() - parser.room_left();
     }
     std::array<net::const_buffer, 5> pieces{};  // unused ones stay empty
     std::size_t count = 0;
@@ -224,20 +222,23 @@ bool is_forwarding_field(std::string_view name) noexcept {
 /// The request head as the upstream gets it: HTTP/1.1, persistent, end-to-end fields only, plus
 /// the forwarding fields (the proxy's replace the client's, but X-Forwarded-For is appended
 /// to). `Expect` is dropped: the proxy has answered it.
-void write_upstream_head(const http::request<http::buffer_body, Fields>& request,
-                         std::string_view client_address, bool upgrade, HeadText& head) {
+void write_upstream_head(const RequestParser& request, std::string_view client_address,
+                         bool upgrade, HeadText& head) {
   write_request_line(head, request.method_string(), request.target());
-  const std::string_view connection = request[http::field::connection];
-  const std::string_view host = request[http::field::host];
-  for (const auto& field : request) {
-    const std::string_view name = field.name_string();
-    if (hop_by_hop(field.name(), name, connection) || field.name() == http::field::expect ||
-        is_forwarding_field(name)) {
+  const HeadFields& fields = request.head();
+  const std::string_view connection = fields.value_of(http::field::connection);
+  const std::string_view host = fields.value_of(http::field::host);
+  for (std::size_t index = 0; index < fields.size(); ++index) {
+    const http::field id = fields.id(index);
+    const Header& field = fields.at(index);
+    if (hop_by_hop(id, field.name, connection) || id == http::field::expect ||
+        is_forwarding_field(field.name)) {
       continue;
     }
-    write_field(head, name, field.value());
+    write_field(head, field.name, field.value);
   }
-  if (const std::string_view forwarded_for = request["X-Forwarded-For"]; forwarded_for.empty()) {
+  if (const std::string_view forwarded_for = fields.value_of("X-Forwarded-For");
+      forwarded_for.empty()) {
     write_field(head, "X-Forwarded-For", client_address);
   } else {
     fmt::format_to(std::back_inserter(head), "X-Forwarded-For: {}, {}\r\n", forwarded_for,
@@ -247,7 +248,7 @@ void write_upstream_head(const http::request<http::buffer_body, Fields>& request
   if (!host.empty()) {
     write_field(head, "X-Forwarded-Host", host);
   }
-  if (request["X-Request-Id"].empty()) {
+  if (fields.value_of("X-Request-Id").empty()) {
     const RequestId id = new_request_id();
     write_field(head, "X-Request-Id", std::string_view(id.data(), id.size()));
   }
@@ -255,7 +256,7 @@ void write_upstream_head(const http::request<http::buffer_body, Fields>& request
     append(head, "Transfer-Encoding: chunked\r\n");
   }
   if (upgrade) {
-    write_field(head, "Upgrade", request[http::field::upgrade]);
+    write_field(head, "Upgrade", fields.value_of(http::field::upgrade));
     append(head, "Connection: upgrade\r\n");
   }
   end_head(head);
@@ -264,26 +265,27 @@ void write_upstream_head(const http::request<http::buffer_body, Fields>& request
 /// The response head as the client gets it: its own HTTP version, the upstream's end-to-end
 /// fields, the proxy's limit fields (in place of any the upstream sent) and the framing the
 /// body is re-sent in.
-void write_client_head(const http::response<http::buffer_body, Fields>& response, unsigned version,
-                       bool chunked, bool keep_alive, bool switching, const Decision& decision,
+void write_client_head(const ResponseParser& response, unsigned version, bool chunked,
+                       bool keep_alive, bool switching, const Decision& decision,
                        config::LimitsHeaders limits_headers, HeadText& head) {
   const std::string_view reason = response.reason();
   write_status_line(
-      head, version, response.result_int(),
+      head, version, response.status(),
       reason.empty() ? std::string_view(http::obsolete_reason(response.result())) : reason);
-  const std::string_view connection = response[http::field::connection];
+  const HeadFields& fields = response.head();
+  const std::string_view connection = fields.value_of(http::field::connection);
   const bool limits = writes_limit_headers(decision, limits_headers);
-  for (const auto& field : response) {
-    const std::string_view name = field.name_string();
-    if (hop_by_hop(field.name(), name, connection) ||
-        (limits && is_limit_field(name, limits_headers))) {
+  for (std::size_t index = 0; index < fields.size(); ++index) {
+    const Header& field = fields.at(index);
+    if (hop_by_hop(fields.id(index), field.name, connection) ||
+        (limits && is_limit_field(field.name, limits_headers))) {
       continue;
     }
-    write_field(head, name, field.value());
+    write_field(head, field.name, field.value);
   }
   write_limit_headers(head, decision, limits_headers);
   if (switching) {
-    write_field(head, "Upgrade", response[http::field::upgrade]);
+    write_field(head, "Upgrade", fields.value_of(http::field::upgrade));
     append(head, "Connection: upgrade\r\n");
   } else {
     if (chunked) {
@@ -294,8 +296,9 @@ void write_client_head(const http::response<http::buffer_body, Fields>& response
   end_head(head);
 }
 
-bool expects_continue(const http::request<http::buffer_body, Fields>& request) {
-  return equal_ignoring_case(trim_whitespace(request[http::field::expect]), "100-continue");
+bool expects_continue(const RequestParser& request) {
+  return equal_ignoring_case(trim_whitespace(request.head().value_of(http::field::expect)),
+                             "100-continue");
 }
 
 /// How sending a request upstream ended.
@@ -315,7 +318,6 @@ Awaitable<Exchange> send_upstream(Stream& client, beast::flat_buffer& client_buf
                                   const HeadText& head, std::span<char> chunk,
                                   UpstreamConnectionPtr& connection,
                                   std::chrono::steady_clock::time_point& sent_at) {
-  auto& request = parser.get();
   // Without a body, a send that fails on a parked connection can be repeated on a new one: the
   // upstream closed it while idle and never saw the request (nginx does the same).
   const bool repeatable = parser.is_done();
@@ -336,7 +338,7 @@ Awaitable<Exchange> send_upstream(Stream& client, beast::flat_buffer& client_buf
     Stream& server = connection->stream;
     beast::flat_buffer& server_buffer = connection->buffer;
     const bool may_retry = first_try && connection->reused && repeatable;
-    if (first_try && !parser.is_done() && expects_continue(request)) {
+    if (first_try && !parser.is_done() && expects_continue(parser)) {
       // The client waits for this before it sends the body.
       static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
       client.expires_after(timeouts.idle);
@@ -356,7 +358,7 @@ Awaitable<Exchange> send_upstream(Stream& client, beast::flat_buffer& client_buf
       }
     } else {
       send_error = co_await pump(client, timeouts.idle, client_buffer, parser, server,
-                                 timeouts.upstream, head, request.chunked(), chunk, client_failed);
+                                 timeouts.upstream, head, parser.chunked(), chunk, client_failed);
     }
     if (send_error) {
       if (client_failed) {
@@ -371,18 +373,18 @@ Awaitable<Exchange> send_upstream(Stream& client, beast::flat_buffer& client_buf
     beast::error_code header_error;
     std::optional<ResponseParser>& response_parser = connection->response;
     do {
-      response_parser.emplace();
+      response_parser.emplace(connection->response_head);
       response_parser->header_limit(kMaxHeaderBytes);
       response_parser->body_limit(boost::none);
-      if (request.method() == http::verb::head) {
+      if (parser.method() == http::verb::head) {
         response_parser->skip(true);
       }
       server.expires_after(timeouts.upstream);
       auto [ec, n] =
           co_await http::async_read_header(server, server_buffer, *response_parser, use_nothrow);
       header_error = ec;
-    } while (!header_error && response_parser->get().result_int() / 100 == 1 &&
-             response_parser->get().result() != http::status::switching_protocols);
+    } while (!header_error && response_parser->status() / 100 == 1 &&
+             response_parser->result() != http::status::switching_protocols);
     if (!header_error) {
       co_return Exchange{};
     }
@@ -415,11 +417,10 @@ Awaitable<RelayOutcome> relay(Stream& client, beast::flat_buffer& client_buffer,
                               const config::ProxyConfig& config, const SessionContext& context,
                               bool keep_alive, HeadText& head) {
   const config::Timeouts& timeouts = config.timeouts;
-  auto& request = parser.get();
-  const unsigned version = request.version();
+  const unsigned version = parser.version();
   const bool upgrade = parser.upgrade();
   head.clear();
-  write_upstream_head(request, client_address, upgrade, head);
+  write_upstream_head(parser, client_address, upgrade, head);
   const ChunkPool::Lease chunk = context.chunks->borrow();
   UpstreamConnectionPtr connection;
   std::chrono::steady_clock::time_point sent_at;
@@ -431,7 +432,7 @@ Awaitable<RelayOutcome> relay(Stream& client, beast::flat_buffer& client_buffer,
   }
   UpstreamFailure failure = exchange.failure;
   const bool switching = failure == UpstreamFailure::none &&
-                         connection->response->get().result() == http::status::switching_protocols;
+                         connection->response->result() == http::status::switching_protocols;
   if (switching && !upgrade) {  // a protocol switch nobody asked for
     failure = UpstreamFailure::broken;
   }
@@ -442,9 +443,8 @@ Awaitable<RelayOutcome> relay(Stream& client, beast::flat_buffer& client_buffer,
   beast::flat_buffer& server_buffer = connection->buffer;
   RelayOutcome outcome;
   outcome.upstream_time = std::chrono::steady_clock::now() - sent_at;
-  ResponseParser& response_parser = *connection->response;
-  auto& response = response_parser.get();
-  outcome.status = response.result_int();
+  ResponseParser& response = *connection->response;
+  outcome.status = response.status();
   head.clear();
   if (switching) {
     write_client_head(response, version, false, false, true, decision, config.limits_headers, head);
@@ -461,25 +461,24 @@ Awaitable<RelayOutcome> relay(Stream& client, beast::flat_buffer& client_buffer,
   }
   // A body of unknown length is re-framed: chunked for HTTP/1.1, close-delimited for HTTP/1.0.
   const bool unknown_length =
-      response.chunked() || (!response.has_content_length() && !response_parser.is_done());
+      response.chunked() || (!response.content_length() && !response.is_done());
   const bool chunked = unknown_length && version >= 11;
   keep_alive = keep_alive && !(unknown_length && version < 11);
   write_client_head(response, version, chunked, keep_alive, false, decision, config.limits_headers,
                     head);
   bool upstream_failed = false;
   beast::error_code ec;
-  if (WholeMessage whole;
-      !chunked && whole.gather(response_parser, server_buffer, head, chunk.bytes())) {
+  if (WholeMessage whole; !chunked && whole.gather(response, server_buffer, head, chunk.bytes())) {
     const SendStart start = send_now(client, whole.pieces);
     ec = start.error;
     if (!start.finished) {
       ec = co_await send_rest(client, whole.pieces, start.sent, timeouts.idle);
     }
   } else {
-    ec = co_await pump(server, timeouts.upstream, server_buffer, response_parser, client,
-                       timeouts.idle, head, chunked, chunk.bytes(), upstream_failed);
+    ec = co_await pump(server, timeouts.upstream, server_buffer, response, client, timeouts.idle,
+                       head, chunked, chunk.bytes(), upstream_failed);
   }
-  if (!ec && response.keep_alive() && response_parser.is_done()) {
+  if (!ec && response.keep_alive() && response.is_done()) {
     context.pool->give_back(upstream, std::move(connection));
   }
   if (ec && upstream_failed) {

@@ -102,8 +102,8 @@ UpstreamErrorKind error_kind(UpstreamFailure failure) noexcept {
 
 /// Counts a finished request in its loop's metrics, and logs it.
 void account(const SessionContext& context, const Generation& generation, const Decision& decision,
-             const http::request<http::buffer_body, Fields>& request, unsigned status,
-             const RelayOutcome* relayed, std::chrono::steady_clock::time_point started) {
+             const RequestParser& request, unsigned status, const RelayOutcome* relayed,
+             std::chrono::steady_clock::time_point started) {
   const auto total = std::chrono::steady_clock::now() - started;
   RouteCounters& counters = generation.counters_for(decision.route, context.loop);
   counters.count(metric_decision(decision.outcome));
@@ -162,8 +162,7 @@ Awaitable<void> serve_client(Socket socket, SessionContext context) {
   bool waiting = false;
   const IdleRegistration registered(*context.idle, client, waiting);
   beast::flat_buffer buffer(kMaxHeaderBytes);
-  std::vector<Header> headers;  // views into the parser's fields; capacity reused
-  headers.reserve(32);
+  HeadFields request_head;  // capacity reused from one request to the next
   // The generation this connection serves with; replaced between requests after a reload.
   std::shared_ptr<const Generation> generation = context.generations->get();
   OwnResponse own;      // an answer the proxy gives itself
@@ -175,7 +174,7 @@ Awaitable<void> serve_client(Socket socket, SessionContext context) {
     }
     const config::ProxyConfig& config = *generation->config;
     const config::Timeouts& timeouts = config.timeouts;
-    RequestParser parser;
+    RequestParser parser(request_head);
     parser.header_limit(kMaxHeaderBytes);
     parser.body_limit(boost::none);  // bodies are streamed, never held whole
     if (context.draining->load(std::memory_order_relaxed)) {
@@ -201,15 +200,10 @@ Awaitable<void> serve_client(Socket socket, SessionContext context) {
       break;
     }
     const auto started = std::chrono::steady_clock::now();
-    auto& request = parser.get();
-    headers.clear();
-    for (const auto& field : request) {
-      headers.push_back({field.name_string(), field.value()});
-    }
-    const RequestView view{.method = request.method_string(),
-                           .target = request.target(),
-                           .host = request[http::field::host],
-                           .headers = headers,
+    const RequestView view{.method = parser.method_string(),
+                           .target = parser.target(),
+                           .host = request_head.value_of(http::field::host),
+                           .headers = request_head.headers(),
                            .peer = peer};
     Decision decision;
     Charges charges;
@@ -223,13 +217,13 @@ Awaitable<void> serve_client(Socket socket, SessionContext context) {
       }
     }
     // A body left unread would be taken for the next request: only keep alive without one.
-    bool keep_alive = request.keep_alive() && !context.draining->load(std::memory_order_relaxed);
+    bool keep_alive = parser.keep_alive() && !context.draining->load(std::memory_order_relaxed);
     const bool forward =
         (decision.outcome == Outcome::allowed || decision.outcome == Outcome::delayed) &&
         !decision.route->respond;
     if (!forward) {
       keep_alive = keep_alive && parser.is_done();
-      own_response(own, decision, request.version(), keep_alive, config.limits_headers);
+      own_response(own, decision, parser.version(), keep_alive, config.limits_headers);
       // The refusal path is hot: a send that completes at once allocates no coroutine frame.
       const SendStart start = send_now(client, own.buffers());
       beast::error_code send_error = start.error;
@@ -238,7 +232,7 @@ Awaitable<void> serve_client(Socket socket, SessionContext context) {
       }
       const bool again = !send_error && own.keep_alive;
       release(context, generation->pipeline, decision);
-      account(context, *generation, decision, request, decision.status, nullptr, started);
+      account(context, *generation, decision, parser, decision.status, nullptr, started);
       if (!again) {
         break;
       }
@@ -255,7 +249,7 @@ Awaitable<void> serve_client(Socket socket, SessionContext context) {
                                                 decision, config, context, keep_alive, relay_head);
     // The permits go back once the response is over, or the client has gone.
     release(context, generation->pipeline, decision);
-    account(context, *generation, decision, request, outcome.status, &outcome, started);
+    account(context, *generation, decision, parser, outcome.status, &outcome, started);
     if (!outcome.keep_alive) {
       break;
     }

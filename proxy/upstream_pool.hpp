@@ -32,6 +32,7 @@ struct UpstreamConnection {
   /// The response being read. Here rather than in the relay's coroutine frame: Asio reuses
   /// freed frames of up to about 1 KiB, and a larger one costs a malloc and a free per request.
   std::optional<ResponseParser> response;
+  HeadFields response_head;  ///< What `response` parses the head into; kept, capacity and all.
   std::chrono::steady_clock::time_point parked_at{};  ///< On CoarseClock
   bool reused = false;  ///< Taken from the pool: a failure before the response may be a stale
                         ///< connection, so an idempotent send can be retried on a new one.
