@@ -13,6 +13,7 @@
 #include "proxy/chunk_pool.hpp"
 #include "proxy/header_text.hpp"
 #include "proxy/http_text.hpp"
+#include "proxy/message_read.hpp"
 #include "proxy/net.hpp"
 #include "proxy/responses.hpp"
 #include "proxy/socket_io.hpp"
@@ -81,23 +82,6 @@ RequestId new_request_id() {
   return id;
 }
 
-/// Parses what `buffer` already holds into `parser`, as http::async_read_some does before it
-/// reads, but without its trip through the event loop: a small body usually arrives with its
-/// header. False when the parser needs bytes from the socket.
-template <bool isRequest>
-bool parse_buffered(beast::flat_buffer& buffer, http::basic_parser<isRequest>& parser,
-                    beast::error_code& ec) {
-  if (buffer.size() == 0) {
-    return false;
-  }
-  buffer.consume(parser.put(buffer.data(), ec));
-  if (ec == http::error::need_more) {
-    ec = {};
-    return false;
-  }
-  return true;
-}
-
 /// A message whose reading needs no wait, the usual one: no body, or a body of known length
 /// that arrived whole with its header. Its head and body, gathered for one write without a
 /// coroutine of pump's; any other message is left untouched for pump.
@@ -151,10 +135,14 @@ Awaitable<beast::error_code> pump(Stream& in, limiter::Duration in_timeout,
     if (!parser.is_done()) {
       parser.body_into(chunk);
       beast::error_code ec;
-      if (!parse_buffered(in_buffer, parser, ec)) {
+      // A body piece that came in with what was read before is parsed without waiting.
+      MessageRead read(in_buffer, parser, MessageRead<Parser::is_request::value>::Until::progress);
+      if (read.wants_bytes(ec)) {
         in.expires_after(in_timeout);
-        auto [read_error, n] = co_await http::async_read_some(in, in_buffer, parser, use_nothrow);
-        ec = read_error;
+        do {
+          auto [error, n] = co_await in.async_read_some(read.room(), use_nothrow);
+          read.received(n, error, ec);
+        } while (read.wants_bytes(ec));
       }
       if (ec && ec != http::error::need_buffer) {
         read_failed = true;
@@ -380,9 +368,12 @@ Awaitable<Exchange> send_upstream(Stream& client, beast::flat_buffer& client_buf
         response_parser->skip(true);
       }
       server.expires_after(timeouts.upstream);
-      auto [ec, n] =
-          co_await http::async_read_header(server, server_buffer, *response_parser, use_nothrow);
-      header_error = ec;
+      for (MessageRead read(server_buffer, *response_parser,
+                            MessageRead<false>::Until::header_done);
+           read.wants_bytes(header_error);) {
+        auto [error, n] = co_await server.async_read_some(read.room(), use_nothrow);
+        read.received(n, error, header_error);
+      }
     } while (!header_error && response_parser->status() / 100 == 1 &&
              response_parser->result() != http::status::switching_protocols);
     if (!header_error) {

@@ -8,6 +8,7 @@
 #include <boost/beast/http.hpp>
 #include <vector>
 
+#include "proxy/message_read.hpp"
 #include "proxy/net.hpp"
 #include "proxy/relay.hpp"
 #include "proxy/responses.hpp"
@@ -182,7 +183,12 @@ Awaitable<void> serve_client(Socket socket, SessionContext context) {
     }
     client.expires_after(first ? timeouts.header : timeouts.idle);
     waiting = true;  // nothing in flight: a drain may close it
-    auto [ec, read] = co_await http::async_read_header(client, buffer, parser, use_nothrow);
+    beast::error_code ec;
+    for (MessageRead read(buffer, parser, MessageRead<true>::Until::header_done);
+         read.wants_bytes(ec);) {
+      auto [error, n] = co_await client.async_read_some(read.room(), use_nothrow);
+      read.received(n, error, ec);
+    }
     waiting = false;
     if (ec == http::error::header_limit) {
       problem_response(own, http::status::request_header_fields_too_large, 11, false);
