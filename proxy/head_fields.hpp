@@ -1,6 +1,7 @@
 #pragma once
 
 #include <boost/beast/http/field.hpp>
+#include <cstddef>
 #include <cstdint>
 #include <span>
 #include <string_view>
@@ -29,12 +30,38 @@ class HeadFields {
     std::uint32_t length = 0;
   };
 
+  /// Text kept between messages: a usual head fits (nginx reads heads into 1 KiB, and larger
+  /// ones into 8 KiB buffers that it frees when the connection goes idle).
+  static constexpr std::size_t kKeptTextBytes = 4096;
+  /// Fields kept between messages.
+  static constexpr std::size_t kKeptFields = 64;
+
   void clear() noexcept {
     text_.clear();
     ids_.clear();
     spans_.clear();
     headers_.clear();
     sealed_ = false;
+  }
+
+  /// clear(), and gives back storage that an unusually large head made grow, so that a
+  /// connection waiting for its next request does not keep it.
+  void trim() noexcept {
+    clear();
+    if (text_.capacity() > kKeptTextBytes) {
+      std::vector<char>().swap(text_);
+    }
+    if (ids_.capacity() > kKeptFields) {
+      std::vector<Field>().swap(ids_);
+      std::vector<FieldSpans>().swap(spans_);
+      std::vector<Header>().swap(headers_);
+    }
+  }
+
+  /// Bytes of storage held, for tests of what an idle connection keeps.
+  std::size_t storage_bytes() const noexcept {
+    return text_.capacity() + ids_.capacity() * sizeof(Field) +
+           spans_.capacity() * sizeof(FieldSpans) + headers_.capacity() * sizeof(Header);
   }
 
   /// Copies a part of the start line (method, target or reason).

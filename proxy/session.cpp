@@ -175,6 +175,7 @@ Awaitable<void> serve_client(Socket socket, SessionContext context) {
     }
     const config::ProxyConfig& config = *generation->config;
     const config::Timeouts& timeouts = config.timeouts;
+    request_head.trim();  // the last request is over; an idle connection keeps little
     RequestParser parser(request_head);
     parser.header_limit(kMaxHeaderBytes);
     parser.body_limit(boost::none);  // bodies are streamed, never held whole

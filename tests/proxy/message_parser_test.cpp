@@ -74,6 +74,33 @@ TEST(MessageParser, AHeadLargerThanTheStorageKeepsEveryView) {
   EXPECT_EQ(parser.target(), "/");
 }
 
+TEST(MessageParser, TrimGivesBackWhatALargeHeadTookAndKeepsAUsualOne) {
+  HeadFields head;
+  const auto parse = [&](const std::string& text) {
+    RequestParser parser(head);
+    parser.header_limit(64 * 1024);
+    std::string_view rest = text;
+    EXPECT_FALSE(feed(parser, rest));
+    EXPECT_TRUE(parser.is_header_done());
+  };
+  parse("GET / HTTP/1.1\r\nHost: x\r\n\r\n");
+  head.trim();
+  const std::size_t usual = head.storage_bytes();
+  EXPECT_GT(usual, 0u);  // kept for the next request
+  EXPECT_LE(usual, 2 * HeadFields::kKeptTextBytes);
+
+  std::string large = "GET / HTTP/1.1\r\n";
+  for (int i = 0; i < 200; ++i) {
+    large += "X-Field-" + std::to_string(i) + ": " + std::string(100, 'v') + "\r\n";
+  }
+  parse(large + "\r\n");
+  EXPECT_GT(head.storage_bytes(), 20'000u);
+  head.trim();
+  EXPECT_EQ(head.storage_bytes(), 0u);
+  parse("GET / HTTP/1.1\r\nHost: x\r\n\r\n");  // and it still works
+  EXPECT_EQ(head.value_of(http::field::host), "x");
+}
+
 TEST(MessageParser, TheNextMessageReplacesTheLastOnTheSameStorage) {
   HeadFields head;
   {
