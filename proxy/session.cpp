@@ -191,18 +191,18 @@ Awaitable<void> serve_client(Socket socket, SessionContext context) {
       read.received(n, error, ec);
     }
     waiting = false;
-    if (ec == http::error::header_limit) {
-      problem_response(own, http::status::request_header_fields_too_large, 11, false);
-      co_await answer(client, own, timeouts.idle);
-      break;
-    }
-    if (ec == http::error::end_of_stream || ec == beast::error::timeout ||
-        ec == net::error::connection_reset || ec == net::error::eof ||
-        ec == net::error::operation_aborted) {
-      break;  // the client is done, or went quiet
-    }
-    if (ec) {  // malformed: 400, and the connection cannot be trusted to continue
-      problem_response(own, http::status::bad_request, 11, false);
+    if (ec) {  // (checked first: comparing codes of other categories is not free)
+      if (ec == http::error::end_of_stream || ec == beast::error::timeout ||
+          ec == net::error::connection_reset || ec == net::error::eof ||
+          ec == net::error::operation_aborted) {
+        break;  // the client is done, or went quiet
+      }
+      // Too large: 431; malformed: 400. The connection cannot be trusted to continue.
+      problem_response(own,
+                       ec == http::error::header_limit
+                           ? http::status::request_header_fields_too_large
+                           : http::status::bad_request,
+                       11, false);
       co_await answer(client, own, timeouts.idle);
       break;
     }
