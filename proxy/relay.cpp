@@ -337,10 +337,12 @@ Awaitable<Exchange> send_upstream(Stream& client, beast::flat_buffer& client_buf
     }
     sent_at = std::chrono::steady_clock::now();
     bool client_failed = false;
+    bool sent_at_once = false;  // then the response's deadline counts from sent_at
     beast::error_code send_error;
     if (WholeMessage whole; whole.gather(parser, client_buffer, head, chunk)) {
       const SendStart start = send_now(server, whole.pieces);
       send_error = start.error;
+      sent_at_once = start.finished;
       if (!start.finished) {
         send_error = co_await send_rest(server, whole.pieces, start.sent, timeouts.upstream);
       }
@@ -367,7 +369,13 @@ Awaitable<Exchange> send_upstream(Stream& client, beast::flat_buffer& client_buf
       if (parser.method() == http::verb::head) {
         response_parser->skip(true);
       }
-      server.expires_after(timeouts.upstream);
+      if (sent_at_once) {
+        server.expires_at(sent_at + std::chrono::duration_cast<Stream::Clock::duration>(
+                                        timeouts.upstream));  // one clock reading fewer
+        sent_at_once = false;  // an interim response restarts the wait
+      } else {
+        server.expires_after(timeouts.upstream);
+      }
       for (MessageRead read(server_buffer, *response_parser,
                             MessageRead<false>::Until::header_done);
            read.wants_bytes(header_error);) {

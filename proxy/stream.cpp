@@ -23,7 +23,10 @@ Stream::~Stream() {
 void Stream::expires_after(limiter::Duration timeout) {
   // The full clock: the coarse one can lag by more than its tick on a tickless kernel, and
   // a deadline must not end early.
-  const Clock::time_point at = Clock::now() + std::chrono::duration_cast<Clock::duration>(timeout);
+  expires_at(Clock::now() + std::chrono::duration_cast<Clock::duration>(timeout));
+}
+
+void Stream::expires_at(Clock::time_point at) {
   deadline_->at = at;
   deadline_->expired = false;
   if (at < deadline_->armed) {

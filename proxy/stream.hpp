@@ -46,6 +46,8 @@ class Stream {
 
   /// Operations from now on must be over within `timeout`.
   void expires_after(limiter::Duration timeout);
+  /// Operations from now on must be over by `at` (a time the caller has just read).
+  void expires_at(Clock::time_point at);
   void expires_never() noexcept;
   /// Whether the deadline passed (and the socket was closed).
   bool timed_out() const noexcept { return deadline_->expired; }
