@@ -18,9 +18,9 @@
 #include <vector>
 
 #include "config/load_config.hpp"
-#include "proxy/redis_decision.hpp"
-#include "proxy/redis_scripts.hpp"
-#include "proxy/redis_store.hpp"
+#include "proxy/store/redis/redis_decision.hpp"
+#include "proxy/store/redis/redis_scripts.hpp"
+#include "proxy/store/redis/redis_store.hpp"
 #include "tests/support/redis_server.hpp"
 
 namespace sluice::proxy {

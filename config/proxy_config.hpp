@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "config/cidr.hpp"
@@ -38,6 +39,19 @@ enum class LimitsHeaders { draft, legacy, both, none };
 enum class LogFormat { text, json };
 enum class StoreType { memory, redis };
 enum class OnStoreError { allow, deny, local };
+
+/// `on_error` as the config spells it.
+constexpr std::string_view name_of(OnStoreError policy) noexcept {
+  switch (policy) {
+    case OnStoreError::allow:
+      return "allow";
+    case OnStoreError::deny:
+      return "deny";
+    case OnStoreError::local:
+      return "local";
+  }
+  return "allow";
+}
 
 struct LogOptions {
   std::string level = "info";

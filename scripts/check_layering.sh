@@ -1,13 +1,73 @@
 #!/usr/bin/env bash
-# limiter/ depends on the standard library only: no Boost, yaml-cpp, spdlog, hiredis, nor any
-# other module of this project.
+# Every layer includes only itself and the layers below it (the README's layout section draws
+# the arrows), and only the third-party headers its layer may know: no Asio or Beast below io/,
+# no Beast HTTP in io/ (TLS and HTTP/2 plug in above it), nothing but the standard library in
+# limiter/. Exits 1 listing every include that breaks a rule.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-violations=$(grep -nE '^\s*#\s*include\s*("|<(boost|asio|yaml-cpp|spdlog|hiredis|fmt)/)' \
-  limiter/*.hpp limiter/*.cpp | grep -vE '#\s*include\s*"limiter/' || true)
-if [ -n "$violations" ]; then
-  echo "limiter/ must include only the standard library and limiter/ headers:" >&2
-  echo "$violations" >&2
-  exit 1
-fi
+# folder | project folders it may include (besides itself) | third-party includes it must not use
+rules=(
+  "limiter||boost asio yaml-cpp spdlog hiredis fmt CLI"
+  "config|limiter|asio boost/asio boost/beast spdlog hiredis CLI"
+  "proxy/pipeline|limiter config|boost/asio boost/beast yaml-cpp spdlog hiredis CLI"
+  "proxy/replay|limiter config proxy/pipeline|boost/asio boost/beast yaml-cpp spdlog hiredis CLI"
+  "proxy/telemetry|limiter config|boost/asio boost/beast yaml-cpp hiredis CLI"
+  "proxy/live|limiter config proxy/pipeline proxy/telemetry|boost/asio boost/beast hiredis CLI"
+  "proxy/io|limiter|boost/beast/http yaml-cpp spdlog hiredis CLI"
+  "proxy/store|limiter config proxy/pipeline proxy/telemetry proxy/io|boost/beast/http CLI"
+  "proxy/http|limiter config proxy/pipeline proxy/telemetry proxy/live proxy/io proxy/store|hiredis CLI"
+  "proxy/admin|limiter config proxy/pipeline proxy/telemetry proxy/live proxy/io proxy/store proxy/http|hiredis CLI"
+  "proxy/server|limiter config proxy/pipeline proxy/telemetry proxy/live proxy/io proxy/store proxy/http proxy/admin|hiredis CLI"
+  "proxy/cli|limiter config proxy/pipeline proxy/replay proxy/telemetry proxy/live proxy/io proxy/store proxy/http proxy/admin proxy/server|hiredis"
+)
+
+status=0
+known_folders=()
+for rule in "${rules[@]}"; do
+  known_folders+=("${rule%%|*}")
+done
+
+for rule in "${rules[@]}"; do
+  IFS='|' read -r folder allowed forbidden <<<"$rule"
+  mapfile -t files < <(find "$folder" -name '*.hpp' -o -name '*.cpp' -o -name '*.cpp.in')
+  [ ${#files[@]} -gt 0 ] || continue
+  for file in "${files[@]}"; do
+    while IFS= read -r line; do
+      included=$(sed -E 's/^[^:]*:[0-9]+:\s*#\s*include\s*["<]([^">]+)[">].*/\1/' <<<"$line")
+      if [[ "$line" =~ \#[[:space:]]*include[[:space:]]*\" ]]; then
+        ok=0
+        for prefix in "$folder" $allowed; do
+          [[ "$included" == "$prefix"/* ]] && ok=1
+        done
+        # A subfolder of an allowed layer is part of it (proxy/store/redis is in proxy/store).
+        if [ $ok -eq 0 ]; then
+          echo "$line: $folder may not include \"$included\"" >&2
+          status=1
+        fi
+      else
+        for banned in $forbidden; do
+          if [[ "$included" == "$banned"* ]]; then
+            echo "$line: $folder may not use <$included>" >&2
+            status=1
+          fi
+        done
+      fi
+    done < <(grep -nHE '^\s*#\s*include\s*["<]' "$file")
+  done
+done
+
+# Every source folder has a rule: a new layer is placed in the map before it is used.
+while IFS= read -r dir; do
+  found=0
+  for folder in "${known_folders[@]}"; do
+    [[ "$dir" == "$folder" || "$dir" == "$folder"/* ]] && found=1
+  done
+  if [ $found -eq 0 ]; then
+    echo "$dir: a source folder without a layering rule in scripts/check_layering.sh" >&2
+    status=1
+  fi
+done < <(find limiter config proxy -type f \( -name '*.hpp' -o -name '*.cpp' \) -printf '%h\n' | sort -u)
+
+[ $status -eq 0 ] && echo "layering: every include follows the layers"
+exit $status

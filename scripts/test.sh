@@ -41,7 +41,7 @@ done
 
 echo "== tsan (threads on shared keys, the proxy's event loops)"
 cmake --preset tsan >/dev/null
-cmake --build --preset tsan --target limiter_tests pipeline_tests proxy_tests sluice
+cmake --build --preset tsan --target limiter_tests pipeline_tests proxy_tests integration_tests sluice
 run_ctest --preset tsan --tests-regex 'ConcurrentDecisions\.|Proxy\.|AdminPort\.|ConnectionLimit\.|ConcurrencyLimit\.|SluiceBinary\.|SharedLimit\.' || status=1
 
 echo "== image (docker/test-image.sh: build with podman, run, health, 200s then 429s, SIGTERM)"

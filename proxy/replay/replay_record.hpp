@@ -7,7 +7,7 @@
 #include <string_view>
 
 #include "limiter/verdict.hpp"
-#include "proxy/request_view.hpp"
+#include "proxy/pipeline/request_view.hpp"
 
 namespace sluice::replay {
 

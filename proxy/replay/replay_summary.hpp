@@ -7,7 +7,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "proxy/pipeline.hpp"
+#include "proxy/pipeline/pipeline.hpp"
 
 namespace sluice::replay {
 

@@ -5,7 +5,7 @@
 #include <cmath>
 
 #include "limiter/key_hash.hpp"
-#include "proxy/request_key.hpp"
+#include "proxy/pipeline/request_key.hpp"
 
 namespace sluice::replay {
 namespace {

@@ -6,7 +6,7 @@
 #include <string_view>
 #include <vector>
 
-#include "proxy/pipeline.hpp"
+#include "proxy/pipeline/pipeline.hpp"
 #include "proxy/replay/replay_record.hpp"
 #include "proxy/replay/replay_summary.hpp"
 

@@ -10,8 +10,8 @@
 #include "limiter/decide.hpp"
 #include "limiter/key_hash.hpp"
 #include "limiter/make_limiter.hpp"
-#include "tests/proxy/pipeline_fixture.hpp"
 #include "tests/support/manual_clock.hpp"
+#include "tests/support/pipeline_fixture.hpp"
 
 namespace {
 std::atomic<std::size_t> g_allocations{0};

@@ -1,0 +1,188 @@
+#include "proxy/admin/admin.hpp"
+
+#include <boost/beast/core.hpp>
+#include <string>
+
+#include "proxy/admin/config_json.hpp"
+#include "proxy/http/beast_http.hpp"
+#include "proxy/http/responses.hpp"
+
+namespace sluice::proxy {
+namespace {
+
+/// `%41` → `A`; `+` is kept (a composite key's separator).
+std::string percent_decoded(std::string_view text) {
+  std::string out;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '%' && i + 2 < text.size()) {
+      const auto hex = [](char c) -> int {
+        return c >= '0' && c <= '9'   ? c - '0'
+               : c >= 'a' && c <= 'f' ? c - 'a' + 10
+               : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                      : -1;
+      };
+      const int high = hex(text[i + 1]);
+      const int low = hex(text[i + 2]);
+      if (high >= 0 && low >= 0) {
+        out += static_cast<char>(high * 16 + low);
+        i += 2;
+        continue;
+      }
+    }
+    out += text[i];
+  }
+  return out;
+}
+
+http::response<http::string_body> text_response(http::status status, unsigned version,
+                                                bool keep_alive, std::string body,
+                                                std::string_view type = "text/plain") {
+  http::response<http::string_body> response{status, version};
+  response.set(http::field::content_type, type);
+  response.body() = std::move(body);
+  response.keep_alive(keep_alive);
+  response.prepare_payload();
+  return response;
+}
+
+http::response<http::string_body> problem(http::status status, unsigned version, bool keep_alive) {
+  ResponseText body;
+  write_problem(body, status);
+  return text_response(status, version, keep_alive, fmt::to_string(body),
+                       "application/problem+json");
+}
+
+http::response<http::string_body> limiter_state(std::string_view rest, Pipeline& pipeline,
+                                                const SessionContext& context, unsigned version,
+                                                bool keep_alive) {
+  const std::size_t slash = rest.find('/');
+  if (slash == std::string_view::npos || slash == 0 || slash + 1 == rest.size()) {
+    return problem(http::status::not_found, version, keep_alive);
+  }
+  const std::string name = percent_decoded(rest.substr(0, slash));
+  const std::string key = percent_decoded(rest.substr(slash + 1));
+  const limiter::TimePoint now = context.clock->now();
+  const std::optional<limiter::Status> status = pipeline.peek(name, key, now);
+  if (!status) {
+    return problem(http::status::not_found, version, keep_alive);
+  }
+  std::optional<limiter::Duration> banned;
+  if (const std::optional<IpAddress> client = IpAddress::parse(key)) {
+    banned = pipeline.banned_for(*client, now);
+  }
+  std::string body = "{\"limiter\":\"" + name +
+                     "\",\"remaining\":" + std::to_string(status->remaining) +
+                     ",\"reset\":" + std::to_string(seconds_rounded_up(status->reset)) +
+                     ",\"banned\":" + (banned ? "true" : "false");
+  if (banned) {
+    body += ",\"banned_for\":" + std::to_string(retry_after_seconds(*banned));
+  }
+  body += "}\n";
+  return text_response(http::status::ok, version, keep_alive, std::move(body), "application/json");
+}
+
+http::response<http::string_body> metrics_page(const Generation& generation,
+                                               const SessionContext& context, unsigned version,
+                                               bool keep_alive) {
+  const auto keys = generation.pipeline.limiter_keys();
+  Metrics::Gauges gauges{.limiter_keys = keys, .open_connections = context.connections->load()};
+  if (const RedisStore* store = context.store) {
+    gauges.store = "redis";
+    gauges.store_errors = store->errors();
+    gauges.store_available = store->available();
+    gauges.store_cached_refusals = store->cached_refusals();
+  }
+  return text_response(http::status::ok, version, keep_alive, context.metrics->render(gauges),
+                       "text/plain; version=0.0.4; charset=utf-8");
+}
+
+/// POST /reload: 200 and what was kept, or 422 with every error (the old config stays).
+http::response<http::string_body> reload(const SessionContext& context, unsigned version,
+                                         bool keep_alive) {
+  if (!context.reloader) {
+    return problem(http::status::not_found, version, keep_alive);
+  }
+  const ReloadReport report = context.reloader->reload();
+  std::string body =
+      report.ok ? "{\"result\":\"success\",\"kept_state\":" + std::to_string(report.kept_state) +
+                      ",\"restart_needed\":["
+                : std::string("{\"result\":\"failure\",\"errors\":[");
+  const std::vector<std::string>& items = report.ok ? report.restart_needed : report.errors;
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    if (i > 0) {
+      body += ',';
+    }
+    body += json_string(items[i]);
+  }
+  body += "]}\n";
+  log_reload(report, "POST /reload");
+  return text_response(report.ok ? http::status::ok : http::status::unprocessable_entity, version,
+                       keep_alive, std::move(body), "application/json");
+}
+
+}  // namespace
+
+Awaitable<void> serve_admin(Socket socket, SessionContext context) {
+  beast::basic_stream<tcp, Executor> stream(std::move(socket));
+  beast::flat_buffer buffer(kMaxHeaderBytes);
+  for (;;) {
+    http::request_parser<http::string_body> parser;
+    parser.header_limit(kMaxHeaderBytes);
+    parser.body_limit(64 * 1024);
+    stream.expires_after(context.generations->get()->config->timeouts.idle);
+    auto [ec, read] = co_await http::async_read(stream, buffer, parser, use_nothrow);
+    if (ec) {
+      break;
+    }
+    const auto& request = parser.get();
+    const bool keep_alive = request.keep_alive();
+    const std::string_view target = request.target().substr(0, request.target().find('?'));
+    const bool get = request.method() == http::verb::get || request.method() == http::verb::head;
+    const std::shared_ptr<const Generation> generation = context.generations->get();
+    http::response<http::string_body> response;
+    if (target == "/reload") {
+      response = request.method() == http::verb::post
+                     ? reload(context, request.version(), keep_alive)
+                     : problem(http::status::method_not_allowed, request.version(), keep_alive);
+    } else if (target == "/healthz" || target == "/readyz" || target == "/metrics" ||
+               target == "/config" || target.starts_with("/limiters/")) {
+      if (!get) {
+        response = problem(http::status::method_not_allowed, request.version(), keep_alive);
+      } else if (target == "/healthz") {
+        response = text_response(http::status::ok, request.version(), keep_alive, "ok\n");
+      } else if (target == "/metrics") {
+        response = metrics_page(*generation, context, request.version(), keep_alive);
+      } else if (target == "/config") {
+        response = text_response(http::status::ok, request.version(), keep_alive,
+                                 config_json(*generation->config), "application/json");
+      } else if (target == "/readyz") {
+        // Ready while accepting traffic and the store answers (SPEC §5). A failed store is
+        // asked again here: an unready replica may get no request that would find it back.
+        const bool draining = context.draining->load(std::memory_order_relaxed);
+        if (context.store != nullptr && !context.store->available()) {
+          co_await context.store->probe(context.loop);
+        }
+        const bool store_down = context.store != nullptr && !context.store->available();
+        const std::string_view why = draining     ? "draining\n"
+                                     : store_down ? "store unavailable\n"
+                                                  : "ready\n";
+        response = text_response(
+            draining || store_down ? http::status::service_unavailable : http::status::ok,
+            request.version(), keep_alive, std::string(why));
+      } else {
+        response = limiter_state(target.substr(std::string_view("/limiters/").size()),
+                                 generation->pipeline, context, request.version(), keep_alive);
+      }
+    } else {
+      response = problem(http::status::not_found, request.version(), keep_alive);
+    }
+    auto [write_error, written] = co_await http::async_write(stream, response, use_nothrow);
+    if (write_error || !keep_alive) {
+      break;
+    }
+  }
+  beast::error_code ignored;
+  stream.socket().shutdown(Socket::shutdown_send, ignored);
+}
+
+}  // namespace sluice::proxy

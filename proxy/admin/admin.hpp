@@ -1,0 +1,19 @@
+#pragma once
+
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/ip/tcp.hpp>
+
+#include "proxy/http/session_context.hpp"
+#include "proxy/io/net.hpp"
+
+namespace sluice::proxy {
+
+/// Serves one connection of the admin port (SPEC §5):
+/// - `GET /healthz`: 200 while the process runs;
+/// - `GET /readyz`: 200 while it accepts traffic, 503 once it drains;
+/// - `GET /limiters/NAME/KEY`: one key's state ({"remaining", "reset", "banned"}), consuming
+///   nothing. KEY is percent-decoded.
+/// Anything else: 404 (405 for other methods on known paths).
+Awaitable<void> serve_admin(Socket socket, SessionContext context);
+
+}  // namespace sluice::proxy

@@ -1,0 +1,165 @@
+#include "proxy/cli/check_command.hpp"
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "config/units.hpp"
+#include "limiter/validate.hpp"
+
+namespace sluice::proxy {
+namespace {
+
+using config::LimiterConfig;
+using config::Route;
+using limiter::AlgorithmKind;
+
+using Row = std::vector<std::string>;
+
+void print_table(const std::vector<Row>& rows, std::ostream& out) {
+  std::vector<std::size_t> widths;
+  for (const Row& row : rows) {
+    widths.resize(std::max(widths.size(), row.size()));
+    for (std::size_t i = 0; i < row.size(); ++i) {
+      widths[i] = std::max(widths[i], row[i].size());
+    }
+  }
+  for (const Row& row : rows) {
+    std::string line;
+    for (std::size_t i = 0; i < row.size(); ++i) {
+      line += row[i];
+      if (i + 1 < row.size()) {
+        line.append(widths[i] - row[i].size() + 2, ' ');
+      }
+    }
+    out << line << '\n';
+  }
+}
+
+std::string parameters(const limiter::LimiterOptions& options) {
+  using limiter::format_duration;
+  using limiter::format_number;
+  switch (options.algorithm) {
+    case AlgorithmKind::fixed_window:
+    case AlgorithmKind::sliding_log:
+    case AlgorithmKind::sliding_window:
+      return "limit " + std::to_string(options.limit) + " per " + format_duration(options.window);
+    case AlgorithmKind::wheel:
+      return "limit " + std::to_string(options.limit) + " per " + format_duration(options.window) +
+             ", " + std::to_string(options.slots) + " slots";
+    case AlgorithmKind::token_bucket:
+      if (options.warmup > limiter::Duration::zero()) {
+        return "rate " + config::format_rate(options.rate) + ", warmup " +
+               format_duration(options.warmup) + ", cold factor " +
+               format_number(options.cold_factor);
+      }
+      return "rate " + config::format_rate(options.rate) + ", burst " +
+             format_number(options.burst.value_or(std::max(1.0, options.rate.per_second())));
+    case AlgorithmKind::leaky_bucket:
+      return "rate " + config::format_rate(options.rate) + ", burst " +
+             format_number(options.burst.value_or(0));
+    case AlgorithmKind::concurrency:
+      return "limit " + std::to_string(options.limit) + " in flight";
+  }
+  return "";
+}
+
+std::string behaviour(const LimiterConfig& limiter) {
+  std::string text =
+      limiter.options.policy.mode == limiter::Mode::delay
+          ? "delay up to " + limiter::format_duration(limiter.options.policy.max_delay)
+          : "reject";
+  if (limiter.status != 429) {
+    text += " with " + std::to_string(limiter.status);
+  }
+  if (limiter.shadow) {
+    text += ", shadow";
+  }
+  if (!limiter.overrides.empty()) {
+    text += ", " + std::to_string(limiter.overrides.size()) + " override" +
+            (limiter.overrides.size() == 1 ? "" : "s");
+  }
+  return text;
+}
+
+std::string match_text(const config::RouteMatch& match) {
+  using Path = config::RouteMatch::Path;
+  std::string text;
+  for (const std::string& method : match.methods) {
+    text += (text.empty() ? "" : "|") + method;
+  }
+  if (!text.empty()) {
+    text += ' ';
+  }
+  switch (match.path_kind) {
+    case Path::any:
+      text += "*";
+      break;
+    case Path::exact:
+      text += match.path;
+      break;
+    case Path::prefix:
+      text += match.path + "*";
+      break;
+    case Path::regex:
+      text += "~" + match.path;
+      break;
+  }
+  if (match.host) {
+    text += " host " + *match.host;
+  }
+  for (const config::HeaderCondition& header : match.headers) {
+    text += " [" + (header.present ? header.name : "no " + header.name) +
+            (header.value ? "=" + *header.value : "") + "]";
+  }
+  return text;
+}
+
+std::string target(const Route& route, const config::ProxyConfig& config) {
+  if (route.respond) {
+    return "respond " + std::to_string(route.respond->status);
+  }
+  return route.upstream ? route.upstream->url : config.upstream->url;
+}
+
+std::string joined(const std::vector<std::string>& names) {
+  std::string text;
+  for (const std::string& name : names) {
+    text += (text.empty() ? "" : ", ") + name;
+  }
+  return text.empty() ? "-" : text;
+}
+
+}  // namespace
+
+void print_config_summary(const config::ProxyConfig& config, std::ostream& out) {
+  out << config.file << ": OK\n\n";
+  out << "listen " << config.listen.host << ':' << config.listen.port;
+  if (config.admin) {
+    out << ", admin " << config.admin->host << ':' << config.admin->port;
+  }
+  if (config.upstream) {
+    out << ", upstream " << config.upstream->url;
+  }
+  out << ", store "
+      << (config.store.type == config::StoreType::memory ? "memory" : config.store.redis.url)
+      << " (at most " << config.store.max_keys << " keys per limiter)\n\n";
+
+  std::vector<Row> limiters{{"LIMITER", "ALGORITHM", "PARAMETERS", "KEY", "BEHAVIOUR"}};
+  for (const LimiterConfig& limiter : config.limiters) {
+    limiters.push_back({limiter.name, std::string(limiter::name_of(limiter.options.algorithm)),
+                        parameters(limiter.options), limiter.key.text, behaviour(limiter)});
+  }
+  if (limiters.size() > 1) {
+    print_table(limiters, out);
+    out << '\n';
+  }
+  std::vector<Row> routes{{"ROUTE", "MATCH", "LIMITERS", "COST", "TARGET"}};
+  for (const Route& route : config.routes) {
+    routes.push_back({route.name, match_text(route.match), joined(route.limiters),
+                      std::to_string(route.cost), target(route, config)});
+  }
+  print_table(routes, out);
+}
+
+}  // namespace sluice::proxy

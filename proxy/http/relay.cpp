@@ -1,0 +1,490 @@
+#include "proxy/http/relay.hpp"
+
+#include <fmt/format.h>
+
+#include <array>
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <chrono>
+#include <optional>
+#include <random>
+#include <string>
+
+#include "proxy/http/beast_http.hpp"
+#include "proxy/http/header_text.hpp"
+#include "proxy/http/message_read.hpp"
+#include "proxy/http/responses.hpp"
+#include "proxy/http/tunnel.hpp"
+#include "proxy/http/upstream_pool.hpp"
+#include "proxy/io/chunk_pool.hpp"
+#include "proxy/io/socket_io.hpp"
+#include "proxy/pipeline/http_text.hpp"
+
+namespace sluice::proxy {
+namespace {
+
+constexpr std::size_t kRelayBuffer = ChunkPool::kChunkBytes;
+
+/// Fields that belong to one connection, not to the message (RFC 9110 §7.6.1), plus those the
+/// Connection field names. Framing (Transfer-Encoding) is re-applied by the serializer.
+bool hop_by_hop(http::field field, std::string_view name, std::string_view connection) {
+  switch (field) {
+    case http::field::connection:
+    case http::field::keep_alive:
+    case http::field::proxy_connection:
+    case http::field::proxy_authenticate:
+    case http::field::proxy_authorization:
+    case http::field::te:
+    case http::field::trailer:
+    case http::field::transfer_encoding:
+    case http::field::upgrade:
+      return true;
+    default:
+      break;
+  }
+  for (std::size_t start = 0; start < connection.size();) {
+    const std::size_t comma = std::min(connection.find(',', start), connection.size());
+    if (equal_ignoring_case(trim_whitespace(connection.substr(start, comma - start)), name)) {
+      return true;
+    }
+    start = comma + 1;
+  }
+  return false;
+}
+
+using RequestId = std::array<char, 32>;
+
+/// 64 random bits per call: splitmix64 over a per-thread state seeded from the system's entropy.
+/// Cheap enough for every request (the state needs no thread_local initialization guard); good
+/// for telling requests apart in logs, not for secrets.
+std::uint64_t next_random() {
+  thread_local std::uint64_t state = 0;
+  if (state == 0) {
+    std::random_device entropy;
+    state = (std::uint64_t{entropy()} << 32 | entropy()) | 1;
+  }
+  state += 0x9e3779b97f4a7c15;
+  std::uint64_t z = state;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111eb;
+  return z ^ (z >> 31);
+}
+
+RequestId new_request_id() {
+  static constexpr char kHex[] = "0123456789abcdef";
+  RequestId id;
+  for (std::size_t i = 0; i < id.size(); i += 16) {
+    std::uint64_t bits = next_random();
+    for (std::size_t j = 0; j < 16; ++j, bits >>= 4) {
+      id[i + j] = kHex[bits & 0xf];
+    }
+  }
+  return id;
+}
+
+/// A message whose reading needs no wait, the usual one: no body, or a body of known length
+/// that arrived whole with its header. Its head and body, gathered for one write without a
+/// coroutine of pump's; any other message is left untouched for pump.
+struct WholeMessage {
+  std::array<net::const_buffer, 2> pieces{};
+
+  template <class Parser>
+  bool gather(Parser& parser, beast::flat_buffer& buffer, const HeadText& head,
+              std::span<char> chunk) {
+    pieces[0] = net::buffer(head.data(), head.size());
+    if (parser.is_done()) {
+      return true;
+    }
+    const auto length = parser.content_length_remaining();
+    if (parser.chunked() || !length || *length > buffer.size() || *length > chunk.size()) {
+      return false;
+    }
+    parser.body_into(chunk);
+    beast::error_code ec;
+    buffer.consume(parser.put(buffer.data(), ec));
+    // A body of known length that is all there parses in one go; anything else is a surprise
+    // that pump must not inherit half done.
+    BOOST_ASSERT(!ec && parser.is_done());
+    pieces[1] = net::buffer(chunk.data(), chunk.size() - parser.room_left());
+    return !ec && parser.is_done();
+  }
+};
+
+/// Streams a message from `in` (its parser, past the header) to `out`, after `head`. Each write
+/// carries what is ready: the head (the first time), a body piece in its chunk framing when
+/// `chunked`, and the last chunk once the body is over. Each read and write has its own
+/// deadline, so a large body may take as long as it keeps moving; a piece is passed on as soon
+/// as it arrives (a streamed response is not held back).
+template <class Parser>
+Awaitable<beast::error_code> pump(Stream& in, limiter::Duration in_timeout,
+                                  beast::flat_buffer& in_buffer, Parser& parser, Stream& out,
+                                  limiter::Duration out_timeout, const HeadText& head, bool chunked,
+                                  std::span<char> chunk, bool& read_failed) {
+  static constexpr std::string_view kCrlf = "\r\n";
+  static constexpr std::string_view kLastChunk = "0\r\n\r\n";
+  const bool has_body = !parser.is_done();
+  // Beast reads no more than the buffer's free capacity (at least 512 bytes): without room, a
+  // body would move 512 bytes per system call.
+  if (has_body && in_buffer.capacity() < kRelayBuffer) {
+    in_buffer.reserve(std::min(kRelayBuffer, in_buffer.max_size()));
+  }
+  std::array<char, 24> size_line{};
+  bool head_sent = false;
+  do {
+    std::size_t piece = 0;
+    if (!parser.is_done()) {
+      parser.body_into(chunk);
+      beast::error_code ec;
+      // A body piece that came in with what was read before is parsed without waiting.
+      MessageRead read(in_buffer, parser, MessageRead<Parser::is_request::value>::Until::progress);
+      if (read.wants_bytes(ec)) {
+        in.expires_after(in_timeout);
+        do {
+          auto [error, n] = co_await in.async_read_some(read.room(), use_nothrow);
+          read.received(n, error, ec);
+        } while (read.wants_bytes(ec));
+      }
+      if (ec && ec != http::error::need_buffer) {
+        read_failed = true;
+        co_return ec;
+      }
+      piece = chunk.size() - parser.room_left();
+    }
+    std::array<net::const_buffer, 5> pieces{};  // unused ones stay empty
+    std::size_t count = 0;
+    if (!head_sent) {
+      pieces[count++] = net::buffer(head.data(), head.size());
+    }
+    if (piece > 0) {
+      if (chunked) {
+        const auto end = fmt::format_to(size_line.data(), "{:x}\r\n", piece);
+        pieces[count++] =
+            net::buffer(size_line.data(), static_cast<std::size_t>(end - size_line.data()));
+      }
+      pieces[count++] = net::buffer(chunk.data(), piece);
+      if (chunked) {
+        pieces[count++] = net::buffer(kCrlf.data(), kCrlf.size());
+      }
+    }
+    if (chunked && has_body && parser.is_done()) {
+      pieces[count++] = net::buffer(kLastChunk.data(), kLastChunk.size());
+    }
+    if (count > 0) {
+      const SendStart start = send_now(out, pieces);
+      beast::error_code ec = start.error;
+      if (!start.finished) {
+        ec = co_await send_rest(out, pieces, start.sent, out_timeout);
+      }
+      if (ec) {
+        co_return ec;
+      }
+      head_sent = true;
+    }
+  } while (!parser.is_done());
+  co_return beast::error_code{};
+}
+
+UpstreamFailure failure_of(const beast::error_code& ec) noexcept {
+  return ec == beast::error::timeout ? UpstreamFailure::timeout : UpstreamFailure::broken;
+}
+
+Awaitable<RelayOutcome> fail(Stream& client, UpstreamFailure failure, unsigned version,
+                             const Decision& decision, const config::ProxyConfig& config) {
+  const http::status status = failure == UpstreamFailure::timeout ? http::status::gateway_timeout
+                                                                  : http::status::bad_gateway;
+  OwnResponse response;
+  problem_response(response, status, version, false, &decision, config.limits_headers);
+  co_await net::async_write(client, response.buffers(), use_nothrow);
+  co_return RelayOutcome{.keep_alive = false,
+                         .status = static_cast<unsigned>(status),
+                         .failure = failure,
+                         .upstream_time = {}};
+}
+
+bool is_forwarding_field(std::string_view name) noexcept {
+  return equal_ignoring_case(name, "X-Forwarded-For") ||
+         equal_ignoring_case(name, "X-Forwarded-Proto") ||
+         equal_ignoring_case(name, "X-Forwarded-Host");
+}
+
+/// The request head as the upstream gets it: HTTP/1.1, persistent, end-to-end fields only, plus
+/// the forwarding fields (the proxy's replace the client's, but X-Forwarded-For is appended
+/// to). `Expect` is dropped: the proxy has answered it.
+void write_upstream_head(const RequestParser& request, std::string_view client_address,
+                         bool upgrade, HeadText& head) {
+  write_request_line(head, request.method_string(), request.target());
+  const HeadFields& fields = request.head();
+  const std::string_view connection = fields.value_of(http::field::connection);
+  const std::string_view host = fields.value_of(http::field::host);
+  for (std::size_t index = 0; index < fields.size(); ++index) {
+    const http::field id = fields.id(index);
+    const Header& field = fields.at(index);
+    if (hop_by_hop(id, field.name, connection) || id == http::field::expect ||
+        is_forwarding_field(field.name)) {
+      continue;
+    }
+    write_field(head, field.name, field.value);
+  }
+  if (const std::string_view forwarded_for = fields.value_of("X-Forwarded-For");
+      forwarded_for.empty()) {
+    write_field(head, "X-Forwarded-For", client_address);
+  } else {
+    fmt::format_to(std::back_inserter(head), "X-Forwarded-For: {}, {}\r\n", forwarded_for,
+                   client_address);
+  }
+  append(head, "X-Forwarded-Proto: http\r\n");
+  if (!host.empty()) {
+    write_field(head, "X-Forwarded-Host", host);
+  }
+  if (fields.value_of("X-Request-Id").empty()) {
+    const RequestId id = new_request_id();
+    write_field(head, "X-Request-Id", std::string_view(id.data(), id.size()));
+  }
+  if (request.chunked()) {
+    append(head, "Transfer-Encoding: chunked\r\n");
+  }
+  if (upgrade) {
+    write_field(head, "Upgrade", fields.value_of(http::field::upgrade));
+    append(head, "Connection: upgrade\r\n");
+  }
+  end_head(head);
+}
+
+/// The response head as the client gets it: its own HTTP version, the upstream's end-to-end
+/// fields, the proxy's limit fields (in place of any the upstream sent) and the framing the
+/// body is re-sent in.
+void write_client_head(const ResponseParser& response, unsigned version, bool chunked,
+                       bool keep_alive, bool switching, const Decision& decision,
+                       config::LimitsHeaders limits_headers, HeadText& head) {
+  const std::string_view reason = response.reason();
+  write_status_line(
+      head, version, response.status(),
+      reason.empty() ? std::string_view(http::obsolete_reason(response.result())) : reason);
+  const HeadFields& fields = response.head();
+  const std::string_view connection = fields.value_of(http::field::connection);
+  const bool limits = writes_limit_headers(decision, limits_headers);
+  for (std::size_t index = 0; index < fields.size(); ++index) {
+    const Header& field = fields.at(index);
+    if (hop_by_hop(fields.id(index), field.name, connection) ||
+        (limits && is_limit_field(field.name, limits_headers))) {
+      continue;
+    }
+    write_field(head, field.name, field.value);
+  }
+  write_limit_headers(head, decision, limits_headers);
+  if (switching) {
+    write_field(head, "Upgrade", fields.value_of(http::field::upgrade));
+    append(head, "Connection: upgrade\r\n");
+  } else {
+    if (chunked) {
+      append(head, "Transfer-Encoding: chunked\r\n");
+    }
+    write_persistence(head, version, keep_alive);
+  }
+  end_head(head);
+}
+
+bool expects_continue(const RequestParser& request) {
+  return equal_ignoring_case(trim_whitespace(request.head().value_of(http::field::expect)),
+                             "100-continue");
+}
+
+/// How sending a request upstream ended.
+struct Exchange {
+  UpstreamFailure failure = UpstreamFailure::none;
+  bool client_gone = false;  ///< The client went away before the request was sent whole.
+};
+
+/// Sends the request (`head`, then the body from `client`) to `upstream` and reads the
+/// response's head into `connection->response`: on a parked connection when there is one, else
+/// a new one; a request without a body is sent again, once, on a new connection when a parked
+/// one turns out closed. Interim responses (100, 102, 103) are skipped. A coroutine of its own
+/// to keep the relay's frame small (see UpstreamConnection::response).
+Awaitable<Exchange> send_upstream(Stream& client, beast::flat_buffer& client_buffer,
+                                  RequestParser& parser, const config::Upstream& upstream,
+                                  const config::Timeouts& timeouts, const SessionContext& context,
+                                  const HeadText& head, std::span<char> chunk,
+                                  UpstreamConnectionPtr& connection,
+                                  std::chrono::steady_clock::time_point& sent_at) {
+  // Without a body, a send that fails on a parked connection can be repeated on a new one: the
+  // upstream closed it while idle and never saw the request (nginx does the same).
+  const bool repeatable = parser.is_done();
+  for (bool first_try = true;; first_try = false) {
+    connection.reset();  // a stale parked connection is closed here
+    if (first_try) {
+      // A request that can be repeated skips the check for a closed parked connection: it is
+      // sent again on a new one if that fails.
+      connection = context.pool->take_parked(upstream, /*check_open=*/!repeatable);
+    }
+    if (!connection) {
+      beast::error_code connect_error;
+      connection = co_await context.pool->connect(upstream, timeouts.connect, connect_error);
+    }
+    if (!connection) {
+      co_return Exchange{.failure = UpstreamFailure::connect};
+    }
+    Stream& server = connection->stream;
+    beast::flat_buffer& server_buffer = connection->buffer;
+    const bool may_retry = first_try && connection->reused && repeatable;
+    if (first_try && !parser.is_done() && expects_continue(parser)) {
+      // The client waits for this before it sends the body.
+      static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+      client.expires_after(timeouts.idle);
+      auto [ec, n] = co_await net::async_write(client, net::buffer(kContinue), use_nothrow);
+      if (ec) {
+        co_return Exchange{.client_gone = true};
+      }
+    }
+    sent_at = std::chrono::steady_clock::now();
+    bool client_failed = false;
+    bool sent_at_once = false;  // then the response's deadline counts from sent_at
+    beast::error_code send_error;
+    if (WholeMessage whole; whole.gather(parser, client_buffer, head, chunk)) {
+      const SendStart start = send_now(server, whole.pieces);
+      send_error = start.error;
+      sent_at_once = start.finished;
+      if (!start.finished) {
+        send_error = co_await send_rest(server, whole.pieces, start.sent, timeouts.upstream);
+      }
+    } else {
+      send_error = co_await pump(client, timeouts.idle, client_buffer, parser, server,
+                                 timeouts.upstream, head, parser.chunked(), chunk, client_failed);
+    }
+    if (send_error) {
+      if (client_failed) {
+        co_return Exchange{.client_gone = true};  // the client went away mid-body
+      }
+      if (may_retry) {
+        continue;
+      }
+      co_return Exchange{.failure = failure_of(send_error)};
+    }
+    // Until the response header arrives.
+    beast::error_code header_error;
+    std::optional<ResponseParser>& response_parser = connection->response;
+    do {
+      response_parser.emplace(connection->response_head);
+      response_parser->header_limit(kMaxHeaderBytes);
+      response_parser->body_limit(boost::none);
+      if (parser.method() == http::verb::head) {
+        response_parser->skip(true);
+      }
+      if (sent_at_once) {
+        server.expires_at(sent_at + std::chrono::duration_cast<Stream::Clock::duration>(
+                                        timeouts.upstream));  // one clock reading fewer
+        sent_at_once = false;  // an interim response restarts the wait
+      } else {
+        server.expires_after(timeouts.upstream);
+      }
+      for (MessageRead read(server_buffer, *response_parser,
+                            MessageRead<false>::Until::header_done);
+           read.wants_bytes(header_error);) {
+        auto [error, n] = co_await server.async_read_some(read.room(), use_nothrow);
+        read.received(n, error, header_error);
+      }
+    } while (!header_error && response_parser->status() / 100 == 1 &&
+             response_parser->result() != http::status::switching_protocols);
+    if (!header_error) {
+      co_return Exchange{};
+    }
+    if (may_retry && server_buffer.size() == 0 && header_error != beast::error::timeout) {
+      continue;
+    }
+    co_return Exchange{.failure = failure_of(header_error)};
+  }
+}
+
+}  // namespace
+
+std::string_view name_of(UpstreamFailure failure) noexcept {
+  switch (failure) {
+    case UpstreamFailure::none:
+      return "none";
+    case UpstreamFailure::connect:
+      return "connect";
+    case UpstreamFailure::timeout:
+      return "timeout";
+    case UpstreamFailure::broken:
+      return "broken";
+  }
+  return "unknown";
+}
+
+Awaitable<RelayOutcome> relay(Stream& client, beast::flat_buffer& client_buffer,
+                              RequestParser& parser, std::string_view client_address,
+                              const config::Upstream& upstream, const Decision& decision,
+                              const config::ProxyConfig& config, const SessionContext& context,
+                              bool keep_alive, HeadText& head) {
+  const config::Timeouts& timeouts = config.timeouts;
+  const unsigned version = parser.version();
+  const bool upgrade = parser.upgrade();
+  head.clear();
+  write_upstream_head(parser, client_address, upgrade, head);
+  const ChunkPool::Lease chunk = context.chunks->borrow();
+  UpstreamConnectionPtr connection;
+  std::chrono::steady_clock::time_point sent_at;
+  const Exchange exchange =
+      co_await send_upstream(client, client_buffer, parser, upstream, timeouts, context, head,
+                             chunk.bytes(), connection, sent_at);
+  if (exchange.client_gone) {
+    co_return RelayOutcome{};
+  }
+  UpstreamFailure failure = exchange.failure;
+  const bool switching = failure == UpstreamFailure::none &&
+                         connection->response->result() == http::status::switching_protocols;
+  if (switching && !upgrade) {  // a protocol switch nobody asked for
+    failure = UpstreamFailure::broken;
+  }
+  if (failure != UpstreamFailure::none) {
+    co_return co_await fail(client, failure, version, decision, config);
+  }
+  Stream& server = connection->stream;
+  beast::flat_buffer& server_buffer = connection->buffer;
+  RelayOutcome outcome;
+  outcome.upstream_time = std::chrono::steady_clock::now() - sent_at;
+  ResponseParser& response = *connection->response;
+  outcome.status = response.status();
+  head.clear();
+  if (switching) {
+    write_client_head(response, version, false, false, true, decision, config.limits_headers, head);
+    client.expires_after(timeouts.idle);
+    auto [ec, n] =
+        co_await net::async_write(client, net::buffer(head.data(), head.size()), use_nothrow);
+    if (!ec) {
+      client.expires_never();
+      server.expires_never();
+      co_await tunnel(client.socket(), client_buffer, server.socket(), server_buffer,
+                      timeouts.idle);
+    }
+    co_return outcome;  // an upgraded connection is never reused
+  }
+  // A body of unknown length is re-framed: chunked for HTTP/1.1, close-delimited for HTTP/1.0.
+  const bool unknown_length =
+      response.chunked() || (!response.content_length() && !response.is_done());
+  const bool chunked = unknown_length && version >= 11;
+  keep_alive = keep_alive && !(unknown_length && version < 11);
+  write_client_head(response, version, chunked, keep_alive, false, decision, config.limits_headers,
+                    head);
+  bool upstream_failed = false;
+  beast::error_code ec;
+  if (WholeMessage whole; !chunked && whole.gather(response, server_buffer, head, chunk.bytes())) {
+    const SendStart start = send_now(client, whole.pieces);
+    ec = start.error;
+    if (!start.finished) {
+      ec = co_await send_rest(client, whole.pieces, start.sent, timeouts.idle);
+    }
+  } else {
+    ec = co_await pump(server, timeouts.upstream, server_buffer, response, client, timeouts.idle,
+                       head, chunked, chunk.bytes(), upstream_failed);
+  }
+  if (!ec && response.keep_alive() && response.is_done()) {
+    context.pool->give_back(upstream, std::move(connection));
+  }
+  if (ec && upstream_failed) {
+    outcome.failure = failure_of(ec);
+  }
+  outcome.keep_alive = !ec && keep_alive;
+  co_return outcome;
+}
+
+}  // namespace sluice::proxy

@@ -1,0 +1,103 @@
+#include "proxy/http/upstream_pool.hpp"
+
+#include <sys/socket.h>
+
+#include <boost/asio/connect.hpp>
+
+#include "proxy/io/coarse_clock.hpp"
+#include "proxy/io/net.hpp"
+
+namespace sluice::proxy {
+namespace {
+
+/// Whether a parked connection is still usable: nothing to read yet (a closed connection reads
+/// end of stream; an unasked-for byte means the upstream is confused). One non-blocking peek.
+bool still_open(Socket& socket) {
+  char byte = 0;
+  const ssize_t n = ::recv(socket.native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+  return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
+}
+
+}  // namespace
+
+UpstreamPool::Entry& UpstreamPool::entry_for(const config::Upstream& upstream) {
+  for (Entry& entry : entries_) {
+    if (entry.port == upstream.port && entry.host == upstream.host) {
+      return entry;
+    }
+  }
+  return entries_.emplace_back(Entry{.host = upstream.host, .port = upstream.port});
+}
+
+UpstreamConnectionPtr UpstreamPool::take_parked(const config::Upstream& upstream, bool check_open) {
+  Entry& entry = entry_for(upstream);
+  const auto now = CoarseClock::now();
+  while (!entry.idle.empty()) {
+    UpstreamConnectionPtr parked = std::move(entry.idle.back());
+    entry.idle.pop_back();
+    if (now - parked->parked_at < max_age_ &&
+        (!check_open || still_open(parked->stream.socket()))) {
+      parked->reused = true;
+      return parked;
+    }
+    beast::error_code ignored;
+    parked->stream.socket().close(ignored);
+  }
+  return nullptr;
+}
+
+Awaitable<UpstreamConnectionPtr> UpstreamPool::connect(const config::Upstream& upstream,
+                                                       limiter::Duration connect_timeout,
+                                                       beast::error_code& error) {
+  Entry& entry = entry_for(upstream);
+  const auto executor = co_await net::this_coro::executor;
+  if (!entry.endpoints) {
+    Resolver resolver(executor);
+    auto [resolve_error, endpoints] =
+        co_await resolver.async_resolve(upstream.host, std::to_string(upstream.port), use_nothrow);
+    if (resolve_error) {
+      error = resolve_error;
+      co_return nullptr;
+    }
+    entry.endpoints = std::move(endpoints);
+  }
+  const tcp::resolver::results_type endpoints = *entry.endpoints;
+  auto connection = std::make_unique<UpstreamConnection>(executor);
+  connection->stream.expires_after(connect_timeout);
+  auto [connect_error, endpoint] =
+      co_await net::async_connect(connection->stream.socket(), endpoints, use_nothrow);
+  if (connect_error == net::error::operation_aborted && connection->stream.timed_out()) {
+    connect_error = beast::error::timeout;
+  }
+  if (connect_error) {
+    error = connect_error;
+    entry.endpoints.reset();  // resolve again next time: the address may have changed
+    co_return nullptr;
+  }
+  connection->stream.socket().set_option(tcp::no_delay(true), error);
+  connection->stream.socket().non_blocking(true, error);  // see socket_io.hpp
+  error = {};
+  co_return connection;
+}
+
+void UpstreamPool::give_back(const config::Upstream& upstream, UpstreamConnectionPtr connection) {
+  Entry& entry = entry_for(upstream);
+  if (entry.idle.size() >= max_idle_) {
+    beast::error_code ignored;
+    connection->stream.socket().close(ignored);
+    return;
+  }
+  connection->parked_at = CoarseClock::now();
+  connection->buffer.clear();
+  entry.idle.push_back(std::move(connection));
+}
+
+std::size_t UpstreamPool::idle_connections() const noexcept {
+  std::size_t total = 0;
+  for (const Entry& entry : entries_) {
+    total += entry.idle.size();
+  }
+  return total;
+}
+
+}  // namespace sluice::proxy

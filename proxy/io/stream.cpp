@@ -1,0 +1,65 @@
+#include "proxy/io/stream.hpp"
+
+namespace sluice::proxy {
+
+Stream::Stream(Socket socket)
+    : socket_(std::move(socket)),
+      reactor_(&reactor_of(socket_.get_executor())),
+      deadline_(std::make_shared<Deadline>(socket_.get_executor(), &socket_)) {
+  beast::error_code ignored;
+  socket_.non_blocking(true, ignored);
+}
+
+Stream::Stream(const executor_type& executor)
+    : socket_(executor),
+      reactor_(&reactor_of(executor)),
+      deadline_(std::make_shared<Deadline>(executor, &socket_)) {}
+
+Stream::~Stream() {
+  deadline_->socket = nullptr;
+  deadline_->timer.cancel();
+}
+
+void Stream::expires_after(limiter::Duration timeout) {
+  // The full clock: the coarse one can lag by more than its tick on a tickless kernel, and
+  // a deadline must not end early.
+  expires_at(Clock::now() + std::chrono::duration_cast<Clock::duration>(timeout));
+}
+
+void Stream::expires_at(Clock::time_point at) {
+  deadline_->at = at;
+  deadline_->expired = false;
+  if (at < deadline_->armed) {
+    arm(deadline_, at);
+  }
+}
+
+void Stream::expires_never() noexcept {
+  deadline_->at = Clock::time_point::max();
+  deadline_->expired = false;
+}
+
+void Stream::arm(const std::shared_ptr<Deadline>& deadline, Clock::time_point at) {
+  deadline->armed = at;
+  deadline->timer.expires_at(at);  // a wait already there ends with operation_aborted
+  deadline->timer.async_wait([deadline](const beast::error_code& ec) { on_timer(deadline, ec); });
+}
+
+void Stream::on_timer(const std::shared_ptr<Deadline>& deadline, const beast::error_code& ec) {
+  if (ec == net::error::operation_aborted || deadline->socket == nullptr) {
+    return;  // re-armed, or the stream is gone
+  }
+  deadline->armed = Clock::time_point::max();
+  if (deadline->at == Clock::time_point::max()) {
+    return;
+  }
+  if (Clock::now() < deadline->at) {
+    arm(deadline, deadline->at);  // the deadline moved later since the timer was set
+    return;
+  }
+  deadline->expired = true;
+  beast::error_code ignored;
+  deadline->socket->close(ignored);
+}
+
+}  // namespace sluice::proxy

@@ -1,0 +1,33 @@
+#include "proxy/live/generation.hpp"
+
+namespace sluice::proxy {
+
+Generation::Generation(std::shared_ptr<const config::ProxyConfig> loaded,
+                       const Generation* previous, Metrics& metrics)
+    : config(std::move(loaded)),
+      pipeline(*config, previous ? &previous->pipeline : nullptr),
+      unrouted(metrics.route("")) {
+  for (const config::Route& route : config->routes) {
+    route_counters.push_back(metrics.route(route.name));
+    const config::Upstream* upstream = route.upstream ? &*route.upstream : nullptr;
+    if (!upstream && config->upstream) {
+      upstream = &*config->upstream;
+    }
+    upstream_counters.push_back(upstream ? metrics.upstream(upstream->url)
+                                         : std::vector<UpstreamCounters*>{});
+  }
+}
+
+RouteCounters& Generation::counters_for(const config::Route* route, std::size_t loop) const {
+  if (route == nullptr) {
+    return *unrouted[loop];
+  }
+  return *route_counters[static_cast<std::size_t>(route - config->routes.data())][loop];
+}
+
+UpstreamCounters& Generation::upstream_counters_for(const config::Route& route,
+                                                    std::size_t loop) const {
+  return *upstream_counters[static_cast<std::size_t>(&route - config->routes.data())][loop];
+}
+
+}  // namespace sluice::proxy

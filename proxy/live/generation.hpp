@@ -1,0 +1,81 @@
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "config/proxy_config.hpp"
+#include "proxy/pipeline/pipeline.hpp"
+#include "proxy/telemetry/metrics.hpp"
+
+namespace sluice::proxy {
+
+/// One loaded configuration and everything built from it: the pipeline and the metric series
+/// its routes write. Immutable once built; a reload builds the next one beside it. A connection
+/// holds the generation it serves a request with, so a reload never pulls a route, a limiter or
+/// a config field from under a request in flight.
+struct Generation {
+  /// `previous` (a reload) lends its limiters' state where their definition did not change.
+  Generation(std::shared_ptr<const config::ProxyConfig> loaded, const Generation* previous,
+             Metrics& metrics);
+
+  std::shared_ptr<const config::ProxyConfig> config;
+  /// Refers to *config. Mutable: what changes in it is the limiters' counts, which are
+  /// thread-safe; the configuration it was built from does not.
+  mutable Pipeline pipeline;
+  std::vector<std::vector<RouteCounters*>> route_counters;        ///< [route][loop]
+  std::vector<std::vector<UpstreamCounters*>> upstream_counters;  ///< [route][loop]
+  std::vector<RouteCounters*> unrouted;  ///< Requests refused before a route, and 404s.
+
+  RouteCounters& counters_for(const config::Route* route, std::size_t loop) const;
+  UpstreamCounters& upstream_counters_for(const config::Route& route, std::size_t loop) const;
+};
+
+/// The configuration in force. A reload publishes a new generation; readers see it from their
+/// next request on. Readers do not lock: they compare a version number and only take the lock
+/// to fetch a newer generation (see GenerationCache).
+class LiveConfig {
+ public:
+  explicit LiveConfig(std::shared_ptr<const Generation> first) : current_(std::move(first)) {}
+
+  std::shared_ptr<const Generation> current() const {
+    const std::lock_guard lock(mutex_);
+    return current_;
+  }
+  std::uint64_t version() const noexcept { return version_.load(std::memory_order_acquire); }
+  void publish(std::shared_ptr<const Generation> next) {
+    const std::lock_guard lock(mutex_);
+    current_ = std::move(next);
+    version_.fetch_add(1, std::memory_order_release);
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  std::shared_ptr<const Generation> current_;
+  std::atomic<std::uint64_t> version_{0};
+};
+
+/// One event loop's view of the live generation: a version check per request, a lock only
+/// after a reload. Touched by its loop's thread only.
+class GenerationCache {
+ public:
+  explicit GenerationCache(const LiveConfig& live)
+      : live_(live), version_(live.version()), generation_(live.current()) {}
+
+  const std::shared_ptr<const Generation>& get() {
+    if (const std::uint64_t version = live_.version(); version != version_) {
+      generation_ = live_.current();
+      version_ = version;
+    }
+    return generation_;
+  }
+
+ private:
+  const LiveConfig& live_;
+  std::uint64_t version_;
+  std::shared_ptr<const Generation> generation_;
+};
+
+}  // namespace sluice::proxy

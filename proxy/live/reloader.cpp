@@ -1,0 +1,70 @@
+#include "proxy/live/reloader.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include "config/load_config.hpp"
+
+namespace sluice::proxy {
+
+void apply_log_level(const std::string& level) {
+  spdlog::set_level(spdlog::level::from_str(level));
+}
+
+void log_reload(const ReloadReport& report, std::string_view trigger) {
+  if (!report.ok) {
+    spdlog::error("{}: the configuration has {} error(s); still running on the old one", trigger,
+                  report.errors.size());
+    for (const std::string& error : report.errors) {
+      spdlog::error("{}", error);
+    }
+    return;
+  }
+  spdlog::info("{}: configuration reloaded; {} limiter(s) kept their state", trigger,
+               report.kept_state);
+  for (const std::string& field : report.restart_needed) {
+    spdlog::warn("{}: `{}` changed; it takes effect on the next start", trigger, field);
+  }
+}
+
+ReloadReport Reloader::reload() {
+  const std::lock_guard lock(mutex_);
+  ReloadReport report;
+  std::shared_ptr<const config::ProxyConfig> next;
+  try {
+    next = std::make_shared<const config::ProxyConfig>(config::load_config(path_));
+  } catch (const config::ConfigError& error) {
+    report.errors = error.lines();
+    if (report.errors.empty()) {
+      report.errors.emplace_back(error.what());
+    }
+    metrics_.count_reload(false);
+    return report;
+  }
+  const std::shared_ptr<const Generation> previous = live_.current();
+  const config::ProxyConfig& before = *previous->config;
+  if (next->listen.host != before.listen.host || next->listen.port != before.listen.port) {
+    report.restart_needed.emplace_back("listen");
+  }
+  if (next->admin.has_value() != before.admin.has_value() ||
+      (next->admin &&
+       (next->admin->host != before.admin->host || next->admin->port != before.admin->port))) {
+    report.restart_needed.emplace_back("admin");
+  }
+  // The Redis store is connected at start (max_keys is per limiter and does reload).
+  if (next->store.type != before.store.type || (next->store.type == config::StoreType::redis &&
+                                                !(next->store.redis == before.store.redis))) {
+    report.restart_needed.emplace_back("store");
+  }
+  if (next->threads != before.threads) {
+    report.restart_needed.emplace_back("threads");
+  }
+  auto generation = std::make_shared<const Generation>(next, previous.get(), metrics_);
+  report.kept_state = generation->pipeline.kept_state();
+  live_.publish(std::move(generation));
+  apply_log_level(next->log.level);
+  metrics_.count_reload(true);
+  report.ok = true;
+  return report;
+}
+
+}  // namespace sluice::proxy

@@ -1,0 +1,43 @@
+#pragma once
+
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "proxy/live/generation.hpp"
+#include "proxy/telemetry/metrics.hpp"
+
+namespace sluice::proxy {
+
+struct ReloadReport {
+  bool ok = false;
+  std::vector<std::string> errors;          ///< Every problem, `FILE:LINE:COL: key: message`.
+  std::size_t kept_state = 0;               ///< Limiters (and the ban list) that kept their counts.
+  std::vector<std::string> restart_needed;  ///< Changed fields a reload cannot apply.
+};
+
+/// Sets the level of the proxy's own log (`log.level`: trace … critical, or off).
+void apply_log_level(const std::string& level);
+
+/// Logs a reload's result: what was kept, or every error (SPEC §3).
+void log_reload(const ReloadReport& report, std::string_view trigger);
+
+/// SIGHUP and POST /reload (SPEC §3): reads the file again; if it is valid, publishes a new
+/// generation that shares the unchanged limiters' state, else keeps the old one. `listen`,
+/// `admin` and `threads` take effect on the next start only; a change to them is reported.
+class Reloader {
+ public:
+  Reloader(std::string path, LiveConfig& live, Metrics& metrics)
+      : path_(std::move(path)), live_(live), metrics_(metrics) {}
+
+  /// Serialised: two reloads at once run one after the other.
+  ReloadReport reload();
+
+ private:
+  std::string path_;
+  LiveConfig& live_;
+  Metrics& metrics_;
+  std::mutex mutex_;
+};
+
+}  // namespace sluice::proxy

@@ -1,0 +1,320 @@
+#include "proxy/pipeline/pipeline.hpp"
+
+#include <algorithm>
+#include <string>
+
+#include "limiter/key_hash.hpp"
+#include "limiter/make_limiter.hpp"
+#include "proxy/pipeline/request_key.hpp"
+
+namespace sluice::proxy {
+namespace {
+
+using limiter::Charge;
+using limiter::kMaxChargesPerRequest;
+
+/// An override value as written ("1.2.3.4+gold") in the form build_key produces.
+std::string internal_key_text(std::string written) {
+  std::replace(written.begin(), written.end(), '+', kKeyPartSeparator);
+  return written;
+}
+
+/// Keeps the concurrency permits of charges[first, last) until the response is over.
+void keep_permits(const Charges& charges, std::size_t first, std::size_t last, Decision& decision) {
+  for (std::size_t i = first; i < last; ++i) {
+    if (charges.options[i]->algorithm == limiter::AlgorithmKind::concurrency) {
+      const Charge& charge = charges.items[i];
+      decision.permits[decision.permit_count++] = {charge.limiter,
+                                                   charge.key,
+                                                   charge.cost,
+                                                   charges.shared_key[i],
+                                                   decision.reports[charges.report[i]].limiter,
+                                                   charges.options[i]};
+    }
+  }
+}
+
+/// Whether two limiter definitions key requests alike, so their counts mean the same thing.
+bool same_keys(const config::LimiterConfig& a, const config::LimiterConfig& b) {
+  return a.key.text == b.key.text && a.ipv6_prefix == b.ipv6_prefix;
+}
+
+bool same_ban(const config::BanOptions& a, const config::BanOptions& b) {
+  return a.after == b.after && a.within == b.within && a.duration == b.duration;
+}
+
+}  // namespace
+
+std::string_view name_of(Outcome outcome) noexcept {
+  switch (outcome) {
+    case Outcome::allowed:
+      return "allowed";
+    case Outcome::delayed:
+      return "delayed";
+    case Outcome::limited:
+      return "limited";
+    case Outcome::denied:
+      return "denied";
+    case Outcome::no_route:
+      return "no_route";
+  }
+  return "unknown";
+}
+
+Pipeline::Pipeline(const config::ProxyConfig& config, const Pipeline* previous)
+    : config_(config), routes_(config.routes) {
+  for (const config::Cidr& network : config.deny) {
+    deny_.insert(network);
+  }
+  if (config.ban) {
+    if (previous && previous->ban_ && same_ban(*previous->config_.ban, *config.ban) &&
+        previous->config_.store.max_keys == config.store.max_keys) {
+      ban_ = previous->ban_;
+      ++kept_state_;
+    } else {
+      ban_ = std::make_shared<BanList>(*config.ban, config.store.max_keys);
+    }
+  }
+  for (const config::LimiterConfig& limiter : config.limiters) {
+    const LimiterSlot* before = nullptr;
+    if (previous) {
+      for (const LimiterSlot& old : previous->limiters_) {
+        if (old.config->name == limiter.name && same_keys(*old.config, limiter)) {
+          before = &old;
+        }
+      }
+    }
+    LimiterSlot slot{&limiter, nullptr, {}};
+    if (before && before->config->options == limiter.options) {
+      slot.main = before->main;
+      ++kept_state_;
+    } else {
+      slot.main = limiter::make_limiter(limiter.options);
+    }
+    for (const config::Override& override : limiter.overrides) {
+      std::string value = internal_key_text(override.value);
+      std::shared_ptr<limiter::Limiter> instance;
+      if (before) {
+        for (std::size_t i = 0; i < before->overrides.size(); ++i) {
+          if (before->overrides[i].first == value &&
+              before->config->overrides[i].options == override.options) {
+            instance = before->overrides[i].second;
+            ++kept_state_;
+          }
+        }
+      }
+      slot.overrides.emplace_back(std::move(value),
+                                  instance ? instance : limiter::make_limiter(override.options));
+    }
+    limiters_.push_back(std::move(slot));
+  }
+  for (const config::Route& route : config.routes) {
+    std::vector<std::size_t>& indices = route_limiters_.emplace_back();
+    for (const std::string& name : route.limiters) {
+      for (std::size_t i = 0; i < limiters_.size(); ++i) {
+        if (limiters_[i].config->name == name) {
+          indices.push_back(i);
+        }
+      }
+    }
+  }
+}
+
+std::pair<limiter::Limiter*, const limiter::LimiterOptions*> Pipeline::instance_for(
+    LimiterSlot& slot, std::string_view key_text) noexcept {
+  for (std::size_t i = 0; i < slot.overrides.size(); ++i) {
+    if (slot.overrides[i].first == key_text) {
+      return {slot.overrides[i].second.get(), &slot.config->overrides[i].options};
+    }
+  }
+  return {slot.main.get(), &slot.config->options};
+}
+
+Decision Pipeline::decide(const RequestView& request, limiter::TimePoint now,
+                          std::optional<limiter::Permits> cost) {
+  Decision decision;
+  Charges charges;
+  if (prepare(request, now, cost, decision, charges)) {
+    conclude(decision, charges, charge_locally(charges, now), now);
+  }
+  return decision;
+}
+
+bool Pipeline::prepare(const RequestView& request, limiter::TimePoint now,
+                       std::optional<limiter::Permits> cost, Decision& decision, Charges& charges) {
+  decision.client = client_address(request.peer, config_.trusted_proxies,
+                                   request.header("Forwarded"), request.header("X-Forwarded-For"));
+  if (deny_.contains(decision.client)) {
+    decision.outcome = Outcome::denied;
+    decision.status = 403;
+    return false;
+  }
+  if (ban_) {
+    if (const auto left = ban_->banned_for(decision.client, now)) {
+      decision.outcome = Outcome::denied;
+      decision.status = 403;
+      decision.banned = true;
+      decision.retry_after = *left;
+      return false;
+    }
+  }
+  const std::optional<std::size_t> index = routes_.match(request);
+  if (!index) {
+    decision.outcome = Outcome::no_route;
+    decision.status = 404;
+    return false;
+  }
+  const config::Route& route = config_.routes[*index];
+  decision.route = &route;
+
+  // Keys are built in a per-thread buffer that keeps its capacity: no allocation per request.
+  thread_local std::string key_text;
+  struct Found {
+    Charge charge;
+    limiter::KeyHash shared_key;
+    const limiter::LimiterOptions* options;
+    std::size_t report;
+  };
+  const auto place = [&charges](std::size_t i, const Found& found) {
+    charges.items[i] = found.charge;
+    charges.shared_key[i] = found.shared_key;
+    charges.options[i] = found.options;
+    charges.report[i] = found.report;
+  };
+  std::array<Found, kMaxChargesPerRequest> shadow{};
+  std::size_t shadow_count = 0;
+  for (const std::size_t slot_index : route_limiters_[*index]) {
+    LimiterSlot& slot = limiters_[slot_index];
+    if (!build_key(slot.config->key, slot.config->ipv6_prefix, request, decision.client, route.name,
+                   key_text)) {
+      continue;  // the key cannot be formed: this limiter does not apply
+    }
+    const auto [instance, options] = instance_for(slot, key_text);
+    const Found found{{instance, limiter::hash_key(key_text), cost.value_or(route.cost)},
+                      limiter::hash_key(key_text, kSharedKeySeed),
+                      options,
+                      decision.report_count++};
+    decision.reports[found.report].limiter = slot.config;
+    decision.reports[found.report].key = found.charge.key;
+    if (slot.config->shadow) {
+      shadow[shadow_count++] = found;
+    } else {
+      place(charges.live++, found);
+    }
+  }
+  charges.count = charges.live;
+  for (std::size_t s = 0; s < shadow_count; ++s) {
+    place(charges.count++, shadow[s]);
+  }
+  return true;
+}
+
+ChargeResult Pipeline::charge_locally(const Charges& charges, limiter::TimePoint now) {
+  ChargeResult result;
+  const std::span<limiter::Outcome> outcomes(result.outcomes);
+  result.live_admitted =
+      limiter::decide(charges.live_items(), now, outcomes.first(charges.live)).admitted;
+  // Shadow limiters are charged as if live, but only for requests that go through.
+  if (result.live_admitted) {
+    result.shadow_admitted =
+        limiter::decide(charges.shadow_items(), now, outcomes.subspan(charges.live)).admitted;
+  }
+  return result;
+}
+
+void Pipeline::conclude(Decision& decision, const Charges& charges, const ChargeResult& result,
+                        limiter::TimePoint now) {
+  const config::Route& route = *decision.route;
+  const std::size_t filed = result.live_admitted ? charges.count : charges.live;
+  for (std::size_t i = 0; i < filed; ++i) {
+    LimiterReport& report = decision.reports[charges.report[i]];
+    report.verdict = result.outcomes[i].verdict;
+    report.status = result.outcomes[i].status;
+  }
+  if (!result.live_admitted) {
+    decision.outcome = Outcome::limited;
+    decision.status = 429;
+    decision.retry_after = {};
+    for (std::size_t i = 0; i < charges.live; ++i) {
+      const limiter::Verdict& verdict = result.outcomes[i].verdict;
+      if (!verdict.admitted) {
+        decision.retry_after = std::max(decision.retry_after, verdict.retry_after);
+      }
+    }
+    for (const LimiterReport& report : decision.applied()) {
+      if (!report.limiter->shadow && !report.verdict.admitted) {
+        decision.status = report.limiter->status;  // the first limiter that refused
+        break;
+      }
+    }
+    if (ban_) {
+      ban_->strike(decision.client, now);
+    }
+    // Shadow limiters are not charged for a request that does not go through: they did not
+    // apply to it, so they are not reported either.
+    const auto kept = std::remove_if(
+        decision.reports.begin(),
+        decision.reports.begin() + static_cast<std::ptrdiff_t>(decision.report_count),
+        [](const LimiterReport& r) { return r.limiter->shadow; });
+    decision.report_count = static_cast<std::size_t>(kept - decision.reports.begin());
+    return;
+  }
+  keep_permits(charges, 0, charges.live, decision);
+  // A shadow refusal never stops a request: it is only reported (shadow_limited).
+  if (result.shadow_admitted) {
+    keep_permits(charges, charges.live, charges.count, decision);
+  }
+  decision.hold = {};
+  for (std::size_t i = 0; i < charges.live; ++i) {
+    decision.hold = std::max(decision.hold, result.outcomes[i].verdict.hold);
+  }
+  decision.outcome =
+      decision.hold > limiter::Duration::zero() ? Outcome::delayed : Outcome::allowed;
+  decision.status = route.respond ? route.respond->status : 0;
+}
+
+void Pipeline::release(const Decision& decision) noexcept {
+  for (std::size_t i = 0; i < decision.permit_count; ++i) {
+    const Permit& permit = decision.permits[i];
+    permit.limiter->release(permit.key, permit.cost);
+  }
+}
+
+std::optional<limiter::Status> Pipeline::peek(std::string_view limiter_name,
+                                              std::string_view key_text, limiter::TimePoint now) {
+  for (LimiterSlot& slot : limiters_) {
+    if (slot.config->name == limiter_name) {
+      const std::string internal = internal_key_text(std::string(key_text));
+      return instance_for(slot, internal).first->peek(limiter::hash_key(internal), now);
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<limiter::Duration> Pipeline::banned_for(const IpAddress& client,
+                                                      limiter::TimePoint now) {
+  return ban_ ? ban_->banned_for(client, now) : std::nullopt;
+}
+
+std::vector<std::pair<std::string_view, std::uint64_t>> Pipeline::limiter_keys() const {
+  std::vector<std::pair<std::string_view, std::uint64_t>> keys;
+  for (const LimiterSlot& slot : limiters_) {
+    std::uint64_t count = slot.main->stats().keys;
+    for (const auto& [value, limiter] : slot.overrides) {
+      count += limiter->stats().keys;
+    }
+    keys.emplace_back(slot.config->name, count);
+  }
+  return keys;
+}
+
+void Pipeline::collect_idle(limiter::TimePoint now) {
+  for (LimiterSlot& slot : limiters_) {
+    slot.main->collect_idle(now);
+    for (auto& [value, limiter] : slot.overrides) {
+      limiter->collect_idle(now);
+    }
+  }
+}
+
+}  // namespace sluice::proxy

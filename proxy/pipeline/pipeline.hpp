@@ -1,0 +1,159 @@
+#pragma once
+
+#include <array>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "config/proxy_config.hpp"
+#include "limiter/decide.hpp"
+#include "proxy/pipeline/ban_list.hpp"
+#include "proxy/pipeline/cidr_trie.hpp"
+#include "proxy/pipeline/request_view.hpp"
+#include "proxy/pipeline/route_table.hpp"
+
+namespace sluice::proxy {
+
+/// The seed of Charges::shared_key: fixed, so that every replica hashes a key alike. (Hash
+/// flooding is no concern there: Redis's tables seed their own hashes.)
+inline constexpr std::uint64_t kSharedKeySeed = 0x736c75696365;  // "sluice"
+
+/// What happened to a request (SPEC §6's decisions).
+enum class Outcome { allowed, delayed, limited, denied, no_route };
+std::string_view name_of(Outcome outcome) noexcept;
+
+/// One limiter that applied to a request: for the RateLimit headers, logs and replay.
+struct LimiterReport {
+  const config::LimiterConfig* limiter = nullptr;
+  limiter::Verdict verdict;
+  limiter::Status status;
+  limiter::KeyHash key = 0;  ///< The key, hashed (for logs: never the key itself).
+};
+
+/// A permit that a concurrency limiter holds until the response is over.
+struct Permit {
+  limiter::Limiter* limiter = nullptr;  ///< The memory limiter that holds it.
+  limiter::KeyHash key = 0;
+  limiter::Permits cost = 0;
+  limiter::KeyHash shared_key = 0;  ///< See Charges::shared_key.
+  const config::LimiterConfig* config = nullptr;
+  const limiter::LimiterOptions* options = nullptr;  ///< With the key's override applied.
+};
+
+/// The pipeline's answer for one request. Fixed-size, so deciding allocates nothing.
+struct Decision {
+  Outcome outcome = Outcome::no_route;
+  unsigned status = 404;  ///< 0: forward and let the upstream answer.
+  const config::Route* route = nullptr;
+  IpAddress client;
+  bool banned = false;
+  limiter::Duration hold{};         ///< Delay before forwarding (delay mode).
+  limiter::Duration retry_after{};  ///< For 429 and bans.
+  std::array<LimiterReport, limiter::kMaxChargesPerRequest> reports{};
+  std::size_t report_count = 0;
+  std::array<Permit, limiter::kMaxChargesPerRequest> permits{};
+  std::size_t permit_count = 0;
+  /// Nonzero when the Redis store holds the permits, under this id (see RedisStore::release).
+  std::uint64_t redis_permit = 0;
+
+  /// The limiters that applied (their key could be formed), in the route's order.
+  std::span<const LimiterReport> applied() const noexcept { return {reports.data(), report_count}; }
+};
+
+/// The limiters one request must be charged, live ones first, then shadow ones: what a store
+/// decides on. Fixed-size, like Decision.
+struct Charges {
+  std::array<limiter::Charge, limiter::kMaxChargesPerRequest> items{};
+  /// Each charge's definition, its key's override applied (the Redis store sends it along).
+  std::array<const limiter::LimiterOptions*, limiter::kMaxChargesPerRequest> options{};
+  /// Each charge's report in Decision::reports.
+  std::array<std::size_t, limiter::kMaxChargesPerRequest> report{};
+  /// Each charge's key hashed alike in every process (items[i].key is seeded per process), so
+  /// that replicas sharing a store find the same counters.
+  std::array<limiter::KeyHash, limiter::kMaxChargesPerRequest> shared_key{};
+  std::size_t live = 0;   ///< items[0, live) are live.
+  std::size_t count = 0;  ///< items[live, count) are shadow.
+
+  std::span<const limiter::Charge> live_items() const noexcept { return {items.data(), live}; }
+  std::span<const limiter::Charge> shadow_items() const noexcept {
+    return {items.data() + live, count - live};
+  }
+};
+
+/// A store's answer for a request's charges: each one's verdict and status (in Charges order),
+/// and whether the live ones and then the shadow ones admitted it, all or nothing.
+struct ChargeResult {
+  std::array<limiter::Outcome, limiter::kMaxChargesPerRequest> outcomes{};
+  bool live_admitted = false;
+  bool shadow_admitted = false;
+};
+
+/// The decision pipeline of SPEC §2, shared by the proxy and `sluice replay`: client address
+/// (through trusted proxies), deny list, ban, route, keys, overrides, cost, then the route's
+/// limiters, all or nothing, and its shadow limiters. No network, no clock: `now` is given.
+/// Thread-safe; `decide` does not allocate once its per-thread key buffer has grown.
+class Pipeline {
+ public:
+  /// `config` must outlive the pipeline. With a `previous` pipeline (a reload), the limiters and
+  /// the ban list whose definition did not change keep their state: the new pipeline shares
+  /// them with the old one, so requests still in flight on the old one count in the same place.
+  explicit Pipeline(const config::ProxyConfig& config, const Pipeline* previous = nullptr);
+
+  /// The whole decision, with the memory limiters.
+  Decision decide(const RequestView& request, limiter::TimePoint now,
+                  std::optional<limiter::Permits> cost = std::nullopt);
+
+  /// decide() in two halves, so that another store can charge the limiters in between. The
+  /// first half decides everything before the limiters; it returns false when `decision` is
+  /// already final (denied, banned, no route), else the request's `charges` must be charged and
+  /// their result given to conclude().
+  bool prepare(const RequestView& request, limiter::TimePoint now,
+               std::optional<limiter::Permits> cost, Decision& decision, Charges& charges);
+  /// Charges the memory limiters (also the Redis store's `on_error: local`).
+  static ChargeResult charge_locally(const Charges& charges, limiter::TimePoint now);
+  /// Files each limiter's outcome and settles the decision: limited, delayed or allowed.
+  void conclude(Decision& decision, const Charges& charges, const ChargeResult& result,
+                limiter::TimePoint now);
+  /// Gives back the concurrency permits of a finished request.
+  void release(const Decision& decision) noexcept;
+  /// Drops the idle keys of every limiter; call from a timer.
+  void collect_idle(limiter::TimePoint now);
+
+  /// The state of one key of a limiter, without consuming anything ("why was I limited?").
+  /// `key_text` is the key as the pipeline forms it (for a composite key, parts joined with
+  /// `+`). nullopt when no limiter has that name.
+  std::optional<limiter::Status> peek(std::string_view limiter_name, std::string_view key_text,
+                                      limiter::TimePoint now);
+  /// How much longer a client address stays banned; nullopt when not banned.
+  std::optional<limiter::Duration> banned_for(const IpAddress& client, limiter::TimePoint now);
+
+  const config::ProxyConfig& config() const noexcept { return config_; }
+  /// How many limiters (overrides included) and ban lists came with their state from `previous`.
+  std::size_t kept_state() const noexcept { return kept_state_; }
+  /// Keys tracked now, per limiter (its overrides included), in config order.
+  std::vector<std::pair<std::string_view, std::uint64_t>> limiter_keys() const;
+
+ private:
+  struct LimiterSlot {
+    const config::LimiterConfig* config = nullptr;
+    std::shared_ptr<limiter::Limiter> main;  ///< Shared with the next pipeline on a reload.
+    /// Key text (parts joined as build_key joins them) → that key's own limiter.
+    std::vector<std::pair<std::string, std::shared_ptr<limiter::Limiter>>> overrides;
+  };
+  /// The limiter that counts `key_text` (its override's, if it has one), and its definition.
+  std::pair<limiter::Limiter*, const limiter::LimiterOptions*> instance_for(
+      LimiterSlot& slot, std::string_view key_text) noexcept;
+
+  const config::ProxyConfig& config_;
+  RouteTable routes_;
+  CidrTrie deny_;
+  std::shared_ptr<BanList> ban_;
+  std::vector<LimiterSlot> limiters_;
+  std::vector<std::vector<std::size_t>> route_limiters_;  ///< Per route, into limiters_.
+  std::size_t kept_state_ = 0;
+};
+
+}  // namespace sluice::proxy

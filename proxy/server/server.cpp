@@ -1,0 +1,211 @@
+#include "proxy/server/server.hpp"
+
+#include <sys/socket.h>
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/use_future.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
+#include <chrono>
+#include <future>
+
+#include "proxy/admin/admin.hpp"
+#include "proxy/io/net.hpp"
+
+namespace sluice::proxy {
+namespace {
+
+/// Idle kept-alive connections per upstream and event loop (as nginx's `keepalive 64` in the
+/// benchmark; with fewer than the requests in flight, every burst closes and reopens some).
+constexpr std::size_t kIdleUpstreamConnections = 64;
+
+using Serve = Awaitable<void> (*)(Socket, SessionContext);
+
+/// How often a loop at the connection limit looks again for a free slot.
+constexpr std::chrono::milliseconds kFullRecheck{5};
+
+/// Takes one of `limit` connection slots shared by all loops; false when all are taken.
+bool take_slot(std::atomic<std::size_t>& open, std::size_t limit) noexcept {
+  std::size_t now = open.load(std::memory_order_relaxed);
+  while (now < limit) {
+    if (open.compare_exchange_weak(now, now + 1, std::memory_order_relaxed)) {
+      return true;
+    }
+  }
+  return false;
+}
+
+Awaitable<void> pause(std::chrono::milliseconds duration) {
+  Timer timer(co_await net::this_coro::executor, duration);
+  co_await timer.async_wait(use_nothrow);
+}
+
+/// Accepts connections and serves each on this loop. With `counted`, each holds one of the
+/// configured `max_connections` slots (taken before it is accepted, given back by the session):
+/// at the limit the loop stops accepting, and new connections wait in the kernel's listen queue
+/// until one closes, as with HAProxy's `maxconn`, instead of being refused.
+Awaitable<void> accept_loop(Acceptor& acceptor, SessionContext context, Serve serve, bool counted) {
+  for (;;) {
+    while (counted &&
+           !take_slot(*context.slots, context.generations->get()->config->max_connections)) {
+      co_await pause(kFullRecheck);
+      if (!acceptor.is_open()) {
+        co_return;
+      }
+    }
+    auto [ec, socket] = co_await acceptor.async_accept(use_nothrow);
+    if (ec && counted) {
+      context.slots->fetch_sub(1, std::memory_order_relaxed);
+    }
+    if (ec == net::error::operation_aborted || !acceptor.is_open()) {
+      co_return;  // stopping
+    }
+    if (ec) {  // e.g. out of file descriptors: back off, keep listening
+      co_await pause(std::chrono::milliseconds(100));
+      continue;
+    }
+    socket.set_option(tcp::no_delay(true), ec);
+    net::co_spawn(acceptor.get_executor(), serve(std::move(socket), context), net::detached);
+  }
+}
+
+}  // namespace
+
+Server::Server(LiveConfig& live, Metrics& metrics, AccessLog& access_log, Reloader* reloader,
+               const limiter::Clock& clock)
+    : live_(live),
+      context_{.generations = nullptr,
+               .live = &live,
+               .metrics = &metrics,
+               .access_log = &access_log,
+               .reloader = reloader,
+               .clock = &clock,
+               .draining = &draining_,
+               .connections = &connections_,
+               .slots = &slots_,
+               .idle = nullptr,
+               .pool = nullptr,
+               .chunks = nullptr,
+               .loop = 0} {}
+
+unsigned Server::threads_for(const config::ProxyConfig& config) {
+  return config.threads != 0 ? config.threads : std::max(1U, std::thread::hardware_concurrency());
+}
+
+Server::~Server() { stop(limiter::Duration::zero()); }
+
+void Server::start() {
+  const std::shared_ptr<const Generation> generation = live_.current();
+  const config::ProxyConfig& config = *generation->config;
+  const unsigned threads = threads_for(config);
+  endpoint_ = tcp::endpoint(net::ip::make_address(config.listen.host), config.listen.port);
+  for (unsigned i = 0; i < threads; ++i) {
+    auto loop = std::make_unique<Loop>(live_);
+    loop->acceptor = std::make_unique<Acceptor>(loop->io);
+    loop->pool = std::make_unique<UpstreamPool>(kIdleUpstreamConnections, config.timeouts.idle);
+    loop->acceptor->open(endpoint_.protocol());
+    loop->acceptor->set_option(Acceptor::reuse_address(true));
+    // Every loop listens on the same port; the kernel spreads connections among them.
+    const int on = 1;
+    ::setsockopt(loop->acceptor->native_handle(), SOL_SOCKET, SO_REUSEPORT, &on, sizeof on);
+    loop->acceptor->bind(endpoint_);
+    loop->acceptor->listen(net::socket_base::max_listen_connections);
+    endpoint_ = loop->acceptor->local_endpoint();  // port 0 becomes the real port
+    loops_.push_back(std::move(loop));
+  }
+  open_store(config);
+  if (config.admin) {
+    Loop& first = *loops_.front();
+    const tcp::endpoint admin(net::ip::make_address(config.admin->host), config.admin->port);
+    admin_ = std::make_unique<Acceptor>(first.io, admin);
+    SessionContext context = context_;
+    context.idle = &first.idle;
+    context.pool = first.pool.get();
+    context.chunks = &first.chunks;
+    context.generations = &first.generations;
+    net::co_spawn(first.io, accept_loop(*admin_, context, &serve_admin, false), net::detached);
+  }
+  for (std::size_t i = 0; i < loops_.size(); ++i) {
+    Loop* loop = loops_[i].get();
+    SessionContext context = context_;
+    context.idle = &loop->idle;
+    context.pool = loop->pool.get();
+    context.chunks = &loop->chunks;
+    context.generations = &loop->generations;
+    context.loop = i;
+    net::co_spawn(loop->io, accept_loop(*loop->acceptor, context, &serve_client, true),
+                  net::detached);
+    loop->thread = std::thread([io = &loop->io] { io->run(); });
+  }
+}
+
+void Server::open_store(const config::ProxyConfig& config) {
+  if (config.store.type != config::StoreType::redis) {
+    return;
+  }
+  store_ = std::make_unique<RedisStore>(config.store.redis, loops_.size());
+  context_.store = store_.get();
+  // Each loop's connections are opened on that loop, before its thread runs it.
+  for (std::size_t i = 0; i < loops_.size(); ++i) {
+    net::io_context& io = loops_[i]->io;
+    std::future<void> opened = net::co_spawn(io, store_->open(i), net::use_future);
+    while (opened.wait_for(std::chrono::seconds(0)) != std::future_status::ready) {
+      io.run_one();
+    }
+    io.restart();
+    opened.get();  // throws RedisError
+  }
+}
+
+tcp::endpoint Server::local_endpoint() const { return endpoint_; }
+
+tcp::endpoint Server::admin_endpoint() const {
+  return admin_ ? admin_->local_endpoint() : tcp::endpoint();
+}
+
+void Server::stop(limiter::Duration drain) {
+  draining_.store(true);
+  for (auto& loop : loops_) {
+    // Stop accepting; close the connections that wait for a request (nothing in flight).
+    net::post(loop->io, [acceptor = loop->acceptor.get(), idle = &loop->idle] {
+      boost::system::error_code ignored;
+      acceptor->close(ignored);
+      for (const auto& [stream, waiting] : idle->open) {
+        if (*waiting) {
+          stream->socket().cancel(ignored);
+        }
+      }
+    });
+  }
+  const auto deadline = std::chrono::steady_clock::now() + drain;
+  while (connections_.load() > 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  if (admin_ && !loops_.empty()) {
+    net::post(loops_.front()->io, [admin = admin_.get()] {
+      boost::system::error_code ignored;
+      admin->close(ignored);
+    });
+  }
+  for (auto& loop : loops_) {
+    loop->io.stop();
+  }
+  for (auto& loop : loops_) {
+    if (loop->thread.joinable()) {
+      loop->thread.join();
+    }
+  }
+  admin_.reset();  // it belongs to the first loop's io_context: it must go first
+  if (store_) {
+    for (std::size_t i = 0; i < loops_.size(); ++i) {
+      store_->close(i);  // the loops have stopped: no other thread touches the connections
+    }
+  }
+  loops_.clear();
+  store_.reset();
+}
+
+}  // namespace sluice::proxy

@@ -1,0 +1,82 @@
+#pragma once
+
+#include <atomic>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "config/proxy_config.hpp"
+#include "limiter/clock.hpp"
+#include "proxy/http/session.hpp"
+#include "proxy/io/net.hpp"
+#include "proxy/pipeline/pipeline.hpp"
+
+namespace sluice::proxy {
+
+/// The proxy's listening side: `threads` event loops (one per core by default), each with its
+/// own io_context and its own SO_REUSEPORT acceptor, so a connection lives on one thread and
+/// threads share nothing but the pipeline.
+class Server {
+ public:
+  /// Everything given must outlive the server. `listen`, `admin` and `threads` are read from
+  /// the live configuration once, at start; `metrics` must have one slot per thread.
+  /// `reloader` may be null (no POST /reload).
+  Server(LiveConfig& live, Metrics& metrics, AccessLog& access_log, Reloader* reloader,
+         const limiter::Clock& clock);
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+  Server(Server&&) = delete;
+  Server& operator=(Server&&) = delete;
+  ~Server();
+
+  /// Binds, connects the Redis store if the configuration has one, and starts the event loops.
+  /// Throws boost::system::system_error when it cannot bind, RedisError when Redis cannot be
+  /// used.
+  void start();
+  /// The bound address (the real port when the config asked for port 0).
+  boost::asio::ip::tcp::endpoint local_endpoint() const;
+  /// The admin port's bound address; unspecified when the admin port is disabled.
+  boost::asio::ip::tcp::endpoint admin_endpoint() const;
+  /// Stops accepting, lets connections finish their request for up to `drain`, then stops.
+  void stop(limiter::Duration drain);
+  std::size_t open_connections() const noexcept { return connections_.load(); }
+  /// The Redis store; nullptr with `store: memory`.
+  RedisStore* store() const noexcept { return store_.get(); }
+
+  /// Event-loop threads for a configuration: `threads`, or one per core when 0.
+  static unsigned threads_for(const config::ProxyConfig& config);
+
+ private:
+  struct Loop {
+    /// Outlives `io`: coroutine frames destroyed with it give their buffers back.
+    ChunkPool chunks{kSpareChunks};
+    /// One thread runs it and only that thread touches its sockets, so Asio may skip the
+    /// per-socket locks; other threads only post to it.
+    boost::asio::io_context io{BOOST_ASIO_CONCURRENCY_HINT_UNSAFE_IO};
+    std::unique_ptr<Acceptor> acceptor;
+    explicit Loop(const LiveConfig& live) : generations(live) {}
+    IdleConnections idle;
+    GenerationCache generations;
+    std::unique_ptr<UpstreamPool> pool;  ///< Holds sockets of `io`: declared after it.
+    std::thread thread;
+  };
+
+  static constexpr std::size_t kSpareChunks = 64;
+
+  LiveConfig& live_;
+  SessionContext context_;
+  std::vector<std::unique_ptr<Loop>> loops_;
+  std::unique_ptr<Acceptor> admin_;  ///< On the first loop.
+  std::atomic<bool> draining_{false};
+  std::atomic<std::size_t> connections_{0};
+  std::atomic<std::size_t> slots_{0};  ///< Connections open or being accepted.
+  boost::asio::ip::tcp::endpoint endpoint_;
+  /// Holds sockets of the loops' io_contexts: closed in stop() before they go.
+  std::unique_ptr<RedisStore> store_;
+
+  void open_store(const config::ProxyConfig& config);
+};
+
+}  // namespace sluice::proxy

@@ -1,0 +1,181 @@
+#include "proxy/store/redis/redis_connection.hpp"
+
+#include <array>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
+
+#include "config/url.hpp"
+#include "proxy/io/net.hpp"
+
+namespace sluice::proxy {
+namespace {
+
+/// The error for a connection whose peer does not speak RESP.
+boost::system::error_code protocol_error() {
+  return boost::system::errc::make_error_code(boost::system::errc::protocol_error);
+}
+
+std::string what_went_wrong(const RedisReply& reply) {
+  return reply.error ? reply.error.message() : reply.value.text;
+}
+
+}  // namespace
+
+RedisConnection::RedisConnection(Socket socket) : socket_(std::move(socket)) {}
+
+RedisConnection::~RedisConnection() = default;
+
+Awaitable<std::shared_ptr<RedisConnection>> RedisConnection::open(
+    const config::RedisEndpoint& endpoint, std::string_view url, limiter::Duration timeout) {
+  const std::string shown = config::redact_url(url);
+  const auto executor = co_await net::this_coro::executor;
+  Resolver resolver(executor);
+  auto [resolve_error, endpoints] =
+      co_await resolver.async_resolve(endpoint.host, std::to_string(endpoint.port), use_nothrow);
+  if (resolve_error) {
+    throw RedisError("Redis at " + shown + ": cannot resolve " + endpoint.host + ": " +
+                     resolve_error.message());
+  }
+  beast::basic_stream<tcp, Executor> stream(executor);
+  stream.expires_after(timeout);
+  auto [connect_error, connected] = co_await stream.async_connect(endpoints, use_nothrow);
+  if (connect_error) {
+    throw RedisError("Redis at " + shown + ": cannot connect: " +
+                     (connect_error == beast::error::timeout ? std::string("timed out")
+                                                             : connect_error.message()));
+  }
+  boost::system::error_code ignored;
+  stream.socket().set_option(tcp::no_delay(true), ignored);
+  auto connection = std::make_shared<RedisConnection>(stream.release_socket());
+  const auto check = [&](const RedisReply& reply, std::string_view step) {
+    if (reply.error || reply.value.is_error()) {
+      connection->close();
+      throw RedisError("Redis at " + shown + ": " + std::string(step) +
+                       " failed: " + what_went_wrong(reply));
+    }
+  };
+  if (!endpoint.password.empty()) {
+    std::vector<std::string_view> auth{"AUTH"};
+    if (!endpoint.user.empty()) {
+      auth.emplace_back(endpoint.user);
+    }
+    auth.emplace_back(endpoint.password);
+    const RedisReply authenticated = co_await connection->command(auth, timeout);
+    check(authenticated, "AUTH");
+  }
+  if (endpoint.db != 0) {
+    const std::string db = std::to_string(endpoint.db);
+    const std::array<std::string_view, 2> select{"SELECT", db};
+    const RedisReply selected = co_await connection->command(select, timeout);
+    check(selected, "SELECT " + db);
+  }
+  const std::array<std::string_view, 1> ping{"PING"};
+  const RedisReply pong = co_await connection->command(ping, timeout);
+  check(pong, "PING");
+  if (pong.value.text != "PONG") {
+    connection->close();
+    throw RedisError("Redis at " + shown + ": not Redis (PING answered \"" + pong.value.text +
+                     "\")");
+  }
+  co_return connection;
+}
+
+Awaitable<RedisReply> RedisConnection::command(std::span<const std::string_view> arguments,
+                                               limiter::Duration timeout) {
+  if (broken_) {
+    co_return RedisReply{.error = broken_, .value = {}};
+  }
+  auto self = shared_from_this();
+  const auto executor = co_await net::this_coro::executor;
+  auto pending = std::make_shared<Pending>(executor);
+  pending->wake.expires_after(timeout);
+  append_command(unsent_, arguments);
+  waiting_.push_back(pending);
+  if (!reading_) {
+    reading_ = true;
+    net::co_spawn(executor, read_loop(self), net::detached);
+  }
+  if (!writing_) {
+    writing_ = true;
+    net::co_spawn(executor, write_loop(self), net::detached);
+  }
+  if (!pending->done) {  // a connection that failed meanwhile has answered it already
+    co_await pending->wake.async_wait(use_nothrow);
+  }
+  if (!pending->done) {
+    pending->done = true;  // the reply, when it comes, is dropped
+    co_return RedisReply{.error = beast::error::timeout, .value = {}};
+  }
+  co_return std::move(pending->reply);
+}
+
+Awaitable<void> RedisConnection::write_loop(std::shared_ptr<RedisConnection> /*keep_alive*/) {
+  std::string sending;
+  while (!unsent_.empty() && !broken_) {
+    sending.clear();
+    sending.swap(unsent_);  // commands added meanwhile go in the next write
+    auto [error, written] = co_await net::async_write(socket_, net::buffer(sending), use_nothrow);
+    if (error) {
+      fail(error);
+    }
+  }
+  writing_ = false;
+}
+
+Awaitable<void> RedisConnection::read_loop(std::shared_ptr<RedisConnection> /*keep_alive*/) {
+  std::array<char, 16 * 1024> bytes;
+  while (!broken_) {
+    auto [error, read] = co_await socket_.async_read_some(net::buffer(bytes), use_nothrow);
+    if (error) {
+      fail(error);
+      break;
+    }
+    try {
+      reader_.feed(std::string_view(bytes.data(), read));
+      while (std::optional<RespValue> value = reader_.next()) {
+        complete_next(std::move(*value));
+      }
+    } catch (const std::runtime_error&) {
+      fail(protocol_error());
+    }
+  }
+  reading_ = false;
+}
+
+void RedisConnection::complete_next(RespValue value) {
+  if (waiting_.empty()) {
+    fail(protocol_error());  // a reply nobody asked for
+    return;
+  }
+  const std::shared_ptr<Pending> pending = std::move(waiting_.front());
+  waiting_.pop_front();
+  if (pending->done) {
+    return;  // its command timed out
+  }
+  pending->done = true;
+  pending->reply.value = std::move(value);
+  pending->wake.cancel();
+}
+
+void RedisConnection::fail(boost::system::error_code error) {
+  if (!broken_) {
+    broken_ = error;
+  }
+  boost::system::error_code ignored;
+  socket_.close(ignored);
+  for (const std::shared_ptr<Pending>& pending : waiting_) {
+    if (!pending->done) {
+      pending->done = true;
+      pending->reply.error = broken_;
+      pending->wake.cancel();
+    }
+  }
+  waiting_.clear();
+  unsent_.clear();
+}
+
+void RedisConnection::close() { fail(net::error::operation_aborted); }
+
+}  // namespace sluice::proxy

@@ -1,0 +1,90 @@
+#pragma once
+
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/system/error_code.hpp>
+#include <deque>
+#include <memory>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+#include "config/proxy_config.hpp"
+#include "limiter/clock.hpp"
+#include "proxy/io/net.hpp"
+#include "proxy/store/redis/resp.hpp"
+
+namespace sluice::proxy {
+
+/// Redis could not be used at start: refused, wrong password, wrong db, not Redis. The message
+/// names the URL with its password redacted.
+class RedisError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// A reply, or why there is none: `error` is beast::error::timeout when it took longer than the
+/// command's timeout, or the connection's failure. A Redis error reply (`-ERR …`) is a reply.
+struct RedisReply {
+  boost::system::error_code error;
+  RespValue value;
+};
+
+/// One connection to Redis, used from one event loop, pipelined: any number of coroutines of
+/// that loop send commands at once; they are written in order, batched into as few writes as the
+/// socket allows, and the replies are matched to them in order. The networking is Asio's; the
+/// replies are parsed by hiredis's reader.
+class RedisConnection : public std::enable_shared_from_this<RedisConnection> {
+ public:
+  /// Connects within `timeout`, then sends AUTH and SELECT as `endpoint` says and checks with a
+  /// PING that Redis answers. Throws RedisError, naming `url` without its password.
+  static Awaitable<std::shared_ptr<RedisConnection>> open(const config::RedisEndpoint& endpoint,
+                                                          std::string_view url,
+                                                          limiter::Duration timeout);
+
+  explicit RedisConnection(Socket socket);
+  RedisConnection(const RedisConnection&) = delete;
+  RedisConnection& operator=(const RedisConnection&) = delete;
+  RedisConnection(RedisConnection&&) = delete;
+  RedisConnection& operator=(RedisConnection&&) = delete;
+  ~RedisConnection();
+
+  /// Sends one command and waits up to `timeout` for its reply. A reply that comes after its
+  /// command timed out is read and dropped, so the ones after it still match.
+  Awaitable<RedisReply> command(std::span<const std::string_view> arguments,
+                                limiter::Duration timeout);
+
+  Executor get_executor() { return socket_.get_executor(); }
+
+  /// Why the connection is unusable (closed, reset, not RESP); empty while it works.
+  boost::system::error_code broken() const noexcept { return broken_; }
+  void close();
+
+ private:
+  /// A command waiting for its reply; the reader fills it in and wakes the waiter by cancelling
+  /// its timer.
+  struct Pending {
+    explicit Pending(const Executor& executor) : wake(executor) {}
+    Timer wake;
+    RedisReply reply;
+    bool done = false;
+  };
+
+  /// Each loop holds the connection alive while its operation is pending.
+  Awaitable<void> write_loop(std::shared_ptr<RedisConnection> keep_alive);
+  Awaitable<void> read_loop(std::shared_ptr<RedisConnection> keep_alive);
+  void complete_next(RespValue value);
+  void fail(boost::system::error_code error);
+
+  Socket socket_;
+  RespReader reader_;
+  std::string unsent_;  ///< Commands not yet handed to the socket.
+  bool writing_ = false;
+  bool reading_ = false;
+  std::deque<std::shared_ptr<Pending>> waiting_;  ///< Sent or unsent, in order.
+  boost::system::error_code broken_;
+};
+
+}  // namespace sluice::proxy

@@ -1,0 +1,218 @@
+#include "proxy/store/redis/redis_decision.hpp"
+
+#include <algorithm>
+#include <array>
+#include <bit>
+#include <charconv>
+#include <type_traits>
+
+#include "limiter/key_hash.hpp"
+
+namespace sluice::proxy {
+namespace {
+
+using limiter::AlgorithmKind;
+using limiter::LimiterOptions;
+
+/// Values per limiter after the three leading arguments (decide.lua's FIELDS).
+constexpr std::size_t kFields = 8;
+
+/// decide.lua's index of an algorithm in its `algorithms` table.
+int script_algorithm(const LimiterOptions& options) noexcept {
+  switch (options.algorithm) {
+    case AlgorithmKind::fixed_window:
+      return 1;
+    case AlgorithmKind::sliding_log:
+      return 2;
+    case AlgorithmKind::sliding_window:
+      return 3;
+    case AlgorithmKind::wheel:
+      return 4;
+    case AlgorithmKind::token_bucket:
+      return options.warmup > limiter::Duration::zero() ? 6 : 5;
+    case AlgorithmKind::leaky_bucket:
+      return 7;
+    case AlgorithmKind::concurrency:
+      return 8;
+  }
+  return 0;
+}
+
+double microseconds(limiter::Duration duration) noexcept {
+  return static_cast<double>(duration.count()) / 1000.0;
+}
+
+/// The four parameters decide.lua's algorithm reads, in its order.
+std::array<double, 4> script_parameters(const LimiterOptions& o) noexcept {
+  const auto limit = static_cast<double>(o.limit);
+  const double period = microseconds(o.rate.period);
+  switch (o.algorithm) {
+    case AlgorithmKind::fixed_window:
+    case AlgorithmKind::sliding_log:
+    case AlgorithmKind::sliding_window:
+      return {limit, microseconds(o.window), 0, 0};
+    case AlgorithmKind::wheel:
+      return {limit, microseconds(o.window), static_cast<double>(o.slots), 0};
+    case AlgorithmKind::token_bucket:
+      if (o.warmup > limiter::Duration::zero()) {
+        return {o.rate.permits, period, microseconds(o.warmup), o.cold_factor};
+      }
+      return {o.rate.permits, period, o.burst.value_or(std::max(1.0, o.rate.per_second())), 0};
+    case AlgorithmKind::leaky_bucket:
+      return {o.rate.permits, period, o.burst.value_or(0), 0};
+    case AlgorithmKind::concurrency:
+      return {limit, microseconds(kConcurrencyLease), 0, 0};
+  }
+  return {};
+}
+
+/// Hashes what shapes a key's stored state (not mode or max_delay: they only read it).
+std::uint32_t definition_hash(const LimiterOptions& o) noexcept {
+  std::uint64_t hash = 0xcbf29ce484222325;  // FNV-1a over 64-bit words
+  const auto mix = [&hash](std::uint64_t word) { hash = (hash ^ word) * 0x100000001b3; };
+  mix(static_cast<std::uint64_t>(script_algorithm(o)));
+  for (const double parameter : script_parameters(o)) {
+    mix(std::bit_cast<std::uint64_t>(parameter));
+  }
+  return static_cast<std::uint32_t>(hash ^ (hash >> 32));
+}
+
+/// Appends a number as text: integers in `base`, doubles in their shortest exact form (which
+/// Lua's tonumber reads back exactly). std::to_chars: no locale, no allocation.
+template <class Number>
+void append_number(std::string& out, Number value, int base = 10) {
+  std::array<char, 32> text;
+  std::to_chars_result end{};
+  if constexpr (std::is_floating_point_v<Number>) {
+    end = std::to_chars(text.data(), text.data() + text.size(), value);
+  } else {
+    end = std::to_chars(text.data(), text.data() + text.size(), value, base);
+  }
+  out.append(text.data(), end.ptr);
+}
+
+/// Appends `value` in hexadecimal, zero-padded to `digits`.
+void append_hex(std::string& out, std::uint64_t value, std::size_t digits) {
+  std::array<char, 16> text;
+  const auto end = std::to_chars(text.data(), text.data() + text.size(), value, 16).ptr;
+  const auto length = static_cast<std::size_t>(end - text.data());
+  out.append(digits > length ? digits - length : 0, '0');
+  out.append(text.data(), length);
+}
+
+limiter::Duration from_microseconds(long long us) noexcept {
+  if (us < 0) {
+    return limiter::Duration::max();  // never
+  }
+  return std::chrono::microseconds(us);
+}
+
+}  // namespace
+
+void append_redis_key(std::string& out, std::string_view prefix, std::string_view limiter_name,
+                      const LimiterOptions& options, limiter::KeyHash key) {
+  out += '{';
+  out += prefix;
+  out += '}';
+  out += limiter_name;
+  out += ':';
+  append_hex(out, definition_hash(options), 8);
+  out += ':';
+  append_hex(out, key, 16);
+}
+
+std::uint64_t redis_key_id(std::string_view limiter_name, const LimiterOptions& options,
+                           limiter::KeyHash key) noexcept {
+  return limiter::hash_key(limiter_name, key ^ (std::uint64_t{definition_hash(options)} << 32));
+}
+
+void DecisionCall::build(std::string_view sha, std::string_view prefix, const Decision& decision,
+                         const Charges& charges, std::uint64_t permit,
+                         std::optional<limiter::TimePoint> now) {
+  text_.clear();
+  ends_.clear();
+  const auto end_argument = [this] { ends_.push_back(text_.size()); };
+  text_ += "EVALSHA";
+  end_argument();
+  text_ += sha;
+  end_argument();
+  append_number(text_, charges.count);
+  end_argument();
+  for (std::size_t i = 0; i < charges.count; ++i) {
+    const config::LimiterConfig& limiter = *decision.reports[charges.report[i]].limiter;
+    append_redis_key(text_, prefix, limiter.name, *charges.options[i], charges.shared_key[i]);
+    end_argument();
+  }
+  append_number(
+      text_,
+      now ? std::chrono::duration_cast<std::chrono::microseconds>(now->time_since_epoch()).count()
+          : 0);
+  end_argument();
+  append_number(text_, charges.live);
+  end_argument();
+  append_number(text_, permit, 16);
+  end_argument();
+  for (std::size_t i = 0; i < charges.count; ++i) {
+    const LimiterOptions& options = *charges.options[i];
+    const bool delay = options.policy.mode == limiter::Mode::delay;
+    append_number(text_, script_algorithm(options));
+    end_argument();
+    append_number(text_, charges.items[i].cost);
+    end_argument();
+    text_ += delay ? '1' : '0';
+    end_argument();
+    append_number(text_, microseconds(options.policy.max_delay));
+    end_argument();
+    for (const double parameter : script_parameters(options)) {
+      append_number(text_, parameter);
+      end_argument();
+    }
+  }
+  // Views last: text_ may have moved while it grew.
+  arguments_.clear();
+  std::size_t begin = 0;
+  for (const std::size_t end : ends_) {
+    arguments_.emplace_back(text_.data() + begin, end - begin);
+    begin = end;
+  }
+}
+
+bool read_decision(const RespValue& reply, const Charges& charges, ChargeResult& result) {
+  if (reply.kind != RespValue::Kind::array || reply.elements.size() != 1 + 5 * charges.count) {
+    return false;
+  }
+  for (const RespValue& element : reply.elements) {
+    if (element.kind != RespValue::Kind::integer) {
+      return false;
+    }
+  }
+  result.live_admitted = true;
+  result.shadow_admitted = charges.count > charges.live;
+  for (std::size_t i = 0; i < charges.count; ++i) {
+    const RespValue* values = &reply.elements[1 + 5 * i];
+    limiter::Outcome& outcome = result.outcomes[i];
+    outcome.verdict = {.admitted = values[0].integer == 1,
+                       .hold = from_microseconds(values[1].integer),
+                       .retry_after = from_microseconds(values[2].integer)};
+    outcome.status = {.remaining = static_cast<std::uint64_t>(std::max(values[3].integer, 0LL)),
+                      .reset = from_microseconds(values[4].integer)};
+    if (!outcome.verdict.admitted) {
+      (i < charges.live ? result.live_admitted : result.shadow_admitted) = false;
+    }
+  }
+  // Shadow limiters of a refused request are not evaluated.
+  if (!result.live_admitted) {
+    result.shadow_admitted = false;
+  }
+  return true;
+}
+
+ReleaseCall release_call(std::string_view prefix, const Permit& permit, std::uint64_t id) {
+  ReleaseCall call;
+  append_redis_key(call.key, prefix, permit.config->name, *permit.options, permit.shared_key);
+  append_number(call.permit, id, 16);
+  append_number(call.cost, permit.cost);
+  return call;
+}
+
+}  // namespace sluice::proxy

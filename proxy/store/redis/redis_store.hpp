@@ -1,0 +1,108 @@
+#pragma once
+
+#include <atomic>
+#include <boost/asio/awaitable.hpp>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "config/proxy_config.hpp"
+#include "proxy/io/net.hpp"
+#include "proxy/pipeline/pipeline.hpp"
+#include "proxy/store/redis/circuit_breaker.hpp"
+#include "proxy/store/redis/over_limit_cache.hpp"
+#include "proxy/store/redis/redis_connection.hpp"
+#include "proxy/store/redis/redis_decision.hpp"
+#include "proxy/telemetry/metrics.hpp"
+
+namespace sluice::proxy {
+
+/// The limiters' counters in Redis, shared by every replica (SPEC §2 `store: redis`). A request's
+/// limiters are decided by one call of the decision script: one round trip, atomic, with Redis's
+/// clock. Each event loop has its own pipelined connections (`pool` in all, at least one per
+/// loop), its own over-limit cache and counters; the circuit breaker is shared.
+///
+/// When Redis fails (timeout, broken connection, error reply), the request follows `on_error`:
+/// allow (forwarded, uncounted), deny (503) or local (the memory limiters). The first failure
+/// opens the breaker: requests then skip Redis, but for one probe every kProbeInterval, until
+/// one succeeds. Broken connections reconnect in the background with backoff.
+class RedisStore {
+ public:
+  static constexpr std::chrono::milliseconds kProbeInterval{250};
+
+  RedisStore(config::RedisOptions options, std::size_t loops);
+  RedisStore(const RedisStore&) = delete;
+  RedisStore& operator=(const RedisStore&) = delete;
+  RedisStore(RedisStore&&) = delete;
+  RedisStore& operator=(RedisStore&&) = delete;
+  ~RedisStore();
+
+  /// Opens loop `loop`'s connections and loads the scripts; run on that loop's executor, once,
+  /// before it serves. Throws RedisError naming the URL (password redacted).
+  Awaitable<void> open(std::size_t loop);
+  /// Closes loop `loop`'s connections; from that loop's thread, or once it has stopped.
+  void close(std::size_t loop);
+
+  /// Decides `charges` in Redis and concludes `decision` through `pipeline`; on failure, as
+  /// `on_error` says. From loop `loop`'s thread. `now` is the proxy's clock: it serves the
+  /// over-limit cache and `on_error: local`; Redis decides on its own clock.
+  Awaitable<void> decide(std::size_t loop, Pipeline& pipeline, Decision& decision,
+                         const Charges& charges, limiter::TimePoint now);
+  /// Gives back the concurrency permits of a finished request, in the background. A release
+  /// that fails is not retried: the permit's lease ends it (kConcurrencyLease).
+  void release(std::size_t loop, const Decision& decision);
+
+  /// While the breaker is open, asks Redis (PING on loop `loop`) whether it answers again, and
+  /// closes the breaker if it does. For /readyz: a replica taken out of rotation because it
+  /// was unready gets no requests to probe with, yet must notice when Redis is back.
+  Awaitable<void> probe(std::size_t loop);
+
+  /// False while the breaker is open: Redis is failing, requests follow on_error.
+  bool available() const noexcept { return !breaker_.is_open(); }
+  std::uint64_t errors() const noexcept;
+  /// Requests refused from the over-limit cache, without a round trip.
+  std::uint64_t cached_refusals() const noexcept;
+  const config::RedisOptions& options() const noexcept { return options_; }
+
+  /// Decides at a given time instead of Redis's clock: for tests that compare the store with
+  /// the memory limiters on a simulated clock.
+  void decide_at(std::optional<limiter::TimePoint> now) noexcept { simulated_now_ = now; }
+
+ private:
+  struct Loop;
+
+  /// One decision script call for `charges`; false when Redis failed.
+  Awaitable<bool> call(Loop& loop, const Decision& decision, const Charges& charges,
+                       std::uint64_t permit, ChargeResult& result);
+  /// SCRIPT LOAD of both scripts (after NOSCRIPT); false when Redis refused.
+  Awaitable<bool> load_scripts(RedisConnection& connection);
+  /// The concurrency permits `charges` take, as a finished request gives them back.
+  static std::vector<Permit> permits_of(const Decision& decision, const Charges& charges);
+  /// Gives back `permits` held under `id`, in the background, on `connection`.
+  void send_releases(RedisConnection& connection, const std::vector<Permit>& permits,
+                     std::uint64_t id);
+  Awaitable<void> run_releases(std::shared_ptr<RedisConnection> connection,
+                               std::vector<ReleaseCall> releases);
+  Awaitable<std::shared_ptr<RedisConnection>> connect();
+  Awaitable<void> reconnect(Loop& loop, std::size_t slot);
+  /// A working connection of the loop, round robin; nullptr when all are reconnecting.
+  RedisConnection* pick(Loop& loop);
+  /// Drops a broken connection and reconnects its slot in the background.
+  void replace(Loop& loop, std::size_t slot);
+  limiter::Duration connect_timeout() const noexcept;
+  void failed(Loop& loop, std::string_view why);
+  void fall_back(Pipeline& pipeline, Decision& decision, const Charges& charges,
+                 limiter::TimePoint now) const;
+
+  config::RedisOptions options_;
+  std::string shown_url_;  ///< The URL with its password redacted.
+  std::vector<std::unique_ptr<Loop>> loops_;
+  CircuitBreaker breaker_{kProbeInterval};
+  std::string decide_sha_;  ///< Deterministic (SHA1 of the script): the same for every loop.
+  std::string release_sha_;
+  std::uint64_t permit_base_;  ///< Random, so replicas' permit ids never meet.
+  std::optional<limiter::TimePoint> simulated_now_;
+};
+
+}  // namespace sluice::proxy

@@ -1,0 +1,55 @@
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string_view>
+
+#include "config/proxy_config.hpp"
+#include "limiter/clock.hpp"
+#include "proxy/telemetry/metrics.hpp"
+
+namespace spdlog {
+class logger;
+namespace details {
+class thread_pool;
+}
+}  // namespace spdlog
+
+namespace sluice::proxy {
+
+/// What one line of the access log says about a request.
+struct AccessRecord {
+  std::string_view client;  ///< The client address, as the pipeline resolved it.
+  std::string_view method;
+  std::string_view target;
+  std::string_view route;  ///< "" when none matched.
+  MetricDecision decision = MetricDecision::allowed;
+  unsigned status = 0;           ///< 0: the client went away before an answer.
+  std::uint64_t key_hash = 0;    ///< The first limiter's key, hashed: never the key itself.
+  limiter::Duration upstream{};  ///< Until the upstream's response header; 0 if not forwarded.
+  limiter::Duration total{};
+};
+
+/// The access log: one line per request on standard output, text or JSON. Lines go through a
+/// bounded queue to a thread of their own, so a slow terminal or pipe never blocks an event
+/// loop; when the queue is full the oldest line is dropped (and counted by spdlog).
+class AccessLog {
+ public:
+  AccessLog();
+  ~AccessLog();
+  AccessLog(const AccessLog&) = delete;
+  AccessLog& operator=(const AccessLog&) = delete;
+  AccessLog(AccessLog&&) = delete;
+  AccessLog& operator=(AccessLog&&) = delete;
+
+  void write(config::LogFormat format, const AccessRecord& record);
+
+  /// The line `write` would log, without the timestamp (for tests).
+  static std::string format(config::LogFormat format, const AccessRecord& record);
+
+ private:
+  std::shared_ptr<spdlog::details::thread_pool> pool_;  ///< The logger only keeps a weak_ptr.
+  std::shared_ptr<spdlog::logger> logger_;
+};
+
+}  // namespace sluice::proxy

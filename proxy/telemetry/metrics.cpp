@@ -1,0 +1,168 @@
+#include "proxy/telemetry/metrics.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace sluice::proxy {
+namespace {
+
+constexpr std::array<std::string_view, kMetricDecisions> kDecisionNames{
+    "allowed", "delayed", "limited", "denied", "shadow_limited", "no_route"};
+constexpr std::array<std::string_view, kUpstreamErrorKinds> kErrorNames{"connect", "timeout",
+                                                                        "broken"};
+
+/// A label value with `\`, `"` and newlines escaped, as the text format wants.
+std::string label(std::string_view value) {
+  std::string out;
+  out.reserve(value.size());
+  for (const char c : value) {
+    if (c == '\\' || c == '"') {
+      out += '\\';
+      out += c;
+    } else if (c == '\n') {
+      out += "\\n";
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+template <class Counters, class Read>
+std::uint64_t sum(const std::vector<std::unique_ptr<Counters>>& loops, Read read) {
+  std::uint64_t total = 0;
+  for (const auto& counters : loops) {
+    total += read(*counters);
+  }
+  return total;
+}
+
+}  // namespace
+
+void RouteCounters::observe(limiter::Duration duration) noexcept {
+  const double seconds = std::chrono::duration<double>(duration).count();
+  const auto bucket = static_cast<std::size_t>(
+      std::lower_bound(kDurationBuckets.begin(), kDurationBuckets.end(), seconds) -
+      kDurationBuckets.begin());
+  buckets[bucket].add();
+  duration_ns.add(static_cast<std::uint64_t>(std::max<std::int64_t>(0, duration.count())));
+}
+
+template <class Counters>
+std::vector<Counters*> Metrics::series(Family<Counters>& family, std::string_view name) {
+  const std::lock_guard lock(mutex_);
+  auto found = std::find_if(family.begin(), family.end(),
+                            [&](const auto& entry) { return entry.first == name; });
+  if (found == family.end()) {
+    std::vector<std::unique_ptr<Counters>> loops;
+    for (std::size_t i = 0; i < loops_; ++i) {
+      loops.push_back(std::make_unique<Counters>());
+    }
+    family.emplace_back(std::string(name), std::move(loops));
+    found = std::prev(family.end());
+  }
+  std::vector<Counters*> pointers;
+  for (const auto& counters : found->second) {
+    pointers.push_back(counters.get());
+  }
+  return pointers;
+}
+
+std::vector<RouteCounters*> Metrics::route(std::string_view name) { return series(routes_, name); }
+
+std::vector<UpstreamCounters*> Metrics::upstream(std::string_view url) {
+  return series(upstreams_, url);
+}
+
+void Metrics::count_reload(bool succeeded) noexcept {
+  (succeeded ? reloads_succeeded_ : reloads_failed_).fetch_add(1, std::memory_order_relaxed);
+}
+
+std::string Metrics::render(const Gauges& gauges) const {
+  const std::lock_guard lock(mutex_);
+  fmt::memory_buffer out;
+  auto to = std::back_inserter(out);
+  fmt::format_to(to,
+                 "# HELP sluice_requests_total Requests by route and decision.\n"
+                 "# TYPE sluice_requests_total counter\n");
+  for (const auto& [route, loops] : routes_) {
+    for (std::size_t d = 0; d < kMetricDecisions; ++d) {
+      fmt::format_to(to, "sluice_requests_total{{route=\"{}\",decision=\"{}\"}} {}\n", label(route),
+                     kDecisionNames[d],
+                     sum(loops, [d](const RouteCounters& c) { return c.decisions[d].value(); }));
+    }
+  }
+  fmt::format_to(
+      to,
+      "# HELP sluice_request_duration_seconds Time from a request's header to the end of its "
+      "response.\n# TYPE sluice_request_duration_seconds histogram\n");
+  for (const auto& [route, loops] : routes_) {
+    const std::string name = label(route);
+    std::uint64_t cumulative = 0;
+    for (std::size_t b = 0; b <= kDurationBuckets.size(); ++b) {
+      cumulative += sum(loops, [b](const RouteCounters& c) { return c.buckets[b].value(); });
+      if (b < kDurationBuckets.size()) {
+        fmt::format_to(to, "sluice_request_duration_seconds_bucket{{route=\"{}\",le=\"{}\"}} {}\n",
+                       name, kDurationBuckets[b], cumulative);
+      } else {
+        fmt::format_to(to,
+                       "sluice_request_duration_seconds_bucket{{route=\"{}\",le=\"+Inf\"}} {}\n",
+                       name, cumulative);
+      }
+    }
+    const double seconds =
+        static_cast<double>(
+            sum(loops, [](const RouteCounters& c) { return c.duration_ns.value(); })) /
+        1e9;
+    fmt::format_to(to, "sluice_request_duration_seconds_sum{{route=\"{}\"}} {}\n", name, seconds);
+    fmt::format_to(to, "sluice_request_duration_seconds_count{{route=\"{}\"}} {}\n", name,
+                   cumulative);
+  }
+  fmt::format_to(
+      to,
+      "# HELP sluice_upstream_errors_total Failed upstream exchanges by upstream and kind.\n"
+      "# TYPE sluice_upstream_errors_total counter\n");
+  for (const auto& [upstream, loops] : upstreams_) {
+    for (std::size_t k = 0; k < kUpstreamErrorKinds; ++k) {
+      fmt::format_to(to, "sluice_upstream_errors_total{{upstream=\"{}\",kind=\"{}\"}} {}\n",
+                     label(upstream), kErrorNames[k],
+                     sum(loops, [k](const UpstreamCounters& c) { return c.errors[k].value(); }));
+    }
+  }
+  fmt::format_to(to,
+                 "# HELP sluice_limiter_keys Keys each limiter tracks now.\n"
+                 "# TYPE sluice_limiter_keys gauge\n");
+  for (const auto& [limiter, keys] : gauges.limiter_keys) {
+    fmt::format_to(to, "sluice_limiter_keys{{limiter=\"{}\"}} {}\n", label(limiter), keys);
+  }
+  fmt::format_to(to,
+                 "# HELP sluice_store_errors_total Failed calls to the limiter store.\n"
+                 "# TYPE sluice_store_errors_total counter\n"
+                 "sluice_store_errors_total{{store=\"{0}\"}} {1}\n"
+                 "# HELP sluice_store_available 1 while the limiter store answers; 0 while "
+                 "requests follow on_error.\n"
+                 "# TYPE sluice_store_available gauge\n"
+                 "sluice_store_available{{store=\"{0}\"}} {2}\n"
+                 "# HELP sluice_store_cached_refusals_total Requests refused from the over-limit "
+                 "cache, without a store round trip.\n"
+                 "# TYPE sluice_store_cached_refusals_total counter\n"
+                 "sluice_store_cached_refusals_total{{store=\"{0}\"}} {3}\n",
+                 gauges.store, gauges.store_errors, gauges.store_available ? 1 : 0,
+                 gauges.store_cached_refusals);
+  fmt::format_to(to,
+                 "# HELP sluice_config_reloads_total Configuration reloads by result.\n"
+                 "# TYPE sluice_config_reloads_total counter\n"
+                 "sluice_config_reloads_total{{result=\"success\"}} {}\n"
+                 "sluice_config_reloads_total{{result=\"failure\"}} {}\n",
+                 reloads_succeeded_.load(std::memory_order_relaxed),
+                 reloads_failed_.load(std::memory_order_relaxed));
+  fmt::format_to(to,
+                 "# HELP sluice_open_connections Client connections open now.\n"
+                 "# TYPE sluice_open_connections gauge\n"
+                 "sluice_open_connections {}\n",
+                 gauges.open_connections);
+  return fmt::to_string(out);
+}
+
+}  // namespace sluice::proxy

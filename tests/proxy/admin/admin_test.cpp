@@ -1,0 +1,250 @@
+// The admin port over real sockets: /metrics, /config, POST /reload (also under traffic), and
+// the pieces behind them.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "proxy/admin/config_json.hpp"
+#include "proxy/live/reloader.hpp"
+#include "proxy/telemetry/access_log.hpp"
+#include "tests/support/proxy_fixture.hpp"
+#include "tests/support/redis_server.hpp"
+
+namespace sluice::proxy::test_support {
+namespace {
+
+using ::testing::HasSubstr;
+
+/// A proxy whose configuration lives in a file, so that it can be reloaded.
+class ReloadableProxy {
+ public:
+  explicit ReloadableProxy(const std::string& limiters_and_routes)
+      : path_(std::filesystem::temp_directory_path() /
+              ("sluice-admin-test-" + std::to_string(::getpid()) + "-" +
+               std::to_string(counter_++) + ".yaml")) {
+    write(limiters_and_routes);
+    auto config = std::make_shared<const config::ProxyConfig>(config::load_config(path_.string()));
+    metrics_ = std::make_unique<Metrics>(Server::threads_for(*config));
+    live_ = std::make_unique<LiveConfig>(
+        std::make_shared<const Generation>(config, nullptr, *metrics_));
+    reloader_ = std::make_unique<Reloader>(path_.string(), *live_, *metrics_);
+    server_ = std::make_unique<Server>(*live_, *metrics_, access_log_, reloader_.get(), clock_);
+    server_->start();
+  }
+  ReloadableProxy(const ReloadableProxy&) = delete;
+  ReloadableProxy& operator=(const ReloadableProxy&) = delete;
+  ReloadableProxy(ReloadableProxy&&) = delete;
+  ReloadableProxy& operator=(ReloadableProxy&&) = delete;
+  ~ReloadableProxy() {
+    server_.reset();
+    std::filesystem::remove(path_);
+  }
+
+  void write(const std::string& limiters_and_routes) {
+    std::ofstream(path_) << "listen: \"127.0.0.1:0\"\nadmin: \"127.0.0.1:0\"\nthreads: 2\n"
+                         << "log: {access: false}\n"
+                         << "upstream: \"http://127.0.0.1:" << upstream_.port() << "\"\n"
+                         << limiters_and_routes;
+  }
+
+  http::response<http::string_body> send(http::request<http::string_body> request,
+                                         bool admin = false) {
+    return send_request(admin ? server_->admin_endpoint().port() : server_->local_endpoint().port(),
+                        std::move(request));
+  }
+  unsigned short port() const { return server_->local_endpoint().port(); }
+
+  /// /metrics once it shows `settled`: a request is counted just after its response is sent,
+  /// so a scrape right after the client has the response may come first. Up to 5 s.
+  std::string metrics_once(const std::string& settled) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    std::string body;
+    do {
+      body = send(get("/metrics"), true).body();
+    } while (body.find(settled) == std::string::npos &&
+             std::chrono::steady_clock::now() < deadline);
+    return body;
+  }
+
+ private:
+  static inline std::atomic<int> counter_{0};
+  std::filesystem::path path_;
+  sluice::test::TestUpstream upstream_;
+  limiter::SystemClock clock_;
+  std::unique_ptr<Metrics> metrics_;
+  std::unique_ptr<LiveConfig> live_;
+  std::unique_ptr<Reloader> reloader_;
+  AccessLog access_log_;
+  std::unique_ptr<Server> server_;
+};
+
+const std::string kOneLimiter =
+    "limiters:\n  one: {algorithm: fixed_window, limit: 3, window: 1h}\n"
+    "routes: [{name: all, limiters: [one]}]\n";
+
+TEST(AdminPort, ExposesPrometheusMetrics) {
+  ReloadableProxy proxy(kOneLimiter);
+  for (int i = 0; i < 4; ++i) {
+    proxy.send(get("/"));
+  }
+  const auto metrics = proxy.send(get("/metrics"), true);
+  EXPECT_EQ(metrics.result(), http::status::ok);
+  EXPECT_THAT(metrics[http::field::content_type], HasSubstr("text/plain; version=0.0.4"));
+  const std::string body =
+      proxy.metrics_once("sluice_request_duration_seconds_count{route=\"all\"} 4\n");
+  EXPECT_THAT(body, HasSubstr("sluice_requests_total{route=\"all\",decision=\"allowed\"} 3\n"));
+  EXPECT_THAT(body, HasSubstr("sluice_requests_total{route=\"all\",decision=\"limited\"} 1\n"));
+  EXPECT_THAT(body, HasSubstr("sluice_request_duration_seconds_count{route=\"all\"} 4\n"));
+  EXPECT_THAT(body,
+              HasSubstr("sluice_request_duration_seconds_bucket{route=\"all\",le=\"+Inf\"} 4\n"));
+  EXPECT_THAT(body, HasSubstr("sluice_limiter_keys{limiter=\"one\"} 1\n"));
+  EXPECT_THAT(body, HasSubstr("sluice_store_errors_total{store=\"memory\"} 0\n"));
+  EXPECT_THAT(body, HasSubstr("sluice_config_reloads_total{result=\"success\"} 0\n"));
+  EXPECT_THAT(body, HasSubstr("# TYPE sluice_request_duration_seconds histogram\n"));
+}
+
+TEST(AdminPort, ReadyzAndMetricsFollowTheRedisStore) {
+  const sluice::test::RedisServer redis;
+  ReloadableProxy proxy("store: {type: redis, redis: {url: \"" + redis.url() +
+                        "\", timeout: 20ms, on_error: deny}}\n" + kOneLimiter);
+  EXPECT_EQ(proxy.send(get("/readyz"), true).result(), http::status::ok);
+  EXPECT_EQ(proxy.send(get("/")).result(), http::status::ok);
+  std::string body = proxy.send(get("/metrics"), true).body();
+  EXPECT_THAT(body, HasSubstr("sluice_store_available{store=\"redis\"} 1\n"));
+  EXPECT_THAT(body, HasSubstr("sluice_store_errors_total{store=\"redis\"} 0\n"));
+
+  redis.pause();
+  const auto denied = proxy.send(get("/"));  // fails closed: 503
+  EXPECT_EQ(denied.result(), http::status::service_unavailable);
+  EXPECT_EQ(denied[http::field::retry_after], "1");
+  EXPECT_THAT(denied.body(), HasSubstr("\"status\":503"));
+  const auto unready = proxy.send(get("/readyz"), true);
+  EXPECT_EQ(unready.result(), http::status::service_unavailable);
+  EXPECT_EQ(unready.body(), "store unavailable\n");
+  body = proxy.send(get("/metrics"), true).body();
+  EXPECT_THAT(body, HasSubstr("sluice_store_available{store=\"redis\"} 0\n"));
+  EXPECT_THAT(body, HasSubstr("sluice_store_errors_total{store=\"redis\"} 1\n"));
+
+  redis.resume();
+  // No request comes (an unready replica is out of rotation): /readyz itself asks Redis.
+  EXPECT_EQ(proxy.send(get("/readyz"), true).result(), http::status::ok);
+  EXPECT_EQ(proxy.send(get("/")).result(), http::status::ok);
+}
+
+TEST(AdminPort, CountsUpstreamErrorsByKind) {
+  ReloadableProxy proxy(
+      "routes:\n  - {name: dead, match: {path: /dead}, upstream: \"http://127.0.0.1:1\"}\n"
+      "  - {name: all}\n");
+  EXPECT_EQ(proxy.send(get("/dead")).result(), http::status::bad_gateway);
+  const std::string counted =
+      "sluice_upstream_errors_total{upstream=\"http://127.0.0.1:1\",kind=\"connect\"} 1\n";
+  EXPECT_THAT(proxy.metrics_once(counted), HasSubstr(counted));
+}
+
+TEST(AdminPort, ShowsTheEffectiveConfigAsJson) {
+  ReloadableProxy proxy(kOneLimiter);
+  const auto config = proxy.send(get("/config"), true);
+  EXPECT_EQ(config.result(), http::status::ok);
+  EXPECT_EQ(config[http::field::content_type], "application/json");
+  EXPECT_THAT(config.body(), HasSubstr(R"("one":{"algorithm":"fixed_window","limit":3,)"
+                                       R"("window":"1h","mode":"reject","key":"ip")"));
+  EXPECT_THAT(config.body(), HasSubstr(R"("timeouts":{"header":"10s","idle":"1m")"));
+}
+
+TEST(AdminPort, ReloadKeepsUnchangedLimitersAndRefusesABrokenFile) {
+  ReloadableProxy proxy(kOneLimiter);
+  proxy.send(get("/"));
+  proxy.send(get("/"));  // one has 1 left
+
+  // Same `one`, a new route and a new limiter: `one` keeps its count.
+  proxy.write(
+      "limiters:\n  one: {algorithm: fixed_window, limit: 3, window: 1h}\n"
+      "  two: {algorithm: fixed_window, limit: 100, window: 1h}\n"
+      "routes:\n  - {name: status, match: {path: /status}, respond: {status: 200, body: up}}\n"
+      "  - {name: all, limiters: [one, two]}\n");
+  const auto reloaded = proxy.send(post("/reload"), true);
+  EXPECT_EQ(reloaded.result(), http::status::ok);
+  EXPECT_THAT(reloaded.body(), HasSubstr(R"("result":"success","kept_state":1)"));
+  EXPECT_EQ(proxy.send(get("/status")).body(), "up");
+  EXPECT_EQ(proxy.send(get("/")).result(), http::status::ok);
+  EXPECT_EQ(proxy.send(get("/")).result(), http::status::too_many_requests);
+
+  // A broken file: every error comes back, and the running config stays.
+  proxy.write(
+      "limiters:\n  one: {algorithm: fixed_windw, limit: 3, window: 1h}\n"
+      "routes: [{name: all, limiters: [one]}]\n");
+  const auto refused = proxy.send(post("/reload"), true);
+  EXPECT_EQ(refused.result(), http::status::unprocessable_entity);
+  EXPECT_THAT(refused.body(), HasSubstr(R"("result":"failure","errors":[)"));
+  EXPECT_THAT(refused.body(), HasSubstr(".yaml:7:20: limiters.one.algorithm: "));
+  EXPECT_THAT(refused.body(), HasSubstr("fixed_windw"));
+  EXPECT_EQ(proxy.send(get("/status")).body(), "up");
+  const std::string metrics = proxy.send(get("/metrics"), true).body();
+  EXPECT_THAT(metrics, HasSubstr("sluice_config_reloads_total{result=\"success\"} 1\n"));
+  EXPECT_THAT(metrics, HasSubstr("sluice_config_reloads_total{result=\"failure\"} 1\n"));
+  EXPECT_EQ(proxy.send(get("/reload"), true).result(), http::status::method_not_allowed);
+}
+
+TEST(AdminPort, ReloadsUnderTrafficWithoutFailingARequest) {
+  ReloadableProxy proxy("routes: [{name: all}]\n");
+  std::atomic<bool> done{false};
+  std::atomic<int> ok{0};
+  std::atomic<int> failed{0};
+  auto client = [&] {
+    net::io_context io;
+    beast::tcp_stream stream(io);
+    stream.connect(tcp::endpoint(net::ip::make_address("127.0.0.1"), proxy.port()));
+    beast::flat_buffer buffer;
+    while (!done.load()) {
+      auto request = get("/traffic");
+      request.set(http::field::host, "a");
+      beast::error_code ec;
+      http::write(stream, request, ec);
+      http::response<http::string_body> response;
+      if (!ec) {
+        http::read(stream, buffer, response, ec);
+      }
+      (!ec && response.result() == http::status::ok ? ok : failed)++;
+      if (ec) {
+        return;
+      }
+    }
+  };
+  std::thread first(client);
+  std::thread second(client);
+  for (int i = 0; i < 20; ++i) {
+    proxy.write(i % 2 == 0 ? "routes: [{name: all, cost: 1}]\n" : "routes: [{name: all}]\n");
+    EXPECT_EQ(proxy.send(post("/reload"), true).result(), http::status::ok);
+  }
+  done = true;
+  first.join();
+  second.join();
+  EXPECT_GT(ok.load(), 0);
+  EXPECT_EQ(failed.load(), 0);
+}
+
+TEST(AccessLog, WritesOneEscapedLinePerRequest) {
+  const AccessRecord record{.client = "192.0.2.7",
+                            .method = "GET",
+                            .target = "/a\"b\nc",
+                            .route = "api",
+                            .decision = MetricDecision::limited,
+                            .status = 429,
+                            .key_hash = 0xabc,
+                            .upstream = {},
+                            .total = std::chrono::microseconds(1500)};
+  EXPECT_EQ(AccessLog::format(config::LogFormat::text, record),
+            "192.0.2.7 \"GET /a\\\"b\\u000ac\" 429 route=api decision=limited "
+            "key=0000000000000abc upstream_ms=0.000 duration_ms=1.500");
+  EXPECT_EQ(AccessLog::format(config::LogFormat::json, record),
+            R"("client":"192.0.2.7","method":"GET","target":"/a\"b\u000ac","route":"api",)"
+            R"("decision":"limited","status":429,"key":"0000000000000abc","upstream_ms":0.000,)"
+            R"("duration_ms":1.500})");
+}
+
+}  // namespace
+}  // namespace sluice::proxy::test_support

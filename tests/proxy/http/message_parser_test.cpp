@@ -1,0 +1,190 @@
+// GCC 12 with the sanitizers at -O2 reports a false maybe-uninitialized inside Beast's
+// basic_parser (an empty boost::optional) once put() is inlined into a test's small caller.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+#include "proxy/http/message_parser.hpp"
+
+#include <gtest/gtest.h>
+
+#include <array>
+#include <boost/asio/buffer.hpp>
+#include <string>
+#include <string_view>
+
+namespace sluice::proxy {
+namespace {
+
+namespace http = boost::beast::http;
+using boost::beast::error_code;
+
+/// Feeds `text` to `parser` as a read loop would: what the parser does not use stays for the
+/// next call. Returns the bytes left over and the last error other than need_more.
+template <bool isRequest>
+error_code feed(MessageParser<isRequest>& parser, std::string_view& text) {
+  error_code ec;
+  const std::size_t used = parser.put(boost::asio::buffer(text.data(), text.size()), ec);
+  text.remove_prefix(used);
+  return ec;
+}
+
+TEST(MessageParser, KeepsTheRequestLineAndTheFieldsInOrder) {
+  HeadFields head;
+  RequestParser parser(head);
+  std::string_view text =
+      "POST /api/items?page=2 HTTP/1.1\r\nHost: example.test\r\nX-Api-Key: k-1\r\n"
+      "x-api-key: k-2\r\nContent-Length: 0\r\n\r\n";
+  EXPECT_FALSE(feed(parser, text));
+  ASSERT_TRUE(parser.is_done());
+  EXPECT_EQ(parser.method(), http::verb::post);
+  EXPECT_EQ(parser.method_string(), "POST");
+  EXPECT_EQ(parser.target(), "/api/items?page=2");
+  EXPECT_EQ(parser.version(), 11u);
+  EXPECT_TRUE(parser.keep_alive());
+  ASSERT_EQ(head.size(), 4u);
+  EXPECT_EQ(head.id(0), http::field::host);
+  EXPECT_EQ(head.at(0).name, "Host");
+  EXPECT_EQ(head.at(0).value, "example.test");
+  EXPECT_EQ(head.id(1), http::field::unknown);
+  EXPECT_EQ(head.at(2).name, "x-api-key");
+  EXPECT_EQ(head.value_of(http::field::host), "example.test");
+  EXPECT_EQ(head.value_of("X-API-KEY"), "k-1");  // the first of two, whatever its case
+  EXPECT_EQ(head.value_of(http::field::content_length), "0");
+  EXPECT_EQ(head.value_of("X-Missing"), "");
+  EXPECT_EQ(head.headers().size(), 4u);
+}
+
+TEST(MessageParser, AHeadLargerThanTheStorageKeepsEveryView) {
+  // The storage grows while the head is parsed: views are made only once it is whole.
+  std::string text = "GET / HTTP/1.1\r\n";
+  for (int i = 0; i < 40; ++i) {
+    text += "X-Field-" + std::to_string(i) + ": " +
+            std::string(100, static_cast<char>('a' + i % 26)) + "\r\n";
+  }
+  text += "\r\n";
+  HeadFields head;
+  RequestParser parser(head);
+  parser.header_limit(16 * 1024);
+  std::string_view rest = text;
+  EXPECT_FALSE(feed(parser, rest));
+  ASSERT_EQ(head.size(), 40u);
+  for (std::size_t i = 0; i < head.size(); ++i) {
+    EXPECT_EQ(head.at(i).name, "X-Field-" + std::to_string(i));
+    EXPECT_EQ(head.at(i).value, std::string(100, static_cast<char>('a' + i % 26)));
+  }
+  EXPECT_EQ(parser.target(), "/");
+}
+
+TEST(MessageParser, TrimGivesBackWhatALargeHeadTookAndKeepsAUsualOne) {
+  HeadFields head;
+  const auto parse = [&](const std::string& text) {
+    RequestParser parser(head);
+    parser.header_limit(64 * 1024);
+    std::string_view rest = text;
+    EXPECT_FALSE(feed(parser, rest));
+    EXPECT_TRUE(parser.is_header_done());
+  };
+  parse("GET / HTTP/1.1\r\nHost: x\r\n\r\n");
+  head.trim();
+  const std::size_t usual = head.storage_bytes();
+  EXPECT_GT(usual, 0u);  // kept for the next request
+  EXPECT_LE(usual, 2 * HeadFields::kKeptTextBytes);
+
+  std::string large = "GET / HTTP/1.1\r\n";
+  for (int i = 0; i < 200; ++i) {
+    large += "X-Field-" + std::to_string(i) + ": " + std::string(100, 'v') + "\r\n";
+  }
+  parse(large + "\r\n");
+  EXPECT_GT(head.storage_bytes(), 20'000u);
+  head.trim();
+  EXPECT_EQ(head.storage_bytes(), 0u);
+  parse("GET / HTTP/1.1\r\nHost: x\r\n\r\n");  // and it still works
+  EXPECT_EQ(head.value_of(http::field::host), "x");
+}
+
+TEST(MessageParser, TheNextMessageReplacesTheLastOnTheSameStorage) {
+  HeadFields head;
+  {
+    RequestParser first(head);
+    std::string_view text = "GET /one HTTP/1.1\r\nA: 1\r\nB: 2\r\n\r\n";
+    EXPECT_FALSE(feed(first, text));
+  }
+  RequestParser second(head);
+  std::string_view text = "DELETE /two HTTP/1.0\r\nC: 3\r\n\r\n";
+  EXPECT_FALSE(feed(second, text));
+  EXPECT_EQ(second.method(), http::verb::delete_);
+  EXPECT_EQ(second.target(), "/two");
+  EXPECT_EQ(second.version(), 10u);
+  EXPECT_FALSE(second.keep_alive());  // HTTP/1.0 without keep-alive
+  ASSERT_EQ(head.size(), 1u);
+  EXPECT_EQ(head.at(0).name, "C");
+  EXPECT_EQ(head.value_of("A"), "");
+}
+
+TEST(MessageParser, AChunkedBodyFillsTheRoomAndAsksForMoreAndItsTrailerIsDropped) {
+  HeadFields head;
+  ResponseParser parser(head);
+  // A trailer long enough to make the storage grow, had it been kept: under ASan, a view
+  // into the old storage would be caught below.
+  const std::string message =
+      "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nServer: up\r\n\r\n"
+      "5\r\nhello\r\n6\r\n world\r\n0\r\nX-Trailer: " +
+      std::string(4000, 't') + "\r\n\r\n";
+  std::string_view text = message;
+  EXPECT_FALSE(feed(parser, text));  // the head
+  ASSERT_TRUE(parser.is_header_done());
+  EXPECT_EQ(parser.status(), 200u);
+  EXPECT_EQ(parser.result(), http::status::ok);
+  EXPECT_EQ(parser.reason(), "OK");
+  EXPECT_TRUE(parser.chunked());
+  const std::string_view server = head.value_of(http::field::server);
+
+  std::array<char, 8> room{};
+  std::string body;
+  while (!parser.is_done()) {
+    parser.body_into(room);
+    const error_code ec = feed(parser, text);
+    ASSERT_TRUE(!ec || ec == http::error::need_buffer) << ec.message();
+    body.append(room.data(), room.size() - parser.room_left());
+  }
+  EXPECT_EQ(body, "hello world");
+  EXPECT_TRUE(text.empty());
+  // The trailer is not a field of the head, and the head's views still point where they did.
+  EXPECT_EQ(head.size(), 2u);
+  EXPECT_EQ(head.value_of("X-Trailer"), "");
+  EXPECT_EQ(head.value_of(http::field::server).data(), server.data());
+  EXPECT_EQ(server, "up");
+}
+
+TEST(MessageParser, ABodyWithNoRoomStopsWithNeedBuffer) {
+  HeadFields head;
+  ResponseParser parser(head);
+  std::string_view text = "HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nabc";
+  EXPECT_FALSE(feed(parser, text));
+  EXPECT_EQ(feed(parser, text), http::error::need_buffer);
+  EXPECT_EQ(text, "abc");
+  std::array<char, 3> room{};
+  parser.body_into(room);
+  EXPECT_FALSE(feed(parser, text));
+  EXPECT_TRUE(parser.is_done());
+  EXPECT_EQ(std::string_view(room.data(), room.size()), "abc");
+  EXPECT_EQ(parser.room_left(), 0u);
+}
+
+TEST(MessageParser, BeastsChecksStillRefuseBadFraming) {
+  for (const std::string_view bad :
+       {"GET / HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n",
+        "GET / HTTP/1.1\r\nBad Name: x\r\n\r\n", "GET / HTTP/1.1\r\nA: x\ry\r\n\r\n",
+        "GET / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n"}) {
+    HeadFields head;
+    RequestParser parser(head);
+    std::string_view text = bad;
+    error_code ec = feed(parser, text);
+    if (!ec && parser.is_header_done() && !parser.is_done()) {
+      ec = feed(parser, text);  // the body's framing
+    }
+    EXPECT_TRUE(ec && ec != http::error::need_more) << bad;
+  }
+}
+
+}  // namespace
+}  // namespace sluice::proxy

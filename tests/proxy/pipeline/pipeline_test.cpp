@@ -1,0 +1,245 @@
+#include "proxy/pipeline/pipeline.hpp"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <thread>
+
+#include "tests/support/manual_clock.hpp"
+#include "tests/support/pipeline_fixture.hpp"
+
+namespace sluice::proxy {
+namespace {
+
+using namespace std::chrono_literals;
+using Request = test::PipelineFixture::Request;
+using test::at;
+
+std::vector<std::string> names_of(const Decision& decision, bool refused) {
+  std::vector<std::string> names;
+  for (const LimiterReport& report : decision.applied()) {
+    if (report.verdict.admitted != refused) {
+      names.push_back(report.limiter->name);
+    }
+  }
+  return names;
+}
+
+TEST(Pipeline, LimitsPerClientAcrossRoutesThatShareALimiter) {
+  test::PipelineFixture fixture(R"(
+upstream: http://127.0.0.1:9000
+limiters:
+  per-ip: {algorithm: fixed_window, limit: 3, window: 1m}
+routes:
+  - {name: a, match: {path: /a}, limiters: [per-ip]}
+  - {name: b, match: {path: /b}, limiters: [per-ip]}
+)");
+  EXPECT_EQ(fixture.send({.target = "/a"}, at(0s)).outcome, Outcome::allowed);
+  EXPECT_EQ(fixture.send({.target = "/b"}, at(1s)).outcome, Outcome::allowed);
+  const Decision third = fixture.send({.target = "/a"}, at(2s));
+  EXPECT_EQ(third.outcome, Outcome::allowed);
+  EXPECT_EQ(third.status, 0U);  // forwarded: the upstream answers
+  ASSERT_EQ(third.applied().size(), 1U);
+  EXPECT_EQ(third.applied()[0].status.remaining, 0U);
+  const Decision fourth = fixture.send({.target = "/b"}, at(3s));
+  EXPECT_EQ(fourth.outcome, Outcome::limited);
+  EXPECT_EQ(fourth.status, 429U);
+  EXPECT_EQ(fourth.retry_after, 57s);
+  // Another client has its own bucket.
+  EXPECT_EQ(fixture.send({.target = "/a", .peer = "198.51.100.8"}, at(3s)).outcome,
+            Outcome::allowed);
+  EXPECT_EQ(fixture.send({.target = "/c"}, at(3s)).outcome, Outcome::no_route);
+  EXPECT_EQ(fixture.send({.target = "/c"}, at(3s)).status, 404U);
+}
+
+TEST(Pipeline, ChargesAllLimitersOrNoneAndSkipsThoseWithoutAKey) {
+  test::PipelineFixture fixture(R"(
+upstream: http://127.0.0.1:9000
+limiters:
+  per-ip: {algorithm: fixed_window, limit: 10, window: 1m}
+  api-key: {algorithm: token_bucket, rate: 1/m, burst: 2, key: "header:X-Api-Key"}
+routes:
+  - {name: api, limiters: [per-ip, api-key]}
+)");
+  const Request keyed{.headers = {{"X-Api-Key", "k1"}}};
+  EXPECT_EQ(fixture.send(keyed, at(0s)).outcome, Outcome::allowed);
+  EXPECT_EQ(fixture.send(keyed, at(0s)).outcome, Outcome::allowed);
+  const Decision refused = fixture.send(keyed, at(0s));
+  EXPECT_EQ(refused.outcome, Outcome::limited);
+  EXPECT_EQ(names_of(refused, true), std::vector<std::string>{"api-key"});
+  EXPECT_EQ(refused.applied()[0].status.remaining, 8U);  // per-ip was not charged for it
+  // Without the header the api-key limiter does not apply; per-ip still does.
+  const Decision keyless = fixture.send({}, at(0s));
+  EXPECT_EQ(keyless.outcome, Outcome::allowed);
+  ASSERT_EQ(keyless.applied().size(), 1U);
+  EXPECT_EQ(keyless.applied()[0].limiter->name, "per-ip");
+  EXPECT_EQ(keyless.applied()[0].status.remaining, 7U);
+}
+
+TEST(Pipeline, DeniesListedNetworksAndSpoofingDoesNotHelp) {
+  test::PipelineFixture fixture(R"(
+upstream: http://127.0.0.1:9000
+trusted_proxies: ["10.0.0.0/8"]
+deny: ["203.0.113.0/24"]
+routes: [{name: all}]
+)");
+  EXPECT_EQ(fixture.send({.peer = "203.0.113.5"}, at(0s)).outcome, Outcome::denied);
+  EXPECT_EQ(fixture.send({.peer = "203.0.113.5"}, at(0s)).status, 403U);
+  // Through a trusted proxy the forwarded client is judged...
+  EXPECT_EQ(
+      fixture.send({.headers = {{"X-Forwarded-For", "203.0.113.5"}}, .peer = "10.0.0.2"}, at(0s))
+          .outcome,
+      Outcome::denied);
+  // ...but a denied client cannot claim another address from outside.
+  EXPECT_EQ(
+      fixture.send({.headers = {{"X-Forwarded-For", "192.0.2.1"}}, .peer = "203.0.113.5"}, at(0s))
+          .outcome,
+      Outcome::denied);
+  EXPECT_EQ(fixture.send({.peer = "192.0.2.1"}, at(0s)).outcome, Outcome::allowed);
+}
+
+TEST(Pipeline, BansAClientLimitedTooOften) {
+  test::PipelineFixture fixture(R"(
+upstream: http://127.0.0.1:9000
+ban: {after: 3, within: 1m, for: 10m}
+limiters:
+  per-ip: {algorithm: fixed_window, limit: 1, window: 1h}
+routes: [{name: all, limiters: [per-ip]}]
+)");
+  EXPECT_EQ(fixture.send({}, at(0s)).outcome, Outcome::allowed);
+  EXPECT_EQ(fixture.send({}, at(1s)).outcome, Outcome::limited);  // strike 1
+  EXPECT_EQ(fixture.send({}, at(2s)).outcome, Outcome::limited);  // strike 2
+  EXPECT_EQ(fixture.send({}, at(3s)).outcome, Outcome::limited);  // strike 3: banned
+  const Decision banned = fixture.send({}, at(4s));
+  EXPECT_EQ(banned.outcome, Outcome::denied);
+  EXPECT_TRUE(banned.banned);
+  EXPECT_EQ(banned.status, 403U);
+  EXPECT_EQ(banned.retry_after, 10min - 1s);
+  EXPECT_TRUE(fixture.send({}, at(3s + 10min) - 1ns).banned);
+  EXPECT_FALSE(fixture.send({}, at(3s + 10min)).banned);
+  EXPECT_EQ(fixture.send({.peer = "192.0.2.1"}, at(4s)).outcome, Outcome::allowed);
+}
+
+TEST(Pipeline, ShadowLimitersAreReportedNeverEnforced) {
+  test::PipelineFixture fixture(R"(
+upstream: http://127.0.0.1:9000
+limiters:
+  strict: {algorithm: fixed_window, limit: 1, window: 1m, shadow: true}
+routes: [{name: all, limiters: [strict]}]
+)");
+  EXPECT_TRUE(names_of(fixture.send({}, at(0s)), true).empty());
+  const Decision second = fixture.send({}, at(1s));
+  EXPECT_EQ(second.outcome, Outcome::allowed);
+  EXPECT_EQ(names_of(second, true), std::vector<std::string>{"strict"});
+}
+
+TEST(Pipeline, OverridesGiveAKeyItsOwnParameters) {
+  test::PipelineFixture fixture(R"(
+upstream: http://127.0.0.1:9000
+limiters:
+  per-key:
+    algorithm: fixed_window
+    limit: 1
+    window: 1m
+    key: "header:X-Api-Key"
+    overrides: {"premium-key": {limit: 3}}
+routes: [{name: all, limiters: [per-key]}]
+)");
+  const Request premium{.headers = {{"X-Api-Key", "premium-key"}}};
+  const Request basic{.headers = {{"X-Api-Key", "basic-key"}}};
+  int premium_admitted = 0;
+  int basic_admitted = 0;
+  for (int i = 0; i < 5; ++i) {
+    premium_admitted += fixture.send(premium, at(0s)).outcome == Outcome::allowed ? 1 : 0;
+    basic_admitted += fixture.send(basic, at(0s)).outcome == Outcome::allowed ? 1 : 0;
+  }
+  EXPECT_EQ(premium_admitted, 3);
+  EXPECT_EQ(basic_admitted, 1);
+}
+
+TEST(Pipeline, DelaysAndAnswersWithTheLimitersStatus) {
+  test::PipelineFixture fixture(R"(
+upstream: http://127.0.0.1:9000
+limiters:
+  shaped: {algorithm: leaky_bucket, rate: 10/s, burst: 2, mode: delay, max_delay: 1s, status: 503}
+routes: [{name: all, limiters: [shaped]}]
+)");
+  EXPECT_EQ(fixture.send({}, at(0s)).outcome, Outcome::allowed);
+  const Decision second = fixture.send({}, at(0s));
+  EXPECT_EQ(second.outcome, Outcome::delayed);
+  EXPECT_EQ(second.hold, 100ms);
+  EXPECT_EQ(fixture.send({}, at(0s)).hold, 200ms);
+  const Decision overflow = fixture.send({}, at(0s));
+  EXPECT_EQ(overflow.outcome, Outcome::limited);
+  EXPECT_EQ(overflow.status, 503U);
+}
+
+TEST(Pipeline, HoldsConcurrencyPermitsUntilReleased) {
+  test::PipelineFixture fixture(R"(
+upstream: http://127.0.0.1:9000
+limiters:
+  inflight: {algorithm: concurrency, limit: 2}
+routes: [{name: all, limiters: [inflight]}]
+)");
+  const Decision first = fixture.send({}, at(0s));
+  const Decision second = fixture.send({}, at(0s));
+  EXPECT_EQ(first.permit_count, 1U);
+  EXPECT_EQ(fixture.send({}, at(0s)).outcome, Outcome::limited);
+  fixture.pipeline().release(first);
+  EXPECT_EQ(fixture.send({}, at(0s)).outcome, Outcome::allowed);
+  fixture.pipeline().release(second);
+}
+
+TEST(Pipeline, UsesTheGivenCostOverTheRoutes) {
+  test::PipelineFixture fixture(R"(
+upstream: http://127.0.0.1:9000
+limiters:
+  per-ip: {algorithm: fixed_window, limit: 10, window: 1m}
+routes: [{name: all, limiters: [per-ip], cost: 4}]
+)");
+  EXPECT_EQ(fixture.send({}, at(0s)).applied()[0].status.remaining, 6U);
+  EXPECT_EQ(fixture.send({}, at(0s), 5).applied()[0].status.remaining, 1U);
+  EXPECT_EQ(fixture.send({}, at(0s)).outcome, Outcome::limited);
+}
+
+TEST(Pipeline, AnswersRespondRoutesWithTheirStatus) {
+  test::PipelineFixture fixture(R"(
+routes: [{name: status, match: {path: /status}, respond: {status: 204}}]
+)");
+  const Decision decision = fixture.send({.target = "/status"}, at(0s));
+  EXPECT_EQ(decision.outcome, Outcome::allowed);
+  EXPECT_EQ(decision.status, 204U);
+}
+
+// Threads deciding for one client through two limiters admit exactly the tighter limit, under
+// ThreadSanitizer too (the name puts it in test.sh's tsan run).
+TEST(ConcurrentDecisions, ThePipelineAdmitsExactlyTheLimitFromManyThreads) {
+  test::PipelineFixture fixture(R"(
+upstream: http://127.0.0.1:9000
+ban: {after: 1000000, within: 1h, for: 1m}
+limiters:
+  per-ip: {algorithm: sliding_window, limit: 5000, window: 1h}
+  per-key: {algorithm: sliding_log, limit: 300, window: 1h, key: "header:X-Api-Key"}
+routes: [{name: all, match: {path_regex: "^/api/"}, limiters: [per-ip, per-key]}]
+)");
+  const Request request{.target = "/api/x", .headers = {{"X-Api-Key", "k"}}};
+  std::atomic<int> admitted{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&] {
+      for (int i = 0; i < 2000; ++i) {
+        if (fixture.send(request, at(0s)).outcome == Outcome::allowed) {
+          admitted.fetch_add(1, std::memory_order_relaxed);
+        }
+      }
+    });
+  }
+  for (std::thread& thread : threads) {
+    thread.join();
+  }
+  EXPECT_EQ(admitted.load(), 300);
+  EXPECT_EQ(fixture.send({.target = "/api/x"}, at(0s)).applied()[0].status.remaining, 5000U - 301U);
+}
+
+}  // namespace
+}  // namespace sluice::proxy

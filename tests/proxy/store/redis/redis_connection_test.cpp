@@ -1,0 +1,171 @@
+// The pipelined Redis connection against a real redis-server started by the test.
+#include "proxy/store/redis/redis_connection.hpp"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <array>
+#include <boost/asio.hpp>
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "config/addresses.hpp"
+#include "tests/support/event_loop.hpp"
+#include "tests/support/redis_server.hpp"
+#include "tests/support/test_upstream.hpp"
+
+namespace sluice::proxy {
+namespace {
+
+namespace net = boost::asio;
+using namespace std::chrono_literals;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+config::RedisEndpoint endpoint_of(const std::string& url) {
+  std::string problem;
+  auto endpoint = config::parse_redis_url(url, problem);
+  EXPECT_TRUE(endpoint.has_value()) << problem;
+  return endpoint.value_or(config::RedisEndpoint{});
+}
+
+/// The test's event loop, with the connection's calls.
+class Loop : public test::EventLoop {
+ public:
+  std::shared_ptr<RedisConnection> open(const std::string& url) {
+    std::shared_ptr<RedisConnection> connection;
+    run([&]() -> Awaitable<void> {
+      connection = co_await RedisConnection::open(endpoint_of(url), url, 1s);
+    });
+    return connection;
+  }
+
+  /// Opening a connection must fail; returns the message.
+  std::string open_error(const std::string& url, limiter::Duration timeout = 1s) {
+    std::string message;
+    run([&]() -> Awaitable<void> {
+      try {
+        auto connection = co_await RedisConnection::open(endpoint_of(url), url, timeout);
+        connection->close();
+        ADD_FAILURE() << "opened " << url;
+      } catch (const RedisError& error) {
+        message = error.what();
+      }
+    });
+    return message;
+  }
+
+  RedisReply call(RedisConnection& connection, std::vector<std::string_view> arguments,
+                  limiter::Duration timeout = 1s) {
+    RedisReply reply;
+    run([&]() -> Awaitable<void> { reply = co_await connection.command(arguments, timeout); });
+    return reply;
+  }
+};
+
+TEST(RedisConnection, PipelinesConcurrentCommandsAndMatchesRepliesInOrder) {
+  const test::RedisServer redis;
+  Loop loop;
+  const auto connection = loop.open(redis.url());
+  // 200 coroutines send INCR at once; the i-th sent must get i + 1.
+  std::vector<long long> got(200, 0);
+  std::size_t finished = 0;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    net::co_spawn(
+        loop.io(),
+        [&, i]() -> Awaitable<void> {
+          const std::array<std::string_view, 2> incr{"INCR", "counter"};
+          const RedisReply reply = co_await connection->command(incr, 1s);
+          EXPECT_FALSE(reply.error) << reply.error.message();
+          got[i] = reply.value.integer;
+          ++finished;
+        },
+        net::detached);
+  }
+  while (finished < got.size()) {
+    loop.io().run_one();
+  }
+  connection->close();
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    EXPECT_EQ(got[i], static_cast<long long>(i + 1)) << i;
+  }
+}
+
+TEST(RedisConnection, RunsScriptsByHashAfterLoadingThem) {
+  const test::RedisServer redis;
+  Loop loop;
+  const auto connection = loop.open(redis.url());
+  const std::string script = "return redis.call('INCRBY', KEYS[1], ARGV[1])";
+  const RedisReply unknown = loop.call(
+      *connection, {"EVALSHA", "0123456789012345678901234567890123456789", "1", "k", "5"});
+  ASSERT_TRUE(unknown.value.is_error());
+  EXPECT_THAT(unknown.value.text, HasSubstr("NOSCRIPT"));
+  const RedisReply loaded = loop.call(*connection, {"SCRIPT", "LOAD", script});
+  ASSERT_EQ(loaded.value.kind, RespValue::Kind::bulk);
+  EXPECT_EQ(loop.call(*connection, {"EVALSHA", loaded.value.text, "1", "k", "5"}).value.integer, 5);
+  EXPECT_EQ(loop.call(*connection, {"EVALSHA", loaded.value.text, "1", "k", "5"}).value.integer,
+            10);
+  const RedisReply array = loop.call(*connection, {"EVAL", "return {1, 'two', {3}}", "0"});
+  ASSERT_EQ(array.value.kind, RespValue::Kind::array);
+  ASSERT_EQ(array.value.elements.size(), 3U);
+  EXPECT_EQ(array.value.elements[1].text, "two");
+  EXPECT_EQ(array.value.elements[2].elements[0].integer, 3);
+  EXPECT_EQ(loop.call(*connection, {"GET", "absent"}).value.kind, RespValue::Kind::nil);
+  connection->close();
+}
+
+TEST(RedisConnection, AuthenticatesAndSelectsTheDatabaseOfTheUrl) {
+  const test::RedisServer redis("s3cret");
+  Loop loop;
+  const auto in_db3 = loop.open(redis.url(3));
+  const auto in_db0 = loop.open(redis.url(0));
+  EXPECT_EQ(loop.call(*in_db3, {"SET", "where", "three"}).value.text, "OK");
+  EXPECT_EQ(loop.call(*in_db3, {"GET", "where"}).value.text, "three");
+  EXPECT_EQ(loop.call(*in_db0, {"GET", "where"}).value.kind, RespValue::Kind::nil);
+  in_db3->close();
+  in_db0->close();
+}
+
+TEST(RedisConnection, RefusesBadStartsWithTheUrlAndNoPassword) {
+  const test::RedisServer redis("s3cret");
+  Loop loop;
+  const std::string port = std::to_string(redis.port());
+  const std::string wrong_password = loop.open_error("redis://:guess@127.0.0.1:" + port + "/0");
+  EXPECT_THAT(wrong_password, HasSubstr("redis://:***@127.0.0.1:" + port + "/0"));
+  EXPECT_THAT(wrong_password, HasSubstr("AUTH failed"));
+  EXPECT_THAT(wrong_password, Not(HasSubstr("guess")));
+  EXPECT_THAT(loop.open_error("redis://:s3cret@127.0.0.1:" + port + "/99999"),
+              HasSubstr("SELECT 99999 failed"));
+  EXPECT_THAT(loop.open_error("redis://127.0.0.1:" + port + "/0"), HasSubstr("NOAUTH"));
+
+  const test::TestUpstream http_server;  // not Redis
+  EXPECT_THAT(loop.open_error("redis://127.0.0.1:" + std::to_string(http_server.port()), 300ms),
+              HasSubstr("PING failed"));
+  EXPECT_THAT(loop.open_error("redis://127.0.0.1:1/0"), HasSubstr("cannot connect"));
+}
+
+TEST(RedisConnection, TimesOutWhileRedisHangsAndRecoversWhenItResumes) {
+  const test::RedisServer redis;
+  Loop loop;
+  const auto connection = loop.open(redis.url());
+  EXPECT_EQ(loop.call(*connection, {"SET", "k", "before"}).value.text, "OK");
+  redis.pause();
+  const auto started = std::chrono::steady_clock::now();
+  const RedisReply hung = loop.call(*connection, {"GET", "k"}, 50ms);
+  const auto waited = std::chrono::steady_clock::now() - started;
+  EXPECT_EQ(hung.error, boost::beast::error::timeout);
+  EXPECT_GE(waited, 50ms);
+  EXPECT_LT(waited, 500ms);
+  redis.resume();
+  // The late reply to the GET is dropped; the next command gets its own.
+  EXPECT_EQ(loop.call(*connection, {"SET", "k", "after"}).value.text, "OK");
+  EXPECT_EQ(loop.call(*connection, {"GET", "k"}).value.text, "after");
+  EXPECT_FALSE(connection->broken());
+  connection->close();
+  EXPECT_TRUE(connection->broken());
+  EXPECT_TRUE(loop.call(*connection, {"PING"}).error);
+}
+
+}  // namespace
+}  // namespace sluice::proxy

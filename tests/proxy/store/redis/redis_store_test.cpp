@@ -1,0 +1,498 @@
+// The Redis store against a real redis-server started by the test: it decides as the memory
+// limiters do (the same traffic, on a simulated clock, through both), it is all or nothing across
+// a request's limiters, and it refuses keys it knows are over their limit without a round trip.
+#include "proxy/store/redis/redis_store.hpp"
+
+#include <gtest/gtest.h>
+
+#include <array>
+#include <atomic>
+#include <deque>
+#include <latch>
+#include <random>
+#include <string>
+#include <thread>
+
+#include "tests/support/event_loop.hpp"
+#include "tests/support/manual_clock.hpp"
+#include "tests/support/pipeline_fixture.hpp"
+#include "tests/support/redis_server.hpp"
+
+namespace sluice::proxy {
+namespace {
+
+namespace net = boost::asio;
+using namespace std::chrono_literals;
+using Request = test::PipelineFixture::Request;
+using limiter::Duration;
+using limiter::TimePoint;
+using test::at;
+
+/// The same configuration twice: one pipeline decides with its memory limiters, the other
+/// through a Redis store on a one-connection loop.
+class StoreFixture {
+ public:
+  /// `yaml` without a store section; `store` is added to it (url, and more options).
+  StoreFixture(const std::string& yaml, const std::string& store)
+      : memory_(yaml),
+        shared_(yaml + "store: {type: redis, redis: {pool: 1, " + store + "}}\n"),
+        store_(shared_.config().store.redis, 1) {
+    loop_.run([this] { return store_.open(0); });
+  }
+  StoreFixture(const StoreFixture&) = delete;
+  StoreFixture& operator=(const StoreFixture&) = delete;
+  StoreFixture(StoreFixture&&) = delete;
+  StoreFixture& operator=(StoreFixture&&) = delete;
+  ~StoreFixture() { store_.close(0); }
+
+  Decision memory(const Request& request, TimePoint now,
+                  std::optional<limiter::Permits> cost = std::nullopt) {
+    return memory_.send(request, now, cost);
+  }
+
+  /// Through the Redis store, deciding at `now` (a simulated clock), or at Redis's own time.
+  Decision redis(const Request& request, std::optional<TimePoint> now,
+                 std::optional<limiter::Permits> cost = std::nullopt) {
+    Decision decision;
+    Charges charges;
+    const TimePoint local = now.value_or(limiter::SystemClock().now());
+    if (shared_.pipeline().prepare(test::PipelineFixture::view_of(request), local, cost, decision,
+                                   charges)) {
+      store_.decide_at(now);
+      loop_.run([&]() -> Awaitable<void> {
+        co_await store_.decide(0, shared_.pipeline(), decision, charges, local);
+      });
+    }
+    return decision;
+  }
+
+  void release(const Decision& memory, const Decision& redis) {
+    memory_.pipeline().release(memory);
+    store_.release(0, redis);
+    loop_.poll();
+  }
+
+  RedisStore& store() { return store_; }
+  test::EventLoop& loop() { return loop_; }
+  Pipeline& shared_pipeline() { return shared_.pipeline(); }
+
+ private:
+  test::PipelineFixture memory_;
+  test::PipelineFixture shared_;
+  test::EventLoop loop_;
+  RedisStore store_;
+};
+
+/// Redis works in whole microseconds: a duration as the store reports it.
+Duration in_microseconds(Duration d) {
+  if (d == Duration::max()) {
+    return d;
+  }
+  return std::chrono::ceil<std::chrono::microseconds>(d);
+}
+
+/// `cached`: the store refused from its over-limit cache. The refusal must be the same; its
+/// retry-after is the one Redis gave, which later admissions of smaller costs (or, live, other
+/// replicas) may have pushed back: never later than the truth. Its headers may lag.
+void expect_same(const Decision& redis, const Decision& memory, const std::string& where,
+                 bool cached) {
+  SCOPED_TRACE(where);
+  EXPECT_EQ(name_of(redis.outcome), name_of(memory.outcome));
+  EXPECT_EQ(redis.status, memory.status);
+  EXPECT_EQ(redis.hold, in_microseconds(memory.hold));
+  if (cached) {
+    EXPECT_LE(redis.retry_after, in_microseconds(memory.retry_after));
+    return;
+  }
+  EXPECT_EQ(redis.retry_after, in_microseconds(memory.retry_after));
+  ASSERT_EQ(redis.applied().size(), memory.applied().size());
+  for (std::size_t i = 0; i < redis.applied().size(); ++i) {
+    const LimiterReport& r = redis.applied()[i];
+    const LimiterReport& m = memory.applied()[i];
+    EXPECT_EQ(r.limiter->name, m.limiter->name);
+    EXPECT_EQ(r.verdict.admitted, m.verdict.admitted);
+    EXPECT_EQ(r.verdict.hold, in_microseconds(m.verdict.hold));
+    EXPECT_EQ(r.verdict.retry_after, in_microseconds(m.verdict.retry_after));
+    EXPECT_EQ(r.status.remaining, m.status.remaining);
+    EXPECT_EQ(r.status.reset, in_microseconds(m.status.reset));
+  }
+  EXPECT_EQ(redis.permit_count, memory.permit_count);
+}
+
+struct Algorithm {
+  std::string name;
+  std::string limiter;  ///< The limiter's YAML mapping, without mode.
+};
+
+std::string config_for(const Algorithm& algorithm, std::string_view mode) {
+  return "upstream: http://127.0.0.1:9000\nlimiters:\n  tested: {" + algorithm.limiter +
+         ", mode: " + std::string(mode) + ", max_delay: 400ms}\nroutes:\n" +
+         "  - {name: api, limiters: [tested]}\n";
+}
+
+class SameDecisions : public ::testing::TestWithParam<std::tuple<Algorithm, std::string>> {};
+
+/// Seeded traffic with steps on and around window and bucket edges, costs of 1 and 2, and
+/// (for concurrency) permits given back in arrival order.
+TEST_P(SameDecisions, AsTheMemoryStoreOnTheSameTraffic) {
+  const auto& [algorithm, mode] = GetParam();
+  const test::RedisServer server;
+  StoreFixture fixture(config_for(algorithm, mode), "url: \"" + server.url() + "\"");
+  const std::array<Duration, 9> steps{0us, 0us, 1us, 37ms, 100ms, 250ms, 499'999us, 1s, 3s};
+  std::mt19937 random(2026);
+  std::deque<std::pair<Decision, Decision>> held;
+  TimePoint now = at(0s);
+  int limited = 0;  // or delayed
+  int cached_answers = 0;
+  for (int i = 0; i < 400; ++i) {
+    now += steps[random() % steps.size()];
+    const auto cost = static_cast<limiter::Permits>(1 + random() % 2);
+    const Request request{.peer = i % 5 == 0 ? "198.51.100.9" : "198.51.100.7"};
+    const Decision memory = fixture.memory(request, now, cost);
+    const std::uint64_t cached_before = fixture.store().cached_refusals();
+    const Decision redis = fixture.redis(request, now, cost);
+    const bool cached = fixture.store().cached_refusals() != cached_before;
+    cached_answers += cached ? 1 : 0;
+    expect_same(redis, memory, "request " + std::to_string(i), cached);
+    limited += memory.outcome != Outcome::allowed ? 1 : 0;
+    if (memory.permit_count != 0) {
+      held.emplace_back(memory, redis);
+    }
+    if (!held.empty() && random() % 3 == 0) {
+      fixture.release(held.front().first, held.front().second);
+      held.pop_front();
+    }
+  }
+  // The traffic must exercise every answer, or the comparison proves little.
+  EXPECT_GT(limited, 20);  // limited or delayed
+  EXPECT_LT(limited, 380);
+  if (std::get<0>(GetParam()).name != "concurrency") {
+    EXPECT_GT(cached_answers, 0);
+  }
+}
+
+/// Every algorithm in both modes (concurrency has no delay mode).
+std::vector<std::tuple<Algorithm, std::string>> every_algorithm() {
+  const std::vector<Algorithm> algorithms{
+      {"fixed_window", "algorithm: fixed_window, limit: 5, window: 1s"},
+      {"sliding_log", "algorithm: sliding_log, limit: 5, window: 1s"},
+      {"sliding_window", "algorithm: sliding_window, limit: 6, window: 1s"},
+      {"wheel", "algorithm: wheel, limit: 6, window: 1s, slots: 4"},
+      {"token_bucket", "algorithm: token_bucket, rate: 10/s, burst: 4"},
+      {"warmup", "algorithm: token_bucket, rate: 10/s, warmup: 2s"},
+      {"leaky_bucket", "algorithm: leaky_bucket, rate: 10/s, burst: 3"},
+      {"concurrency", "algorithm: concurrency, limit: 3"}};
+  std::vector<std::tuple<Algorithm, std::string>> cases;
+  for (const Algorithm& algorithm : algorithms) {
+    cases.emplace_back(algorithm, "reject");
+    if (algorithm.name != "concurrency") {
+      cases.emplace_back(algorithm, "delay");
+    }
+  }
+  return cases;
+}
+
+INSTANTIATE_TEST_SUITE_P(Algorithms, SameDecisions, ::testing::ValuesIn(every_algorithm()),
+                         [](const auto& test) {
+                           return std::get<0>(test.param).name + "_" + std::get<1>(test.param);
+                         });
+
+TEST(RedisStore, ChargesEveryLimiterOfARequestOrNone) {
+  const test::RedisServer server;
+  StoreFixture fixture(R"(
+upstream: http://127.0.0.1:9000
+limiters:
+  per-ip: {algorithm: fixed_window, limit: 10, window: 1m}
+  api-key: {algorithm: token_bucket, rate: 1/m, burst: 2, key: "header:X-Api-Key"}
+  audit: {algorithm: sliding_log, limit: 1, window: 1m, shadow: true}
+routes:
+  - {name: api, limiters: [per-ip, api-key, audit]}
+)",
+                       "url: \"" + server.url() + "\"");
+  const Request keyed{.headers = {{"X-Api-Key", "k1"}}};
+  EXPECT_EQ(fixture.redis(keyed, at(0s)).outcome, Outcome::allowed);
+  EXPECT_EQ(fixture.redis(keyed, at(0s)).outcome, Outcome::allowed);
+  const Decision refused = fixture.redis(keyed, at(0s));
+  EXPECT_EQ(refused.outcome, Outcome::limited);
+  EXPECT_EQ(refused.retry_after, 60s);      // one token at 1/m
+  ASSERT_EQ(refused.applied().size(), 2U);  // shadow limiters of a refused request: not charged
+  EXPECT_EQ(refused.applied()[0].status.remaining, 8U);  // per-ip was not charged for it
+  EXPECT_FALSE(refused.applied()[1].verdict.admitted);
+  // Without the header only per-ip applies; the shadow limiter refused, but only reports it.
+  const Decision keyless = fixture.redis({}, at(0s));
+  EXPECT_EQ(keyless.outcome, Outcome::allowed);
+  ASSERT_EQ(keyless.applied().size(), 2U);
+  EXPECT_EQ(keyless.applied()[0].status.remaining, 7U);
+  EXPECT_FALSE(keyless.applied()[1].verdict.admitted);
+}
+
+TEST(RedisStore, RefusesKeysKnownToBeOverTheirLimitWithoutARoundTrip) {
+  const test::RedisServer server;
+  StoreFixture fixture(R"(
+upstream: http://127.0.0.1:9000
+limiters:
+  per-ip: {algorithm: fixed_window, limit: 2, window: 10s}
+routes: [{name: api, limiters: [per-ip]}]
+)",
+                       "url: \"" + server.url() + "\"");
+  EXPECT_EQ(fixture.redis({}, at(1s)).outcome, Outcome::allowed);
+  EXPECT_EQ(fixture.redis({}, at(1s)).outcome, Outcome::allowed);
+  EXPECT_EQ(fixture.redis({}, at(2s)).retry_after, 8s);  // from Redis
+  EXPECT_EQ(fixture.store().cached_refusals(), 0U);
+  const Decision cached = fixture.redis({}, at(3s));
+  EXPECT_EQ(cached.outcome, Outcome::limited);
+  EXPECT_EQ(cached.retry_after, 7s);
+  EXPECT_EQ(fixture.store().cached_refusals(), 1U);
+  // Another key is not refused by the cache; the cached key passes again at its reset.
+  EXPECT_EQ(fixture.redis({.peer = "198.51.100.8"}, at(3s)).outcome, Outcome::allowed);
+  EXPECT_EQ(fixture.redis({}, at(10s)).outcome, Outcome::allowed);
+  EXPECT_EQ(fixture.store().cached_refusals(), 1U);
+}
+
+/// Slack over the Redis timeout that a request may take when Redis fails: the decision itself
+/// and the event loop's turn. Sanitizers slow everything several times over.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+constexpr Duration kSlack = 50ms;
+#else
+constexpr Duration kSlack = 5ms;
+#endif
+
+constexpr auto kTimeout = 20ms;
+
+/// A sliding log: no window edge can fall inside a test and reset the count.
+const char* const kTwoPerHour = R"(
+upstream: http://127.0.0.1:9000
+limiters:
+  per-ip: {algorithm: sliding_log, limit: 2, window: 1h}
+routes: [{name: api, limiters: [per-ip]}]
+)";
+
+/// Through the store on Redis's clock, timed.
+std::pair<Decision, Duration> timed(StoreFixture& fixture, const Request& request = {}) {
+  const auto started = std::chrono::steady_clock::now();
+  Decision decision = fixture.redis(request, std::nullopt);
+  return {decision, std::chrono::steady_clock::now() - started};
+}
+
+/// Sends a request every 10 ms until the store answers again; how long that took.
+Duration time_to_recover(StoreFixture& fixture, Duration patience) {
+  const auto started = std::chrono::steady_clock::now();
+  while (std::chrono::steady_clock::now() - started < patience) {
+    fixture.loop().run_for(10ms);
+    timed(fixture, {.peer = "198.51.100.99"});
+    if (fixture.store().available()) {
+      break;
+    }
+  }
+  return std::chrono::steady_clock::now() - started;
+}
+
+class OnError : public ::testing::TestWithParam<std::string> {
+ protected:
+  /// What on_error makes of the nth request of a client allowed two per hour (the memory
+  /// limiters have seen only the requests made while Redis was down).
+  static void expect_fallback(const Decision& decision, int nth_while_down) {
+    const std::string& on_error = GetParam();
+    if (on_error == "allow") {
+      EXPECT_EQ(decision.outcome, Outcome::allowed);
+      EXPECT_EQ(decision.applied().size(), 0U);  // nothing was counted: no headers
+    } else if (on_error == "deny") {
+      EXPECT_EQ(decision.outcome, Outcome::denied);
+      EXPECT_EQ(decision.status, 503U);
+      EXPECT_EQ(decision.retry_after, 1s);
+    } else {
+      EXPECT_EQ(decision.outcome, nth_while_down < 2 ? Outcome::allowed : Outcome::limited);
+    }
+  }
+};
+
+TEST_P(OnError, RedisHungCostsTheTimeoutOnceThenRecoversWithinASecond) {
+  test::RedisServer server;
+  StoreFixture fixture(kTwoPerHour,
+                       "url: \"" + server.url() + "\", timeout: 20ms, on_error: " + GetParam());
+  EXPECT_EQ(timed(fixture).first.outcome, Outcome::allowed);
+  server.pause();
+  int slow = 0;
+  for (int i = 0; i < 20; ++i) {
+    const auto [decision, took] = timed(fixture);
+    SCOPED_TRACE("request " + std::to_string(i) + " while Redis hangs");
+    expect_fallback(decision, i);
+    EXPECT_LE(took, kTimeout + kSlack);
+    slow += took >= kTimeout ? 1 : 0;
+  }
+  EXPECT_EQ(slow, 1);  // the breaker opened on the first timeout
+  EXPECT_FALSE(fixture.store().available());
+  EXPECT_EQ(fixture.store().errors(), 1U);
+  server.resume();
+  EXPECT_LT(time_to_recover(fixture, 3s), 1s);
+  // Redis kept its count, and counted the request that timed out when it woke up: a request
+  // whose answer never came may still have been counted.
+  EXPECT_EQ(timed(fixture).first.outcome, Outcome::limited);
+}
+
+TEST(RedisStore, RequestsInFlightWhenRedisHangsWaitNoLongerThanTheTimeout) {
+  test::RedisServer server;
+  StoreFixture fixture(kTwoPerHour,
+                       "url: \"" + server.url() + "\", timeout: 20ms, on_error: allow");
+  EXPECT_EQ(timed(fixture).first.outcome, Outcome::allowed);
+  server.pause();
+  // 50 requests of 50 clients at once, all sent to a Redis that no longer answers.
+  constexpr std::size_t kInFlight = 50;
+  std::vector<Decision> decisions(kInFlight);
+  std::vector<Charges> charges(kInFlight);
+  std::vector<Duration> took(kInFlight);
+  std::vector<Request> requests(kInFlight);
+  std::size_t done = 0;
+  Pipeline& pipeline = fixture.shared_pipeline();
+  for (std::size_t i = 0; i < kInFlight; ++i) {
+    requests[i].peer = "198.51.100." + std::to_string(i + 1);
+    const TimePoint now = limiter::SystemClock().now();
+    ASSERT_TRUE(pipeline.prepare(test::PipelineFixture::view_of(requests[i]), now, std::nullopt,
+                                 decisions[i], charges[i]));
+    net::co_spawn(
+        fixture.loop().io(),
+        [&, i, now]() -> Awaitable<void> {
+          const auto started = std::chrono::steady_clock::now();
+          co_await fixture.store().decide(0, pipeline, decisions[i], charges[i], now);
+          took[i] = std::chrono::steady_clock::now() - started;
+        },
+        [&](std::exception_ptr) { ++done; });
+  }
+  while (done < kInFlight) {
+    fixture.loop().run_for(1ms);
+  }
+  for (std::size_t i = 0; i < kInFlight; ++i) {
+    SCOPED_TRACE("request " + std::to_string(i));
+    EXPECT_EQ(decisions[i].outcome, Outcome::allowed);
+    EXPECT_LE(took[i], kTimeout + kSlack);
+  }
+  EXPECT_EQ(fixture.store().errors(), kInFlight);  // each one timed out once
+  EXPECT_FALSE(fixture.store().available());
+  EXPECT_LT(timed(fixture).second, kTimeout);  // the next one does not try
+  server.resume();
+}
+
+const char* const kOneAtATime = R"(
+upstream: http://127.0.0.1:9000
+limiters:
+  one: {algorithm: concurrency, limit: 1}
+routes: [{name: api, limiters: [one]}]
+)";
+
+TEST(RedisStore, ReleasesPermitsAfterTheScriptsWereFlushed) {
+  test::RedisServer server;
+  StoreFixture fixture(kOneAtATime, "url: \"" + server.url() + "\"");
+  const Decision first = fixture.redis({}, std::nullopt);
+  EXPECT_EQ(first.outcome, Outcome::allowed);
+  EXPECT_EQ(fixture.redis({}, std::nullopt).outcome, Outcome::limited);
+  // Redis forgets the scripts (SCRIPT FLUSH, a failover): the release must load them again.
+  fixture.loop().run([&]() -> Awaitable<void> {
+    auto connection = co_await RedisConnection::open(fixture.store().options().endpoint,
+                                                     fixture.store().options().url, 1s);
+    const std::array<std::string_view, 2> flush{"SCRIPT", "FLUSH"};
+    co_await connection->command(flush, 1s);
+    connection->close();
+  });
+  fixture.store().release(0, first);
+  fixture.loop().run_for(200ms);
+  EXPECT_EQ(fixture.redis({}, std::nullopt).outcome, Outcome::allowed);
+}
+
+TEST(RedisStore, GivesBackThePermitsOfADecisionThatTimedOut) {
+  test::RedisServer server;
+  StoreFixture fixture(kOneAtATime,
+                       "url: \"" + server.url() + "\", timeout: 20ms, on_error: allow");
+  server.pause();
+  // Sent, unanswered: when Redis wakes up it takes the permit, then gives it back.
+  EXPECT_EQ(fixture.redis({}, std::nullopt).outcome, Outcome::allowed);  // on_error: allow
+  server.resume();
+  EXPECT_LT(time_to_recover(fixture, 3s), 1s);
+  const Decision next = fixture.redis({}, std::nullopt);
+  EXPECT_EQ(next.outcome, Outcome::allowed);  // the permit did not leak
+  EXPECT_EQ(fixture.redis({}, std::nullopt).outcome, Outcome::limited);
+}
+
+TEST_P(OnError, RedisKilledFailsFastAndARestartedOneIsFoundWithinASecond) {
+  test::RedisServer server;
+  StoreFixture fixture(kTwoPerHour,
+                       "url: \"" + server.url() + "\", timeout: 20ms, on_error: " + GetParam());
+  EXPECT_EQ(timed(fixture).first.outcome, Outcome::allowed);
+  server.kill();
+  for (int i = 0; i < 20; ++i) {
+    const auto [decision, took] = timed(fixture);
+    SCOPED_TRACE("request " + std::to_string(i) + " while Redis is dead");
+    expect_fallback(decision, i);
+    EXPECT_LE(took, kTimeout + kSlack);
+  }
+  EXPECT_FALSE(fixture.store().available());
+  server.start();  // a new Redis on the same port, empty
+  EXPECT_LT(time_to_recover(fixture, 3s), 1s);
+  EXPECT_EQ(timed(fixture).first.outcome, Outcome::allowed);
+  EXPECT_EQ(timed(fixture).first.outcome, Outcome::allowed);
+  EXPECT_EQ(timed(fixture).first.outcome, Outcome::limited);
+}
+
+INSTANTIATE_TEST_SUITE_P(Policies, OnError, ::testing::Values("allow", "deny", "local"),
+                         [](const auto& test) { return test.param; });
+
+/// Two replicas (two stores, each on its own thread and loop) hammer one Redis at once: together
+/// they admit exactly the limit.
+class SharedLimit : public ::testing::TestWithParam<Algorithm> {};
+
+TEST_P(SharedLimit, TwoReplicasAdmitExactlyTheLimitTogether) {
+  const test::RedisServer server;
+  const std::string yaml = "upstream: http://127.0.0.1:9000\nlimiters:\n  shared: {" +
+                           GetParam().limiter + "}\nroutes: [{name: api, limiters: [shared]}]\n";
+  const std::string store = "url: \"" + server.url() + "\", timeout: 1s";
+  constexpr std::size_t kWaves = 30;
+  constexpr std::size_t kPerWave = 5;  // requests in flight at once, per replica
+  constexpr std::size_t kPerReplica = kWaves * kPerWave;
+  std::array<std::atomic<int>, 2> admitted{};
+  std::latch connected(2);
+  std::vector<std::thread> replicas;
+  for (std::size_t r = 0; r < 2; ++r) {
+    replicas.emplace_back([&, r] {
+      StoreFixture replica(yaml, store);
+      connected.arrive_and_wait();  // both start at once
+      std::vector<Decision> decisions(kPerReplica);
+      std::vector<Charges> charges(kPerReplica);
+      std::size_t done = 0;
+      Pipeline& pipeline = replica.shared_pipeline();
+      const Request request{};
+      for (std::size_t i = 0; i < kPerReplica; ++i) {
+        const TimePoint now = limiter::SystemClock().now();
+        ASSERT_TRUE(pipeline.prepare(test::PipelineFixture::view_of(request), now, std::nullopt,
+                                     decisions[i], charges[i]));
+        net::co_spawn(replica.loop().io(),
+                      replica.store().decide(0, pipeline, decisions[i], charges[i], now),
+                      [&](std::exception_ptr) { ++done; });
+        if ((i + 1) % kPerWave == 0) {
+          while (done <= i) {
+            replica.loop().run_for(1ms);
+          }
+        }
+      }
+      for (const Decision& decision : decisions) {
+        admitted[r] += decision.outcome == Outcome::allowed ? 1 : 0;
+      }
+    });
+  }
+  for (std::thread& replica : replicas) {
+    replica.join();
+  }
+  EXPECT_EQ(admitted[0] + admitted[1], 100);
+  EXPECT_GT(admitted[0], 0);
+  EXPECT_GT(admitted[1], 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Algorithms, SharedLimit,
+    ::testing::Values(
+        // Windows far longer than the test, so that none ends during it.
+        Algorithm{"fixed_window", "algorithm: fixed_window, limit: 100, window: 1d"},
+        Algorithm{"sliding_log", "algorithm: sliding_log, limit: 100, window: 1h"},
+        Algorithm{"token_bucket", "algorithm: token_bucket, rate: 1/h, burst: 100"}),
+    [](const auto& test) { return test.param.name; });
+
+}  // namespace
+}  // namespace sluice::proxy
