@@ -22,6 +22,7 @@
 #include "proxy/store/redis/redis_scripts.hpp"
 #include "proxy/store/redis/redis_store.hpp"
 #include "tests/support/redis_server.hpp"
+#include "tests/support/store_decision.hpp"
 
 namespace sluice::proxy {
 namespace {
@@ -91,7 +92,7 @@ class Setup {
         Charges charges;
         const limiter::TimePoint now = clock_.now();
         if (pipeline_->prepare(view, now, std::nullopt, decision, charges)) {
-          co_await store_->decide(0, *pipeline_, decision, charges, now);
+          co_await test::decide_through(*store_, 0, *pipeline_, decision, charges, now);
         }
         benchmark::DoNotOptimize(decision.outcome);
         ++done;

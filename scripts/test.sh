@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# Installs what sluice needs, then builds and runs the whole suite: a Release build (benchmarks
-# included, so they keep compiling), an AddressSanitizer + UndefinedBehaviorSanitizer build, the
-# thread tests under ThreadSanitizer, and the container image's test (built and run with podman;
-# skipped when podman is missing). Ends with one line that counts every test run.
+# Installs what sluice needs, then builds and runs the whole suite: an optimised build without
+# link-time optimisation (the `test` preset, benchmarks included so that they keep compiling), an
+# AddressSanitizer + UndefinedBehaviorSanitizer build, the thread tests under ThreadSanitizer, and
+# the container image's test (run with podman; skipped when podman is missing). Tests run two at a
+# time (the presets' `jobs`); ccache keeps compiled objects between runs. Ends with one line that
+# counts every test run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -32,7 +34,7 @@ run_ctest() {
 }
 
 status=0
-for preset in release asan; do
+for preset in test asan; do
   echo "== $preset"
   cmake --preset "$preset" >/dev/null
   cmake --build --preset "$preset"

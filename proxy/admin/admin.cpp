@@ -86,11 +86,11 @@ http::response<http::string_body> metrics_page(const Generation& generation,
                                                bool keep_alive) {
   const auto keys = generation.pipeline.limiter_keys();
   Metrics::Gauges gauges{.limiter_keys = keys, .open_connections = context.connections->load()};
-  if (const RedisStore* store = context.store) {
-    gauges.store = "redis";
-    gauges.store_errors = store->errors();
-    gauges.store_available = store->available();
-    gauges.store_cached_refusals = store->cached_refusals();
+  if (const auto health = context.store->health()) {
+    gauges.store = health->name;
+    gauges.store_errors = health->errors;
+    gauges.store_available = health->available;
+    gauges.store_cached_refusals = health->cached_refusals;
   }
   return text_response(http::status::ok, version, keep_alive, context.metrics->render(gauges),
                        "text/plain; version=0.0.4; charset=utf-8");
@@ -159,10 +159,14 @@ Awaitable<void> serve_admin(Socket socket, SessionContext context) {
         // Ready while accepting traffic and the store answers (SPEC §5). A failed store is
         // asked again here: an unready replica may get no request that would find it back.
         const bool draining = context.draining->load(std::memory_order_relaxed);
-        if (context.store != nullptr && !context.store->available()) {
+        const auto available = [&context] {
+          const auto health = context.store->health();
+          return !health || health->available;
+        };
+        if (!available()) {
           co_await context.store->probe(context.loop);
         }
-        const bool store_down = context.store != nullptr && !context.store->available();
+        const bool store_down = !available();
         const std::string_view why = draining     ? "draining\n"
                                      : store_down ? "store unavailable\n"
                                                   : "ready\n";

@@ -146,7 +146,7 @@ int run(std::span<const std::string_view> args) {
     std::cerr << "sluice: cannot listen on " << config->listen.host << ':' << config->listen.port
               << ": " << error.code().message() << '\n';
     return kRuntimeError;
-  } catch (const sluice::proxy::RedisError& error) {
+  } catch (const sluice::proxy::StoreError& error) {
     std::cerr << "sluice: " << error.what() << '\n';
     return kRuntimeError;
   }

@@ -141,15 +141,6 @@ void account(const SessionContext& context, const Generation& generation, const 
                    .total = total});
 }
 
-/// Gives back the request's concurrency permits to the store that holds them.
-void release(const SessionContext& context, Pipeline& pipeline, const Decision& decision) {
-  if (decision.redis_permit != 0) {
-    context.store->release(context.loop, decision);
-  } else {
-    pipeline.release(decision);
-  }
-}
-
 }  // namespace
 
 Awaitable<void> serve_client(Socket socket, SessionContext context) {
@@ -216,12 +207,11 @@ Awaitable<void> serve_client(Socket socket, SessionContext context) {
     Charges charges;
     const limiter::TimePoint now = context.clock->now();
     if (generation->pipeline.prepare(view, now, std::nullopt, decision, charges)) {
-      if (context.store != nullptr) {
-        co_await context.store->decide(context.loop, generation->pipeline, decision, charges, now);
-      } else {
-        generation->pipeline.conclude(decision, charges, Pipeline::charge_locally(charges, now),
-                                      now);
+      ChargeResult charged;
+      if (!context.store->charge_now(context.loop, decision, charges, now, charged)) {
+        charged = co_await context.store->charge(context.loop, decision, charges, now);
       }
+      generation->pipeline.conclude(decision, charges, charged, now);
     }
     // A body left unread would be taken for the next request: only keep alive without one.
     bool keep_alive = parser.keep_alive() && !context.draining->load(std::memory_order_relaxed);
@@ -238,7 +228,7 @@ Awaitable<void> serve_client(Socket socket, SessionContext context) {
         send_error = co_await send_rest(client, own.buffers(), start.sent, timeouts.idle);
       }
       const bool again = !send_error && own.keep_alive;
-      release(context, generation->pipeline, decision);
+      context.store->release(context.loop, decision);
       account(context, *generation, decision, parser, decision.status, nullptr, started);
       if (!again) {
         break;
@@ -255,7 +245,7 @@ Awaitable<void> serve_client(Socket socket, SessionContext context) {
     const RelayOutcome outcome = co_await relay(client, buffer, parser, peer_text, upstream,
                                                 decision, config, context, keep_alive, relay_head);
     // The permits go back once the response is over, or the client has gone.
-    release(context, generation->pipeline, decision);
+    context.store->release(context.loop, decision);
     account(context, *generation, decision, parser, outcome.status, &outcome, started);
     if (!outcome.keep_alive) {
       break;

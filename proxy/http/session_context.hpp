@@ -11,7 +11,7 @@
 #include "proxy/io/stream.hpp"
 #include "proxy/live/generation.hpp"
 #include "proxy/live/reloader.hpp"
-#include "proxy/store/redis/redis_store.hpp"
+#include "proxy/store/store.hpp"
 #include "proxy/telemetry/access_log.hpp"
 #include "proxy/telemetry/metrics.hpp"
 
@@ -39,7 +39,7 @@ struct SessionContext {
   IdleConnections* idle = nullptr;  ///< This event loop's waiting connections.
   UpstreamPool* pool = nullptr;     ///< This event loop's upstream connections.
   ChunkPool* chunks = nullptr;      ///< This event loop's body buffers.
-  RedisStore* store = nullptr;      ///< With `store: redis`; else the memory limiters decide.
+  Store* store = nullptr;           ///< Where the limiters count.
   std::size_t loop = 0;             ///< This event loop's index (its counters).
 };
 

@@ -225,6 +225,20 @@ ChargeResult Pipeline::charge_locally(const Charges& charges, limiter::TimePoint
 void Pipeline::conclude(Decision& decision, const Charges& charges, const ChargeResult& result,
                         limiter::TimePoint now) {
   const config::Route& route = *decision.route;
+  if (result.counted == Counted::refuse) {
+    decision.outcome = Outcome::denied;
+    decision.status = 503;
+    decision.retry_after = kStoreDownRetryAfter;
+    decision.report_count = 0;
+    return;
+  }
+  if (result.counted == Counted::let_pass) {
+    decision.outcome = Outcome::allowed;
+    decision.status = route.respond ? route.respond->status : 0;
+    decision.report_count = 0;  // nothing was counted: no RateLimit headers to give
+    return;
+  }
+  decision.store_permit = result.store_permit;
   const std::size_t filed = result.live_admitted ? charges.count : charges.live;
   for (std::size_t i = 0; i < filed; ++i) {
     LimiterReport& report = decision.reports[charges.report[i]];
@@ -273,7 +287,7 @@ void Pipeline::conclude(Decision& decision, const Charges& charges, const Charge
   decision.status = route.respond ? route.respond->status : 0;
 }
 
-void Pipeline::release(const Decision& decision) noexcept {
+void Pipeline::release_locally(const Decision& decision) noexcept {
   for (std::size_t i = 0; i < decision.permit_count; ++i) {
     const Permit& permit = decision.permits[i];
     permit.limiter->release(permit.key, permit.cost);

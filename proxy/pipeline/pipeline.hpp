@@ -56,8 +56,8 @@ struct Decision {
   std::size_t report_count = 0;
   std::array<Permit, limiter::kMaxChargesPerRequest> permits{};
   std::size_t permit_count = 0;
-  /// Nonzero when the Redis store holds the permits, under this id (see RedisStore::release).
-  std::uint64_t redis_permit = 0;
+  /// Nonzero when a shared store holds the permits, under this id (see Store::release).
+  std::uint64_t store_permit = 0;
 
   /// The limiters that applied (their key could be formed), in the route's order.
   std::span<const LimiterReport> applied() const noexcept { return {reports.data(), report_count}; }
@@ -83,12 +83,26 @@ struct Charges {
   }
 };
 
+/// Whether a store could count a request's charges, and if not, what its failure policy
+/// (`on_error`) makes of the request.
+enum class Counted : std::uint8_t {
+  yes,       ///< Counted: the outcomes are the limiters' answers.
+  let_pass,  ///< Not counted, let through (`on_error: allow`): no limiter applied.
+  refuse,    ///< Not counted, refused (`on_error: deny`): 503.
+};
+
+/// How long a client refused because the store failed is asked to wait.
+inline constexpr limiter::Duration kStoreDownRetryAfter = std::chrono::seconds(1);
+
 /// A store's answer for a request's charges: each one's verdict and status (in Charges order),
 /// and whether the live ones and then the shadow ones admitted it, all or nothing.
 struct ChargeResult {
   std::array<limiter::Outcome, limiter::kMaxChargesPerRequest> outcomes{};
   bool live_admitted = false;
   bool shadow_admitted = false;
+  Counted counted = Counted::yes;
+  /// Nonzero when the store holds the request's concurrency permits under this id.
+  std::uint64_t store_permit = 0;
 };
 
 /// The decision pipeline of SPEC §2, shared by the proxy and `sluice replay`: client address
@@ -112,13 +126,14 @@ class Pipeline {
   /// their result given to conclude().
   bool prepare(const RequestView& request, limiter::TimePoint now,
                std::optional<limiter::Permits> cost, Decision& decision, Charges& charges);
-  /// Charges the memory limiters (also the Redis store's `on_error: local`).
+  /// Charges the memory limiters (the memory store; also the Redis store's `on_error: local`).
   static ChargeResult charge_locally(const Charges& charges, limiter::TimePoint now);
-  /// Files each limiter's outcome and settles the decision: limited, delayed or allowed.
+  /// Files each limiter's outcome and settles the decision: limited, delayed or allowed, or, when
+  /// the store could not count, as its policy says. The one place a request is concluded.
   void conclude(Decision& decision, const Charges& charges, const ChargeResult& result,
                 limiter::TimePoint now);
-  /// Gives back the concurrency permits of a finished request.
-  void release(const Decision& decision) noexcept;
+  /// Gives back the concurrency permits that the memory limiters hold for a finished request.
+  static void release_locally(const Decision& decision) noexcept;
   /// Drops the idle keys of every limiter; call from a timer.
   void collect_idle(limiter::TimePoint now);
 

@@ -14,6 +14,8 @@
 
 #include "proxy/admin/admin.hpp"
 #include "proxy/io/net.hpp"
+#include "proxy/store/memory_store.hpp"
+#include "proxy/store/redis/redis_store.hpp"
 
 namespace sluice::proxy {
 namespace {
@@ -143,10 +145,11 @@ void Server::start() {
 }
 
 void Server::open_store(const config::ProxyConfig& config) {
-  if (config.store.type != config::StoreType::redis) {
-    return;
+  if (config.store.type == config::StoreType::redis) {
+    store_ = std::make_unique<RedisStore>(config.store.redis, loops_.size());
+  } else {
+    store_ = std::make_unique<MemoryStore>();
   }
-  store_ = std::make_unique<RedisStore>(config.store.redis, loops_.size());
   context_.store = store_.get();
   // Each loop's connections are opened on that loop, before its thread runs it.
   for (std::size_t i = 0; i < loops_.size(); ++i) {

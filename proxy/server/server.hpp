@@ -12,6 +12,7 @@
 #include "proxy/http/session.hpp"
 #include "proxy/io/net.hpp"
 #include "proxy/pipeline/pipeline.hpp"
+#include "proxy/store/store.hpp"
 
 namespace sluice::proxy {
 
@@ -32,7 +33,7 @@ class Server {
   ~Server();
 
   /// Binds, connects the Redis store if the configuration has one, and starts the event loops.
-  /// Throws boost::system::system_error when it cannot bind, RedisError when Redis cannot be
+  /// Throws boost::system::system_error when it cannot bind, StoreError when the store cannot be
   /// used.
   void start();
   /// The bound address (the real port when the config asked for port 0).
@@ -42,8 +43,8 @@ class Server {
   /// Stops accepting, lets connections finish their request for up to `drain`, then stops.
   void stop(limiter::Duration drain);
   std::size_t open_connections() const noexcept { return connections_.load(); }
-  /// The Redis store; nullptr with `store: memory`.
-  RedisStore* store() const noexcept { return store_.get(); }
+  /// Where the limiters count: memory or Redis, as the configuration says.
+  Store* store() const noexcept { return store_.get(); }
 
   /// Event-loop threads for a configuration: `threads`, or one per core when 0.
   static unsigned threads_for(const config::ProxyConfig& config);
@@ -74,7 +75,7 @@ class Server {
   std::atomic<std::size_t> slots_{0};  ///< Connections open or being accepted.
   boost::asio::ip::tcp::endpoint endpoint_;
   /// Holds sockets of the loops' io_contexts: closed in stop() before they go.
-  std::unique_ptr<RedisStore> store_;
+  std::unique_ptr<Store> store_;
 
   void open_store(const config::ProxyConfig& config);
 };

@@ -15,14 +15,15 @@
 #include "limiter/clock.hpp"
 #include "proxy/io/net.hpp"
 #include "proxy/store/redis/resp.hpp"
+#include "proxy/store/store_error.hpp"
 
 namespace sluice::proxy {
 
 /// Redis could not be used at start: refused, wrong password, wrong db, not Redis. The message
 /// names the URL with its password redacted.
-class RedisError : public std::runtime_error {
+class RedisError : public StoreError {
  public:
-  using std::runtime_error::runtime_error;
+  using StoreError::StoreError;
 };
 
 /// A reply, or why there is none: `error` is beast::error::timeout when it took longer than the

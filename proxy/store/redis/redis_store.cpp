@@ -24,9 +24,6 @@ constexpr std::chrono::milliseconds kMaxBackoff{400};
 /// Connecting and loading the scripts may take longer than a decision.
 constexpr limiter::Duration kMinConnectTimeout = std::chrono::seconds(1);
 
-/// How long `on_error: deny` asks clients to wait.
-constexpr limiter::Duration kDenyRetryAfter = std::chrono::seconds(1);
-
 std::string reason(const RedisReply& reply) {
   if (reply.error) {
     return reply.error == beast::error::timeout ? std::string("timed out") : reply.error.message();
@@ -264,49 +261,46 @@ Awaitable<void> RedisStore::probe(std::size_t index) {
   }
 }
 
-void RedisStore::fall_back(Pipeline& pipeline, Decision& decision, const Charges& charges,
-                           limiter::TimePoint now) const {
+ChargeResult RedisStore::fall_back(const Charges& charges, limiter::TimePoint now) const {
   switch (options_.on_error) {
     case config::OnStoreError::local:
-      pipeline.conclude(decision, charges, Pipeline::charge_locally(charges, now), now);
-      return;
+      return Pipeline::charge_locally(charges, now);
     case config::OnStoreError::allow: {
-      ChargeResult admitted;
-      admitted.live_admitted = true;
-      for (std::size_t i = 0; i < charges.count; ++i) {
-        admitted.outcomes[i].verdict.admitted = true;
-      }
-      pipeline.conclude(decision, charges, admitted, now);
-      decision.report_count = 0;  // nothing was counted: no RateLimit headers to give
-      decision.permit_count = 0;
-      return;
+      ChargeResult result;
+      result.counted = Counted::let_pass;
+      return result;
     }
     case config::OnStoreError::deny:
-      decision.outcome = Outcome::denied;
-      decision.status = 503;
-      decision.retry_after = kDenyRetryAfter;
-      decision.report_count = 0;
-      return;
+      break;
   }
+  ChargeResult result;
+  result.counted = Counted::refuse;
+  return result;
 }
 
-Awaitable<void> RedisStore::decide(std::size_t index, Pipeline& pipeline, Decision& decision,
-                                   const Charges& charges, limiter::TimePoint now) {
-  Loop& loop = *loops_[index];
-  if (charges.count == 0) {
-    pipeline.conclude(decision, charges, Pipeline::charge_locally(charges, now), now);
-    co_return;
-  }
-  // Unique per request: the process's random base, a count per loop, the loop.
-  const std::uint64_t permit = permit_base_ + (++loop.permits_issued << 16) + index;
-  // Keys known to be over their limit are refused here, without a round trip.
+std::array<std::uint64_t, limiter::kMaxChargesPerRequest> RedisStore::cache_ids(
+    const Decision& decision, const Charges& charges) {
   std::array<std::uint64_t, limiter::kMaxChargesPerRequest> ids{};
-  const limiter::TimePoint cache_now = simulated_now_.value_or(now);
-  ChargeResult result;
-  bool cached = false;
   for (std::size_t i = 0; i < charges.live; ++i) {
     ids[i] = redis_key_id(decision.reports[charges.report[i]].limiter->name, *charges.options[i],
                           charges.shared_key[i]);
+  }
+  return ids;
+}
+
+bool RedisStore::charge_now(std::size_t index, const Decision& decision, const Charges& charges,
+                            limiter::TimePoint now, ChargeResult& result) {
+  Loop& loop = *loops_[index];
+  if (charges.count == 0) {
+    result = Pipeline::charge_locally(charges, now);
+    return true;
+  }
+  // Keys known to be over their limit are refused here, without a round trip.
+  const auto ids = cache_ids(decision, charges);
+  const limiter::TimePoint cache_now = simulated_now_.value_or(now);
+  result = ChargeResult{};
+  bool cached = false;
+  for (std::size_t i = 0; i < charges.live; ++i) {
     const auto refusal = loop.over_limit.refusal(ids[i], charges.items[i].cost, cache_now);
     if (refusal) {
       cached = true;
@@ -317,17 +311,28 @@ Awaitable<void> RedisStore::decide(std::size_t index, Pipeline& pipeline, Decisi
   }
   if (cached) {
     loop.cached_refusals.add();
-    pipeline.conclude(decision, charges, result, now);
-    co_return;
+    return true;
   }
-  if (!breaker_.allow(CircuitBreaker::Clock::now()) ||
-      !co_await call(loop, decision, charges, permit, result)) {
-    fall_back(pipeline, decision, charges, now);
-    co_return;
+  if (!breaker_.allow(CircuitBreaker::Clock::now())) {
+    result = fall_back(charges, now);
+    return true;
   }
-  decision.redis_permit = permit;
-  pipeline.conclude(decision, charges, result, now);
+  return false;
+}
+
+Awaitable<ChargeResult> RedisStore::charge(std::size_t index, const Decision& decision,
+                                           const Charges& charges, limiter::TimePoint now) {
+  Loop& loop = *loops_[index];
+  // Unique per request: the process's random base, a count per loop, the loop.
+  const std::uint64_t permit = permit_base_ + (++loop.permits_issued << 16) + index;
+  ChargeResult result;
+  if (!co_await call(loop, decision, charges, permit, result)) {
+    co_return fall_back(charges, now);
+  }
+  result.store_permit = permit;
   if (!result.live_admitted) {
+    const auto ids = cache_ids(decision, charges);
+    const limiter::TimePoint cache_now = simulated_now_.value_or(now);
     for (std::size_t i = 0; i < charges.live; ++i) {
       const limiter::Verdict& verdict = result.outcomes[i].verdict;
       if (!verdict.admitted && verdict.retry_after != limiter::Duration::max() &&
@@ -336,10 +341,15 @@ Awaitable<void> RedisStore::decide(std::size_t index, Pipeline& pipeline, Decisi
       }
     }
   }
+  co_return result;
 }
 
 void RedisStore::release(std::size_t index, const Decision& decision) {
-  if (decision.redis_permit == 0 || decision.permit_count == 0) {
+  if (decision.permit_count == 0) {
+    return;
+  }
+  if (decision.store_permit == 0) {
+    Pipeline::release_locally(decision);  // `on_error: local` took them from memory
     return;
   }
   RedisConnection* connection = pick(*loops_[index]);
@@ -349,7 +359,14 @@ void RedisStore::release(std::size_t index, const Decision& decision) {
   send_releases(*connection,
                 {decision.permits.begin(),
                  decision.permits.begin() + static_cast<std::ptrdiff_t>(decision.permit_count)},
-                decision.redis_permit);
+                decision.store_permit);
+}
+
+std::optional<StoreHealth> RedisStore::health() const {
+  return StoreHealth{.name = "redis",
+                     .available = available(),
+                     .errors = errors(),
+                     .cached_refusals = cached_refusals()};
 }
 
 std::uint64_t RedisStore::errors() const noexcept {

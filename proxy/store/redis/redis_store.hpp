@@ -14,6 +14,7 @@
 #include "proxy/store/redis/over_limit_cache.hpp"
 #include "proxy/store/redis/redis_connection.hpp"
 #include "proxy/store/redis/redis_decision.hpp"
+#include "proxy/store/store.hpp"
 #include "proxy/telemetry/metrics.hpp"
 
 namespace sluice::proxy {
@@ -27,36 +28,37 @@ namespace sluice::proxy {
 /// allow (forwarded, uncounted), deny (503) or local (the memory limiters). The first failure
 /// opens the breaker: requests then skip Redis, but for one probe every kProbeInterval, until
 /// one succeeds. Broken connections reconnect in the background with backoff.
-class RedisStore {
+class RedisStore final : public Store {
  public:
   static constexpr std::chrono::milliseconds kProbeInterval{250};
 
   RedisStore(config::RedisOptions options, std::size_t loops);
-  RedisStore(const RedisStore&) = delete;
-  RedisStore& operator=(const RedisStore&) = delete;
-  RedisStore(RedisStore&&) = delete;
-  RedisStore& operator=(RedisStore&&) = delete;
-  ~RedisStore();
+  ~RedisStore() override;
 
   /// Opens loop `loop`'s connections and loads the scripts; run on that loop's executor, once,
   /// before it serves. Throws RedisError naming the URL (password redacted).
-  Awaitable<void> open(std::size_t loop);
+  Awaitable<void> open(std::size_t loop) override;
   /// Closes loop `loop`'s connections; from that loop's thread, or once it has stopped.
-  void close(std::size_t loop);
+  void close(std::size_t loop) override;
 
-  /// Decides `charges` in Redis and concludes `decision` through `pipeline`; on failure, as
-  /// `on_error` says. From loop `loop`'s thread. `now` is the proxy's clock: it serves the
-  /// over-limit cache and `on_error: local`; Redis decides on its own clock.
-  Awaitable<void> decide(std::size_t loop, Pipeline& pipeline, Decision& decision,
-                         const Charges& charges, limiter::TimePoint now);
-  /// Gives back the concurrency permits of a finished request, in the background. A release
-  /// that fails is not retried: the permit's lease ends it (kConcurrencyLease).
-  void release(std::size_t loop, const Decision& decision);
+  /// Answers at once a request with no charges, one refused by the over-limit cache, and,
+  /// while the breaker is open, one that follows `on_error`.
+  bool charge_now(std::size_t loop, const Decision& decision, const Charges& charges,
+                  limiter::TimePoint now, ChargeResult& result) override;
+  /// Decides `charges` in Redis, in one call of the decision script; on failure, as `on_error`
+  /// says. From loop `loop`'s thread. `now` is the proxy's clock: it serves the over-limit cache
+  /// and `on_error: local`; Redis decides on its own clock.
+  Awaitable<ChargeResult> charge(std::size_t loop, const Decision& decision, const Charges& charges,
+                                 limiter::TimePoint now) override;
+  /// Gives back the concurrency permits of a finished request: in the background when Redis
+  /// holds them (a release that fails is not retried: the permit's lease ends it,
+  /// kConcurrencyLease), at once when `on_error: local` took them from the memory limiters.
+  void release(std::size_t loop, const Decision& decision) override;
 
+  std::optional<StoreHealth> health() const override;
   /// While the breaker is open, asks Redis (PING on loop `loop`) whether it answers again, and
-  /// closes the breaker if it does. For /readyz: a replica taken out of rotation because it
-  /// was unready gets no requests to probe with, yet must notice when Redis is back.
-  Awaitable<void> probe(std::size_t loop);
+  /// closes the breaker if it does.
+  Awaitable<void> probe(std::size_t loop) override;
 
   /// False while the breaker is open: Redis is failing, requests follow on_error.
   bool available() const noexcept { return !breaker_.is_open(); }
@@ -92,8 +94,11 @@ class RedisStore {
   void replace(Loop& loop, std::size_t slot);
   limiter::Duration connect_timeout() const noexcept;
   void failed(Loop& loop, std::string_view why);
-  void fall_back(Pipeline& pipeline, Decision& decision, const Charges& charges,
-                 limiter::TimePoint now) const;
+  /// What `on_error` makes of a request Redis could not decide.
+  ChargeResult fall_back(const Charges& charges, limiter::TimePoint now) const;
+  /// The keys of the live charges, as the over-limit cache knows them.
+  static std::array<std::uint64_t, limiter::kMaxChargesPerRequest> cache_ids(
+      const Decision& decision, const Charges& charges);
 
   config::RedisOptions options_;
   std::string shown_url_;  ///< The URL with its password redacted.

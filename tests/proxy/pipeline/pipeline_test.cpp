@@ -185,9 +185,9 @@ routes: [{name: all, limiters: [inflight]}]
   const Decision second = fixture.send({}, at(0s));
   EXPECT_EQ(first.permit_count, 1U);
   EXPECT_EQ(fixture.send({}, at(0s)).outcome, Outcome::limited);
-  fixture.pipeline().release(first);
+  Pipeline::release_locally(first);
   EXPECT_EQ(fixture.send({}, at(0s)).outcome, Outcome::allowed);
-  fixture.pipeline().release(second);
+  Pipeline::release_locally(second);
 }
 
 TEST(Pipeline, UsesTheGivenCostOverTheRoutes) {

@@ -17,6 +17,7 @@
 #include "tests/support/manual_clock.hpp"
 #include "tests/support/pipeline_fixture.hpp"
 #include "tests/support/redis_server.hpp"
+#include "tests/support/store_decision.hpp"
 
 namespace sluice::proxy {
 namespace {
@@ -60,14 +61,14 @@ class StoreFixture {
                                    charges)) {
       store_.decide_at(now);
       loop_.run([&]() -> Awaitable<void> {
-        co_await store_.decide(0, shared_.pipeline(), decision, charges, local);
+        co_await test::decide_through(store_, 0, shared_.pipeline(), decision, charges, local);
       });
     }
     return decision;
   }
 
   void release(const Decision& memory, const Decision& redis) {
-    memory_.pipeline().release(memory);
+    Pipeline::release_locally(memory);
     store_.release(0, redis);
     loop_.poll();
   }
@@ -353,7 +354,8 @@ TEST(RedisStore, RequestsInFlightWhenRedisHangsWaitNoLongerThanTheTimeout) {
         fixture.loop().io(),
         [&, i, now]() -> Awaitable<void> {
           const auto started = std::chrono::steady_clock::now();
-          co_await fixture.store().decide(0, pipeline, decisions[i], charges[i], now);
+          co_await test::decide_through(fixture.store(), 0, pipeline, decisions[i], charges[i],
+                                        now);
           took[i] = std::chrono::steady_clock::now() - started;
         },
         [&](std::exception_ptr) { ++done; });
@@ -463,9 +465,10 @@ TEST_P(SharedLimit, TwoReplicasAdmitExactlyTheLimitTogether) {
         const TimePoint now = limiter::SystemClock().now();
         ASSERT_TRUE(pipeline.prepare(test::PipelineFixture::view_of(request), now, std::nullopt,
                                      decisions[i], charges[i]));
-        net::co_spawn(replica.loop().io(),
-                      replica.store().decide(0, pipeline, decisions[i], charges[i], now),
-                      [&](std::exception_ptr) { ++done; });
+        net::co_spawn(
+            replica.loop().io(),
+            test::decide_through(replica.store(), 0, pipeline, decisions[i], charges[i], now),
+            [&](std::exception_ptr) { ++done; });
         if ((i + 1) % kPerWave == 0) {
           while (done <= i) {
             replica.loop().run_for(1ms);

@@ -1,0 +1,63 @@
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+#include "limiter/time.hpp"
+#include "proxy/io/net.hpp"
+#include "proxy/pipeline/pipeline.hpp"
+#include "proxy/store/store_error.hpp"
+
+namespace sluice::proxy {
+
+/// What a store that lives outside the process reports on the admin port (/metrics, /readyz).
+struct StoreHealth {
+  std::string_view name;              ///< As `store:` spells it.
+  bool available = true;              ///< False while it fails and requests follow `on_error`.
+  std::uint64_t errors = 0;           ///< Failed calls.
+  std::uint64_t cached_refusals = 0;  ///< Requests refused without asking it.
+};
+
+/// Where the limiters' counters live (SPEC §2 `store`): it takes a request's prepared charges
+/// and answers how each limiter decided (or, when it fails, what its policy makes of the
+/// request), and takes back the concurrency permits of a finished request. The pipeline
+/// prepares the charges and concludes the decision; a store only counts. Each event loop calls
+/// it from its own thread with its index, so a store can keep per-loop state without locks.
+///
+/// A store answers at once when it can (charge_now): the memory store always, so that its hot
+/// path has no coroutine frame; a shared store when it needs no round trip. Otherwise the
+/// caller awaits charge().
+class Store {
+ public:
+  Store() = default;
+  Store(const Store&) = delete;
+  Store& operator=(const Store&) = delete;
+  Store(Store&&) = delete;
+  Store& operator=(Store&&) = delete;
+  virtual ~Store() = default;
+
+  /// Readies loop `loop` (connections, scripts); on that loop's executor, once, before it serves.
+  /// Throws StoreError when the store cannot be used.
+  virtual Awaitable<void> open(std::size_t /*loop*/) { co_return; }
+  /// Lets go of loop `loop`'s resources; from that loop's thread, or once it has stopped.
+  virtual void close(std::size_t /*loop*/) {}
+
+  /// Answers without waiting, if it can: true with `result` filled in.
+  virtual bool charge_now(std::size_t loop, const Decision& decision, const Charges& charges,
+                          limiter::TimePoint now, ChargeResult& result) = 0;
+  /// Answers after a round trip; only after charge_now() returned false for the same request.
+  virtual Awaitable<ChargeResult> charge(std::size_t loop, const Decision& decision,
+                                         const Charges& charges, limiter::TimePoint now) = 0;
+  /// Gives back the concurrency permits of a finished request, wherever they are held.
+  virtual void release(std::size_t loop, const Decision& decision) = 0;
+
+  /// nullopt for a store inside the process, which has nothing to report.
+  virtual std::optional<StoreHealth> health() const { return std::nullopt; }
+  /// When the store is unavailable, asks it (from loop `loop`) whether it answers again. For
+  /// /readyz: a replica out of rotation gets no requests to notice the store is back with.
+  virtual Awaitable<void> probe(std::size_t /*loop*/) { co_return; }
+};
+
+}  // namespace sluice::proxy

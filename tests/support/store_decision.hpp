@@ -1,0 +1,21 @@
+#pragma once
+
+#include "proxy/pipeline/pipeline.hpp"
+#include "proxy/store/store.hpp"
+
+namespace sluice::test {
+
+/// A prepared request's charges through `store`, concluded by `pipeline`: what the session does
+/// for each request, as one awaitable.
+inline proxy::Awaitable<void> decide_through(proxy::Store& store, std::size_t loop,
+                                             proxy::Pipeline& pipeline, proxy::Decision& decision,
+                                             const proxy::Charges& charges,
+                                             limiter::TimePoint now) {
+  proxy::ChargeResult charged;
+  if (!store.charge_now(loop, decision, charges, now, charged)) {
+    charged = co_await store.charge(loop, decision, charges, now);
+  }
+  pipeline.conclude(decision, charges, charged, now);
+}
+
+}  // namespace sluice::test
