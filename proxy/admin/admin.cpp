@@ -53,7 +53,7 @@ http::response<http::string_body> problem(http::status status, unsigned version,
 }
 
 http::response<http::string_body> limiter_state(std::string_view rest, Pipeline& pipeline,
-                                                const SessionContext& context, unsigned version,
+                                                const LoopContext& context, unsigned version,
                                                 bool keep_alive) {
   const std::size_t slash = rest.find('/');
   if (slash == std::string_view::npos || slash == 0 || slash + 1 == rest.size()) {
@@ -61,7 +61,7 @@ http::response<http::string_body> limiter_state(std::string_view rest, Pipeline&
   }
   const std::string name = percent_decoded(rest.substr(0, slash));
   const std::string key = percent_decoded(rest.substr(slash + 1));
-  const limiter::TimePoint now = context.clock->now();
+  const limiter::TimePoint now = context.proxy.clock.now();
   const std::optional<limiter::Status> status = pipeline.peek(name, key, now);
   if (!status) {
     return problem(http::status::not_found, version, keep_alive);
@@ -82,27 +82,28 @@ http::response<http::string_body> limiter_state(std::string_view rest, Pipeline&
 }
 
 http::response<http::string_body> metrics_page(const Generation& generation,
-                                               const SessionContext& context, unsigned version,
+                                               const LoopContext& context, unsigned version,
                                                bool keep_alive) {
   const auto keys = generation.pipeline.limiter_keys();
-  Metrics::Gauges gauges{.limiter_keys = keys, .open_connections = context.connections->load()};
-  if (const auto health = context.store->health()) {
+  Metrics::Gauges gauges{.limiter_keys = keys,
+                         .open_connections = context.proxy.connections.load()};
+  if (const auto health = context.proxy.store->health()) {
     gauges.store = health->name;
     gauges.store_errors = health->errors;
     gauges.store_available = health->available;
     gauges.store_cached_refusals = health->cached_refusals;
   }
-  return text_response(http::status::ok, version, keep_alive, context.metrics->render(gauges),
+  return text_response(http::status::ok, version, keep_alive, context.proxy.metrics.render(gauges),
                        "text/plain; version=0.0.4; charset=utf-8");
 }
 
 /// POST /reload: 200 and what was kept, or 422 with every error (the old config stays).
-http::response<http::string_body> reload(const SessionContext& context, unsigned version,
+http::response<http::string_body> reload(const LoopContext& context, unsigned version,
                                          bool keep_alive) {
-  if (!context.reloader) {
+  if (!context.proxy.reloader) {
     return problem(http::status::not_found, version, keep_alive);
   }
-  const ReloadReport report = context.reloader->reload();
+  const ReloadReport report = context.proxy.reloader->reload();
   std::string body =
       report.ok ? "{\"result\":\"success\",\"kept_state\":" + std::to_string(report.kept_state) +
                       ",\"restart_needed\":["
@@ -122,14 +123,14 @@ http::response<http::string_body> reload(const SessionContext& context, unsigned
 
 }  // namespace
 
-Awaitable<void> serve_admin(Socket socket, SessionContext context) {
+Awaitable<void> serve_admin(Socket socket, LoopContext& context) {
   beast::basic_stream<tcp, Executor> stream(std::move(socket));
   beast::flat_buffer buffer(kMaxHeaderBytes);
   for (;;) {
     http::request_parser<http::string_body> parser;
     parser.header_limit(kMaxHeaderBytes);
     parser.body_limit(64 * 1024);
-    stream.expires_after(context.generations->get()->config->timeouts.idle);
+    stream.expires_after(context.generations.get()->config->timeouts.idle);
     auto [ec, read] = co_await http::async_read(stream, buffer, parser, use_nothrow);
     if (ec) {
       break;
@@ -138,7 +139,7 @@ Awaitable<void> serve_admin(Socket socket, SessionContext context) {
     const bool keep_alive = request.keep_alive();
     const std::string_view target = request.target().substr(0, request.target().find('?'));
     const bool get = request.method() == http::verb::get || request.method() == http::verb::head;
-    const std::shared_ptr<const Generation> generation = context.generations->get();
+    const std::shared_ptr<const Generation> generation = context.generations.get();
     http::response<http::string_body> response;
     if (target == "/reload") {
       response = request.method() == http::verb::post
@@ -158,13 +159,13 @@ Awaitable<void> serve_admin(Socket socket, SessionContext context) {
       } else if (target == "/readyz") {
         // Ready while accepting traffic and the store answers (SPEC §5). A failed store is
         // asked again here: an unready replica may get no request that would find it back.
-        const bool draining = context.draining->load(std::memory_order_relaxed);
+        const bool draining = context.proxy.draining.load(std::memory_order_relaxed);
         const auto available = [&context] {
-          const auto health = context.store->health();
+          const auto health = context.proxy.store->health();
           return !health || health->available;
         };
         if (!available()) {
-          co_await context.store->probe(context.loop);
+          co_await context.proxy.store->probe(context.index);
         }
         const bool store_down = !available();
         const std::string_view why = draining     ? "draining\n"

@@ -3,7 +3,7 @@
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/ip/tcp.hpp>
 
-#include "proxy/http/session_context.hpp"
+#include "proxy/http/loop_context.hpp"
 #include "proxy/io/net.hpp"
 
 namespace sluice::proxy {
@@ -14,6 +14,6 @@ namespace sluice::proxy {
 /// - `GET /limiters/NAME/KEY`: one key's state ({"remaining", "reset", "banned"}), consuming
 ///   nothing. KEY is percent-decoded.
 /// Anything else: 404 (405 for other methods on known paths).
-Awaitable<void> serve_admin(Socket socket, SessionContext context);
+Awaitable<void> serve_admin(Socket socket, LoopContext& context);
 
 }  // namespace sluice::proxy

@@ -290,7 +290,7 @@ bool expects_continue(const RequestParser& request) {
 }
 
 /// How sending a request upstream ended.
-struct Exchange {
+struct UpstreamSend {
   UpstreamFailure failure = UpstreamFailure::none;
   bool client_gone = false;  ///< The client went away before the request was sent whole.
 };
@@ -300,12 +300,16 @@ struct Exchange {
 /// a new one; a request without a body is sent again, once, on a new connection when a parked
 /// one turns out closed. Interim responses (100, 102, 103) are skipped. A coroutine of its own
 /// to keep the relay's frame small (see UpstreamConnection::response).
-Awaitable<Exchange> send_upstream(Stream& client, beast::flat_buffer& client_buffer,
-                                  RequestParser& parser, const config::Upstream& upstream,
-                                  const config::Timeouts& timeouts, const SessionContext& context,
-                                  const HeadText& head, std::span<char> chunk,
-                                  UpstreamConnectionPtr& connection,
-                                  std::chrono::steady_clock::time_point& sent_at) {
+Awaitable<UpstreamSend> send_upstream(ClientConnection& downstream, const Exchange& exchange,
+                                      LoopContext& loop, std::span<char> chunk,
+                                      UpstreamConnectionPtr& connection,
+                                      std::chrono::steady_clock::time_point& sent_at) {
+  Stream& client = downstream.stream;
+  beast::flat_buffer& client_buffer = downstream.buffer;
+  RequestParser& parser = exchange.request;
+  const config::Upstream& upstream = exchange.upstream();
+  const config::Timeouts& timeouts = exchange.config().timeouts;
+  const HeadText& head = downstream.relay_head;
   // Without a body, a send that fails on a parked connection can be repeated on a new one: the
   // upstream closed it while idle and never saw the request (nginx does the same).
   const bool repeatable = parser.is_done();
@@ -314,14 +318,14 @@ Awaitable<Exchange> send_upstream(Stream& client, beast::flat_buffer& client_buf
     if (first_try) {
       // A request that can be repeated skips the check for a closed parked connection: it is
       // sent again on a new one if that fails.
-      connection = context.pool->take_parked(upstream, /*check_open=*/!repeatable);
+      connection = loop.pool.take_parked(upstream, /*check_open=*/!repeatable);
     }
     if (!connection) {
       beast::error_code connect_error;
-      connection = co_await context.pool->connect(upstream, timeouts.connect, connect_error);
+      connection = co_await loop.pool.connect(upstream, timeouts.connect, connect_error);
     }
     if (!connection) {
-      co_return Exchange{.failure = UpstreamFailure::connect};
+      co_return UpstreamSend{.failure = UpstreamFailure::connect};
     }
     Stream& server = connection->stream;
     beast::flat_buffer& server_buffer = connection->buffer;
@@ -332,7 +336,7 @@ Awaitable<Exchange> send_upstream(Stream& client, beast::flat_buffer& client_buf
       client.expires_after(timeouts.idle);
       auto [ec, n] = co_await net::async_write(client, net::buffer(kContinue), use_nothrow);
       if (ec) {
-        co_return Exchange{.client_gone = true};
+        co_return UpstreamSend{.client_gone = true};
       }
     }
     sent_at = std::chrono::steady_clock::now();
@@ -352,12 +356,12 @@ Awaitable<Exchange> send_upstream(Stream& client, beast::flat_buffer& client_buf
     }
     if (send_error) {
       if (client_failed) {
-        co_return Exchange{.client_gone = true};  // the client went away mid-body
+        co_return UpstreamSend{.client_gone = true};  // the client went away mid-body
       }
       if (may_retry) {
         continue;
       }
-      co_return Exchange{.failure = failure_of(send_error)};
+      co_return UpstreamSend{.failure = failure_of(send_error)};
     }
     // Until the response header arrives.
     beast::error_code header_error;
@@ -385,12 +389,12 @@ Awaitable<Exchange> send_upstream(Stream& client, beast::flat_buffer& client_buf
     } while (!header_error && response_parser->status() / 100 == 1 &&
              response_parser->result() != http::status::switching_protocols);
     if (!header_error) {
-      co_return Exchange{};
+      co_return UpstreamSend{};
     }
     if (may_retry && server_buffer.size() == 0 && header_error != beast::error::timeout) {
       continue;
     }
-    co_return Exchange{.failure = failure_of(header_error)};
+    co_return UpstreamSend{.failure = failure_of(header_error)};
   }
 }
 
@@ -410,26 +414,29 @@ std::string_view name_of(UpstreamFailure failure) noexcept {
   return "unknown";
 }
 
-Awaitable<RelayOutcome> relay(Stream& client, beast::flat_buffer& client_buffer,
-                              RequestParser& parser, std::string_view client_address,
-                              const config::Upstream& upstream, const Decision& decision,
-                              const config::ProxyConfig& config, const SessionContext& context,
-                              bool keep_alive, HeadText& head) {
+Awaitable<RelayOutcome> relay(ClientConnection& downstream, const Exchange& exchange,
+                              LoopContext& loop) {
+  Stream& client = downstream.stream;
+  beast::flat_buffer& client_buffer = downstream.buffer;
+  RequestParser& parser = exchange.request;
+  HeadText& head = downstream.relay_head;
+  const Decision& decision = exchange.decision;
+  const config::ProxyConfig& config = exchange.config();
   const config::Timeouts& timeouts = config.timeouts;
   const unsigned version = parser.version();
   const bool upgrade = parser.upgrade();
+  bool keep_alive = exchange.keep_alive;
   head.clear();
-  write_upstream_head(parser, client_address, upgrade, head);
-  const ChunkPool::Lease chunk = context.chunks->borrow();
+  write_upstream_head(parser, downstream.peer_address_text, upgrade, head);
+  const ChunkPool::Lease chunk = loop.chunks.borrow();
   UpstreamConnectionPtr connection;
   std::chrono::steady_clock::time_point sent_at;
-  const Exchange exchange =
-      co_await send_upstream(client, client_buffer, parser, upstream, timeouts, context, head,
-                             chunk.bytes(), connection, sent_at);
-  if (exchange.client_gone) {
+  const UpstreamSend sent =
+      co_await send_upstream(downstream, exchange, loop, chunk.bytes(), connection, sent_at);
+  if (sent.client_gone) {
     co_return RelayOutcome{};
   }
-  UpstreamFailure failure = exchange.failure;
+  UpstreamFailure failure = sent.failure;
   const bool switching = failure == UpstreamFailure::none &&
                          connection->response->result() == http::status::switching_protocols;
   if (switching && !upgrade) {  // a protocol switch nobody asked for
@@ -478,7 +485,7 @@ Awaitable<RelayOutcome> relay(Stream& client, beast::flat_buffer& client_buffer,
                        head, chunked, chunk.bytes(), upstream_failed);
   }
   if (!ec && response.keep_alive() && response.is_done()) {
-    context.pool->give_back(upstream, std::move(connection));
+    loop.pool.give_back(exchange.upstream(), std::move(connection));
   }
   if (ec && upstream_failed) {
     outcome.failure = failure_of(ec);

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "proxy/http/beast_http.hpp"
+#include "proxy/http/exchange.hpp"
 #include "proxy/http/message_read.hpp"
 #include "proxy/http/relay.hpp"
 #include "proxy/http/responses.hpp"
@@ -45,8 +46,8 @@ Awaitable<bool> answer(Stream& client, const OwnResponse& response, limiter::Dur
 /// Counts a connection while it is open, and gives its slot (taken by the accept loop) back
 /// when it closes.
 struct ConnectionCount {
-  ConnectionCount(std::atomic<std::size_t>* count, std::atomic<std::size_t>* slots)
-      : count_(count), slots_(slots) {
+  ConnectionCount(std::atomic<std::size_t>& count, std::atomic<std::size_t>& slots)
+      : count_(&count), slots_(&slots) {
     count_->fetch_add(1, std::memory_order_relaxed);
   }
   ConnectionCount(const ConnectionCount&) = delete;
@@ -101,12 +102,14 @@ UpstreamErrorKind error_kind(UpstreamFailure failure) noexcept {
                                                : UpstreamErrorKind::broken;
 }
 
-/// Counts a finished request in its loop's metrics, and logs it.
-void account(const SessionContext& context, const Generation& generation, const Decision& decision,
-             const RequestParser& request, unsigned status, const RelayOutcome* relayed,
-             std::chrono::steady_clock::time_point started) {
-  const auto total = std::chrono::steady_clock::now() - started;
-  RouteCounters& counters = generation.counters_for(decision.route, context.loop);
+/// Counts a finished request in its loop's metrics, and logs it. `relayed`: null when the proxy
+/// answered it itself.
+void account(const LoopContext& loop, const Exchange& exchange, unsigned status,
+             const RelayOutcome* relayed) {
+  const auto total = std::chrono::steady_clock::now() - exchange.started;
+  const Decision& decision = exchange.decision;
+  const Generation& generation = exchange.generation;
+  RouteCounters& counters = generation.counters_for(decision.route, loop.index);
   counters.count(metric_decision(decision.outcome));
   for (const LimiterReport& report : decision.applied()) {
     if (report.limiter->shadow && !report.verdict.admitted) {
@@ -116,10 +119,10 @@ void account(const SessionContext& context, const Generation& generation, const 
   }
   counters.observe(total);
   if (relayed && relayed->failure != UpstreamFailure::none) {
-    generation.upstream_counters_for(*decision.route, context.loop)
+    generation.upstream_counters_for(*decision.route, loop.index)
         .count(error_kind(relayed->failure));
   }
-  const config::ProxyConfig& config = *generation.config;
+  const config::ProxyConfig& config = exchange.config();
   if (!config.log.access) {
     return;
   }
@@ -128,11 +131,11 @@ void account(const SessionContext& context, const Generation& generation, const 
   const std::size_t length = std::min(text.size(), client.size());
   std::copy_n(text.begin(), length, client.begin());
   const std::uint64_t key = decision.report_count > 0 ? decision.reports[0].key : 0;
-  context.access_log->write(
+  loop.proxy.access_log.write(
       config.log.format,
       AccessRecord{.client = std::string_view(client.data(), length),
-                   .method = request.method_string(),
-                   .target = request.target(),
+                   .method = exchange.request.method_string(),
+                   .target = exchange.request.target(),
                    .route = decision.route ? std::string_view(decision.route->name) : "",
                    .decision = metric_decision(decision.outcome),
                    .status = status,
@@ -143,42 +146,38 @@ void account(const SessionContext& context, const Generation& generation, const 
 
 }  // namespace
 
-Awaitable<void> serve_client(Socket socket, SessionContext context) {
-  const ConnectionCount counted(context.connections, context.slots);
+Awaitable<void> serve_client(Socket socket, LoopContext& loop) {
+  ProxyState& proxy = loop.proxy;
+  const ConnectionCount counted(proxy.connections, proxy.connection_slots);
   beast::error_code ignored;
   const tcp::endpoint peer_endpoint = socket.remote_endpoint(ignored);
-  const IpAddress peer = address_of(peer_endpoint);
-  const std::string peer_text = peer_endpoint.address().to_string();  // for X-Forwarded-For
-  socket.non_blocking(true, ignored);                                 // see socket_io.hpp
-  Stream client(std::move(socket));
+  socket.non_blocking(true, ignored);  // see socket_io.hpp
+  ClientConnection client(std::move(socket), address_of(peer_endpoint),
+                          peer_endpoint.address().to_string());
+  Stream& stream = client.stream;
   bool waiting = false;
-  const IdleRegistration registered(*context.idle, client, waiting);
-  beast::flat_buffer buffer(kMaxHeaderBytes);
-  HeadFields request_head;  // capacity reused from one request to the next
+  const IdleRegistration registered(loop.idle, stream, waiting);
   // The generation this connection serves with; replaced between requests after a reload.
-  std::shared_ptr<const Generation> generation = context.generations->get();
-  OwnResponse own;      // an answer the proxy gives itself
-  HeadText relay_head;  // the heads of a relayed request and its response
+  std::shared_ptr<const Generation> generation = loop.generations.get();
 
   for (bool first = true;; first = false) {
-    if (const auto& live = context.generations->get(); live.get() != generation.get()) {
+    if (const auto& live = loop.generations.get(); live.get() != generation.get()) {
       generation = live;
     }
-    const config::ProxyConfig& config = *generation->config;
-    const config::Timeouts& timeouts = config.timeouts;
-    request_head.trim();  // the last request is over; an idle connection keeps little
-    RequestParser parser(request_head);
+    const config::Timeouts& timeouts = generation->config->timeouts;
+    client.request_head.trim();  // the last request is over; an idle connection keeps little
+    RequestParser parser(client.request_head);
     parser.header_limit(kMaxHeaderBytes);
     parser.body_limit(boost::none);  // bodies are streamed, never held whole
-    if (context.draining->load(std::memory_order_relaxed)) {
+    if (proxy.draining.load(std::memory_order_relaxed)) {
       break;
     }
-    client.expires_after(first ? timeouts.header : timeouts.idle);
+    stream.expires_after(first ? timeouts.header : timeouts.idle);
     waiting = true;  // nothing in flight: a drain may close it
     beast::error_code ec;
-    for (MessageRead read(buffer, parser, MessageRead<true>::Until::header_done);
+    for (MessageRead read(client.buffer, parser, MessageRead<true>::Until::header_done);
          read.wants_bytes(ec);) {
-      auto [error, n] = co_await client.async_read_some(read.room(), use_nothrow);
+      auto [error, n] = co_await stream.async_read_some(read.room(), use_nothrow);
       read.received(n, error, ec);
     }
     waiting = false;
@@ -189,47 +188,52 @@ Awaitable<void> serve_client(Socket socket, SessionContext context) {
         break;  // the client is done, or went quiet
       }
       // Too large: 431; malformed: 400. The connection cannot be trusted to continue.
-      problem_response(own,
+      problem_response(client.own,
                        ec == http::error::header_limit
                            ? http::status::request_header_fields_too_large
                            : http::status::bad_request,
                        11, false);
-      co_await answer(client, own, timeouts.idle);
+      co_await answer(stream, client.own, timeouts.idle);
       break;
     }
-    const auto started = std::chrono::steady_clock::now();
+    Exchange exchange{.generation = *generation,
+                      .request = parser,
+                      .decision = {},
+                      .keep_alive = false,
+                      .started = std::chrono::steady_clock::now()};
+    Decision& decision = exchange.decision;
     const RequestView view{.method = parser.method_string(),
                            .target = parser.target(),
-                           .host = request_head.value_of(http::field::host),
-                           .headers = request_head.headers(),
-                           .peer = peer};
-    Decision decision;
+                           .host = client.request_head.value_of(http::field::host),
+                           .headers = client.request_head.headers(),
+                           .peer = client.peer};
     Charges charges;
-    const limiter::TimePoint now = context.clock->now();
+    const limiter::TimePoint now = proxy.clock.now();
     if (generation->pipeline.prepare(view, now, std::nullopt, decision, charges)) {
       ChargeResult charged;
-      if (!context.store->charge_now(context.loop, decision, charges, now, charged)) {
-        charged = co_await context.store->charge(context.loop, decision, charges, now);
+      if (!proxy.store->charge_now(loop.index, decision, charges, now, charged)) {
+        charged = co_await proxy.store->charge(loop.index, decision, charges, now);
       }
       generation->pipeline.conclude(decision, charges, charged, now);
     }
     // A body left unread would be taken for the next request: only keep alive without one.
-    bool keep_alive = parser.keep_alive() && !context.draining->load(std::memory_order_relaxed);
+    exchange.keep_alive = parser.keep_alive() && !proxy.draining.load(std::memory_order_relaxed);
     const bool forward =
         (decision.outcome == Outcome::allowed || decision.outcome == Outcome::delayed) &&
         !decision.route->respond;
     if (!forward) {
-      keep_alive = keep_alive && parser.is_done();
-      own_response(own, decision, parser.version(), keep_alive, config.limits_headers);
+      exchange.keep_alive = exchange.keep_alive && parser.is_done();
+      own_response(client.own, decision, parser.version(), exchange.keep_alive,
+                   exchange.config().limits_headers);
       // The refusal path is hot: a send that completes at once allocates no coroutine frame.
-      const SendStart start = send_now(client, own.buffers());
+      const SendStart start = send_now(stream, client.own.buffers());
       beast::error_code send_error = start.error;
       if (!start.finished) {
-        send_error = co_await send_rest(client, own.buffers(), start.sent, timeouts.idle);
+        send_error = co_await send_rest(stream, client.own.buffers(), start.sent, timeouts.idle);
       }
-      const bool again = !send_error && own.keep_alive;
-      context.store->release(context.loop, decision);
-      account(context, *generation, decision, parser, decision.status, nullptr, started);
+      const bool again = !send_error && client.own.keep_alive;
+      proxy.store->release(loop.index, decision);
+      account(loop, exchange, decision.status, nullptr);
       if (!again) {
         break;
       }
@@ -240,18 +244,15 @@ Awaitable<void> serve_client(Socket socket, SessionContext context) {
       Timer hold(co_await net::this_coro::executor, decision.hold);
       co_await hold.async_wait(use_nothrow);
     }
-    const config::Upstream& upstream =
-        decision.route->upstream ? *decision.route->upstream : *config.upstream;
-    const RelayOutcome outcome = co_await relay(client, buffer, parser, peer_text, upstream,
-                                                decision, config, context, keep_alive, relay_head);
+    const RelayOutcome outcome = co_await relay(client, exchange, loop);
     // The permits go back once the response is over, or the client has gone.
-    context.store->release(context.loop, decision);
-    account(context, *generation, decision, parser, outcome.status, &outcome, started);
+    proxy.store->release(loop.index, decision);
+    account(loop, exchange, outcome.status, &outcome);
     if (!outcome.keep_alive) {
       break;
     }
   }
-  client.socket().shutdown(Socket::shutdown_send, ignored);
+  stream.socket().shutdown(Socket::shutdown_send, ignored);
 }
 
 }  // namespace sluice::proxy

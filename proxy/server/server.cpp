@@ -24,7 +24,7 @@ namespace {
 /// benchmark; with fewer than the requests in flight, every burst closes and reopens some).
 constexpr std::size_t kIdleUpstreamConnections = 64;
 
-using Serve = Awaitable<void> (*)(Socket, SessionContext);
+using Serve = Awaitable<void> (*)(Socket, LoopContext&);
 
 /// How often a loop at the connection limit looks again for a free slot.
 constexpr std::chrono::milliseconds kFullRecheck{5};
@@ -49,10 +49,10 @@ Awaitable<void> pause(std::chrono::milliseconds duration) {
 /// configured `max_connections` slots (taken before it is accepted, given back by the session):
 /// at the limit the loop stops accepting, and new connections wait in the kernel's listen queue
 /// until one closes, as with HAProxy's `maxconn`, instead of being refused.
-Awaitable<void> accept_loop(Acceptor& acceptor, SessionContext context, Serve serve, bool counted) {
+Awaitable<void> accept_loop(Acceptor& acceptor, LoopContext& loop, Serve serve, bool counted) {
+  std::atomic<std::size_t>& slots = loop.proxy.connection_slots;
   for (;;) {
-    while (counted &&
-           !take_slot(*context.slots, context.generations->get()->config->max_connections)) {
+    while (counted && !take_slot(slots, loop.generations.get()->config->max_connections)) {
       co_await pause(kFullRecheck);
       if (!acceptor.is_open()) {
         co_return;
@@ -60,7 +60,7 @@ Awaitable<void> accept_loop(Acceptor& acceptor, SessionContext context, Serve se
     }
     auto [ec, socket] = co_await acceptor.async_accept(use_nothrow);
     if (ec && counted) {
-      context.slots->fetch_sub(1, std::memory_order_relaxed);
+      slots.fetch_sub(1, std::memory_order_relaxed);
     }
     if (ec == net::error::operation_aborted || !acceptor.is_open()) {
       co_return;  // stopping
@@ -70,7 +70,7 @@ Awaitable<void> accept_loop(Acceptor& acceptor, SessionContext context, Serve se
       continue;
     }
     socket.set_option(tcp::no_delay(true), ec);
-    net::co_spawn(acceptor.get_executor(), serve(std::move(socket), context), net::detached);
+    net::co_spawn(acceptor.get_executor(), serve(std::move(socket), loop), net::detached);
   }
 }
 
@@ -79,19 +79,11 @@ Awaitable<void> accept_loop(Acceptor& acceptor, SessionContext context, Serve se
 Server::Server(LiveConfig& live, Metrics& metrics, AccessLog& access_log, Reloader* reloader,
                const limiter::Clock& clock)
     : live_(live),
-      context_{.generations = nullptr,
-               .live = &live,
-               .metrics = &metrics,
-               .access_log = &access_log,
-               .reloader = reloader,
-               .clock = &clock,
-               .draining = &draining_,
-               .connections = &connections_,
-               .slots = &slots_,
-               .idle = nullptr,
-               .pool = nullptr,
-               .chunks = nullptr,
-               .loop = 0} {}
+      state_{.live = live,
+             .metrics = metrics,
+             .access_log = access_log,
+             .reloader = reloader,
+             .clock = clock} {}
 
 unsigned Server::threads_for(const config::ProxyConfig& config) {
   return config.threads != 0 ? config.threads : std::max(1U, std::thread::hardware_concurrency());
@@ -105,7 +97,7 @@ void Server::start() {
   const unsigned threads = threads_for(config);
   endpoint_ = tcp::endpoint(net::ip::make_address(config.listen.host), config.listen.port);
   for (unsigned i = 0; i < threads; ++i) {
-    auto loop = std::make_unique<Loop>(live_);
+    auto loop = std::make_unique<Loop>();
     loop->acceptor = std::make_unique<Acceptor>(loop->io);
     loop->pool = std::make_unique<UpstreamPool>(kIdleUpstreamConnections, config.timeouts.idle);
     loop->acceptor->open(endpoint_.protocol());
@@ -116,6 +108,7 @@ void Server::start() {
     loop->acceptor->bind(endpoint_);
     loop->acceptor->listen(net::socket_base::max_listen_connections);
     endpoint_ = loop->acceptor->local_endpoint();  // port 0 becomes the real port
+    loop->context = std::make_unique<LoopContext>(state_, i, *loop->pool, loop->chunks);
     loops_.push_back(std::move(loop));
   }
   open_store(config);
@@ -123,22 +116,12 @@ void Server::start() {
     Loop& first = *loops_.front();
     const tcp::endpoint admin(net::ip::make_address(config.admin->host), config.admin->port);
     admin_ = std::make_unique<Acceptor>(first.io, admin);
-    SessionContext context = context_;
-    context.idle = &first.idle;
-    context.pool = first.pool.get();
-    context.chunks = &first.chunks;
-    context.generations = &first.generations;
-    net::co_spawn(first.io, accept_loop(*admin_, context, &serve_admin, false), net::detached);
+    net::co_spawn(first.io, accept_loop(*admin_, *first.context, &serve_admin, false),
+                  net::detached);
   }
   for (std::size_t i = 0; i < loops_.size(); ++i) {
     Loop* loop = loops_[i].get();
-    SessionContext context = context_;
-    context.idle = &loop->idle;
-    context.pool = loop->pool.get();
-    context.chunks = &loop->chunks;
-    context.generations = &loop->generations;
-    context.loop = i;
-    net::co_spawn(loop->io, accept_loop(*loop->acceptor, context, &serve_client, true),
+    net::co_spawn(loop->io, accept_loop(*loop->acceptor, *loop->context, &serve_client, true),
                   net::detached);
     loop->thread = std::thread([io = &loop->io] { io->run(); });
   }
@@ -150,7 +133,7 @@ void Server::open_store(const config::ProxyConfig& config) {
   } else {
     store_ = std::make_unique<MemoryStore>();
   }
-  context_.store = store_.get();
+  state_.store = store_.get();
   // Each loop's connections are opened on that loop, before its thread runs it.
   for (std::size_t i = 0; i < loops_.size(); ++i) {
     net::io_context& io = loops_[i]->io;
@@ -170,10 +153,10 @@ tcp::endpoint Server::admin_endpoint() const {
 }
 
 void Server::stop(limiter::Duration drain) {
-  draining_.store(true);
+  state_.draining.store(true);
   for (auto& loop : loops_) {
     // Stop accepting; close the connections that wait for a request (nothing in flight).
-    net::post(loop->io, [acceptor = loop->acceptor.get(), idle = &loop->idle] {
+    net::post(loop->io, [acceptor = loop->acceptor.get(), idle = &loop->context->idle] {
       boost::system::error_code ignored;
       acceptor->close(ignored);
       for (const auto& [stream, waiting] : idle->open) {
@@ -184,7 +167,7 @@ void Server::stop(limiter::Duration drain) {
     });
   }
   const auto deadline = std::chrono::steady_clock::now() + drain;
-  while (connections_.load() > 0 && std::chrono::steady_clock::now() < deadline) {
+  while (state_.connections.load() > 0 && std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   if (admin_ && !loops_.empty()) {

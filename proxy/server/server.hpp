@@ -42,7 +42,7 @@ class Server {
   boost::asio::ip::tcp::endpoint admin_endpoint() const;
   /// Stops accepting, lets connections finish their request for up to `drain`, then stops.
   void stop(limiter::Duration drain);
-  std::size_t open_connections() const noexcept { return connections_.load(); }
+  std::size_t open_connections() const noexcept { return state_.connections.load(); }
   /// Where the limiters count: memory or Redis, as the configuration says.
   Store* store() const noexcept { return store_.get(); }
 
@@ -57,22 +57,17 @@ class Server {
     /// per-socket locks; other threads only post to it.
     boost::asio::io_context io{BOOST_ASIO_CONCURRENCY_HINT_UNSAFE_IO};
     std::unique_ptr<Acceptor> acceptor;
-    explicit Loop(const LiveConfig& live) : generations(live) {}
-    IdleConnections idle;
-    GenerationCache generations;
-    std::unique_ptr<UpstreamPool> pool;  ///< Holds sockets of `io`: declared after it.
+    std::unique_ptr<UpstreamPool> pool;    ///< Holds sockets of `io`: declared after it.
+    std::unique_ptr<LoopContext> context;  ///< What this loop's connections share.
     std::thread thread;
   };
 
   static constexpr std::size_t kSpareChunks = 64;
 
   LiveConfig& live_;
-  SessionContext context_;
+  ProxyState state_;
   std::vector<std::unique_ptr<Loop>> loops_;
   std::unique_ptr<Acceptor> admin_;  ///< On the first loop.
-  std::atomic<bool> draining_{false};
-  std::atomic<std::size_t> connections_{0};
-  std::atomic<std::size_t> slots_{0};  ///< Connections open or being accepted.
   boost::asio::ip::tcp::endpoint endpoint_;
   /// Holds sockets of the loops' io_contexts: closed in stop() before they go.
   std::unique_ptr<Store> store_;

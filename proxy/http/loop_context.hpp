@@ -1,0 +1,64 @@
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <unordered_map>
+
+#include "limiter/clock.hpp"
+#include "proxy/http/upstream_pool.hpp"
+#include "proxy/io/chunk_pool.hpp"
+#include "proxy/io/stream.hpp"
+#include "proxy/live/generation.hpp"
+#include "proxy/live/reloader.hpp"
+#include "proxy/store/store.hpp"
+#include "proxy/telemetry/access_log.hpp"
+#include "proxy/telemetry/metrics.hpp"
+
+namespace sluice::proxy {
+
+/// Largest request or response header accepted (431 beyond it).
+inline constexpr std::uint32_t kMaxHeaderBytes = 16 * 1024;
+
+/// What every event loop shares with the others: the configuration in force, where limits are
+/// counted, the counters and the process's switches. Owned by the server; the atomics are the
+/// only members written while it serves.
+struct ProxyState {
+  LiveConfig& live;
+  Metrics& metrics;
+  AccessLog& access_log;
+  Reloader* reloader = nullptr;  ///< For the admin port's POST /reload; null without one.
+  const limiter::Clock& clock;
+  Store* store = nullptr;                        ///< Set once the store is open, before serving.
+  std::atomic<bool> draining{false};             ///< Set on SIGTERM: finish, keep nothing alive.
+  std::atomic<std::size_t> connections{0};       ///< Open client connections.
+  std::atomic<std::size_t> connection_slots{0};  ///< Open or being accepted, vs max_connections.
+};
+
+/// The client connections of one event loop, each with whether it is waiting for a request
+/// now: on drain those have nothing in flight and are closed at once. A connection registers
+/// once; between requests only its flag changes.
+struct IdleConnections {
+  std::unordered_map<Stream*, const bool*> open;
+};
+
+/// What one event loop owns for the connections it serves. Touched only from that loop's
+/// thread (but `proxy`, which all loops share).
+struct LoopContext {
+  LoopContext(ProxyState& shared, std::size_t loop_index, UpstreamPool& upstreams,
+              ChunkPool& body_chunks)
+      : proxy(shared),
+        index(loop_index),
+        generations(shared.live),
+        pool(upstreams),
+        chunks(body_chunks) {}
+
+  ProxyState& proxy;
+  std::size_t index;            ///< This loop's slot in per-loop counters and stores.
+  GenerationCache generations;  ///< This loop's view of the live configuration.
+  IdleConnections idle;         ///< This loop's client connections.
+  UpstreamPool& pool;           ///< This loop's upstream connections.
+  ChunkPool& chunks;            ///< This loop's body buffers.
+};
+
+}  // namespace sluice::proxy
