@@ -38,8 +38,10 @@
 //
 // This is built on Asio's reactor internals (its reactor_op, the socket's implementation), so
 // it is tied to the Boost version Debian 12 ships; the assertions below stop a build on any
-// other. Per-operation cancellation is not wired: the request path's handlers (Stream's) carry
-// no cancellation slot, and closing the socket ends a pending read as usual.
+// other. Only socket_read.hpp includes it, and only when the build turns it on: elsewhere
+// Stream reads through Asio's public async_read_some. Per-operation cancellation is not wired: the
+// request path's handlers (Stream's) carry no cancellation slot, and closing the socket ends a
+// pending read as usual.
 
 static_assert(BOOST_ASIO_VERSION == 102600, "drain_aware_read.hpp follows Asio 1.26's reactor");
 #if !defined(BOOST_ASIO_HAS_EPOLL) || defined(BOOST_ASIO_HAS_IO_URING_AS_DEFAULT)

@@ -4,7 +4,7 @@ namespace sluice::proxy {
 
 Stream::Stream(Socket socket)
     : socket_(std::move(socket)),
-      reactor_(&reactor_of(socket_.get_executor())),
+      reader_(socket_.get_executor()),
       deadline_(std::make_shared<Deadline>(socket_.get_executor(), &socket_)) {
   beast::error_code ignored;
   socket_.non_blocking(true, ignored);
@@ -12,7 +12,7 @@ Stream::Stream(Socket socket)
 
 Stream::Stream(const executor_type& executor)
     : socket_(executor),
-      reactor_(&reactor_of(executor)),
+      reader_(executor),
       deadline_(std::make_shared<Deadline>(executor, &socket_)) {}
 
 Stream::~Stream() {

@@ -12,8 +12,8 @@
 #include <utility>
 
 #include "limiter/clock.hpp"
-#include "proxy/io/drain_aware_read.hpp"
 #include "proxy/io/net.hpp"
+#include "proxy/io/socket_read.hpp"
 
 namespace sluice::proxy {
 
@@ -27,7 +27,7 @@ namespace sluice::proxy {
 /// later, end with beast::error::timeout, as with tcp_stream. The stream must outlive its
 /// operations (its owner awaits them). The socket is put in non-blocking mode (see
 /// socket_io.hpp). A read that empties the socket makes the next one wait for epoll rather than
-/// try a recv first (drain_aware_read.hpp).
+/// try a recv first, where the build allows it (socket_read.hpp).
 class Stream {
  public:
   using executor_type = Executor;
@@ -57,7 +57,7 @@ class Stream {
     return net::async_initiate<Token, void(beast::error_code, std::size_t)>(
         [this](auto handler, const MutableBuffers& into) {
           start(std::move(handler), [&](auto completion) {
-            async_read_some_drain_aware(socket_, *reactor_, into, std::move(completion));
+            reader_.async_read_some(socket_, into, std::move(completion));
           });
         },
         token, buffers);
@@ -129,7 +129,7 @@ class Stream {
   static void on_timer(const std::shared_ptr<Deadline>& deadline, const beast::error_code& ec);
 
   Socket socket_;
-  Reactor* reactor_;  ///< The loop's, for the reads (drain_aware_read.hpp)
+  SocketReader reader_;
   std::shared_ptr<Deadline> deadline_;
 };
 
