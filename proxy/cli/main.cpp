@@ -1,5 +1,5 @@
-// sluice: command line (SPEC §1). Exit codes: 0 success, 1 configuration or runtime error,
-// 2 usage error.
+// sluice: the commands of SPEC §1, as the command line (command_line.hpp) names them. Exit codes:
+// 0 success, 1 configuration or runtime error, 2 usage error.
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -7,15 +7,15 @@
 #include <csignal>
 #include <iostream>
 #include <optional>
-#include <span>
 #include <string>
 #include <string_view>
-#include <vector>
+#include <variant>
 
 #include "config/load_config.hpp"
 #include "limiter/clock.hpp"
 #include "limiter/validate.hpp"
 #include "proxy/cli/check_command.hpp"
+#include "proxy/cli/command_line.hpp"
 #include "proxy/cli/health_command.hpp"
 #include "proxy/cli/replay_command.hpp"
 #include "proxy/live/generation.hpp"
@@ -26,47 +26,7 @@
 
 namespace {
 
-constexpr std::string_view kUsage = R"(usage:
-  sluice [run] [-c FILE]     start the proxy (default FILE: ./proxy.yaml)
-  sluice check [-c FILE]     validate; print routes and limiters
-  sluice health [-c FILE]    ask the running proxy's admin port for /healthz; exit 0 if healthy
-  sluice replay [-c FILE] [--format jsonl|combined] [--out FILE] [--report FILE.html] [LOG|-]
-  sluice version
-Every command takes --help.
-)";
-
-constexpr int kUsageError = 2;
 constexpr int kRuntimeError = 1;
-
-bool wants_help(std::span<const std::string_view> args) {
-  for (const std::string_view arg : args) {
-    if (arg == "--help" || arg == "-h") {
-      return true;
-    }
-  }
-  return false;
-}
-
-/// The -c FILE option; "" and a usage message on error.
-std::string_view config_path(std::span<const std::string_view> args, bool& ok) {
-  std::string_view path = "proxy.yaml";
-  ok = true;
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    if (args[i] == "-c" || args[i] == "--config") {
-      if (i + 1 == args.size()) {
-        std::cerr << "sluice: " << args[i] << " needs a FILE\n" << kUsage;
-        ok = false;
-        return {};
-      }
-      path = args[++i];
-    } else {
-      std::cerr << "sluice: unexpected argument '" << args[i] << "'\n" << kUsage;
-      ok = false;
-      return {};
-    }
-  }
-  return path;
-}
 
 /// Loads the config, printing every problem; nullopt when it cannot be used.
 std::optional<sluice::config::ProxyConfig> load(std::string_view path) {
@@ -79,22 +39,6 @@ std::optional<sluice::config::ProxyConfig> load(std::string_view path) {
     std::cerr << error.what() << '\n';
     return std::nullopt;
   }
-}
-
-/// Loads the config that -c names (default ./proxy.yaml); on failure sets the exit code.
-std::optional<sluice::config::ProxyConfig> config_from(std::span<const std::string_view> args,
-                                                       int& exit_code) {
-  bool ok = false;
-  const std::string_view path = config_path(args, ok);
-  if (!ok) {
-    exit_code = kUsageError;
-    return std::nullopt;
-  }
-  std::optional<sluice::config::ProxyConfig> config = load(path);
-  if (!config) {
-    exit_code = kRuntimeError;
-  }
-  return config;
 }
 
 /// Drops idle limiter keys every few seconds, so their memory goes back even when quiet.
@@ -119,13 +63,10 @@ void reload_on_hangup(boost::asio::signal_set& hangup, sluice::proxy::Reloader& 
   });
 }
 
-int run(std::span<const std::string_view> args) {
-  int exit_code = 0;
-  bool usage_ok = false;
-  const std::string path(config_path(args, usage_ok));
-  std::optional<sluice::config::ProxyConfig> loaded = config_from(args, exit_code);
+int run(const std::string& path) {
+  std::optional<sluice::config::ProxyConfig> loaded = load(path);
   if (!loaded) {
-    return exit_code;
+    return kRuntimeError;
   }
   const auto config = std::make_shared<const sluice::config::ProxyConfig>(std::move(*loaded));
   const sluice::limiter::SystemClock clock;
@@ -169,11 +110,10 @@ int run(std::span<const std::string_view> args) {
   return 0;
 }
 
-int check(std::span<const std::string_view> args) {
-  int exit_code = 0;
-  const std::optional<sluice::config::ProxyConfig> config = config_from(args, exit_code);
+int check(const std::string& path) {
+  const std::optional<sluice::config::ProxyConfig> config = load(path);
   if (!config) {
-    return exit_code;
+    return kRuntimeError;
   }
   sluice::proxy::print_config_summary(*config, std::cout);
   return 0;
@@ -182,11 +122,10 @@ int check(std::span<const std::string_view> args) {
 /// How long `sluice health` waits for the admin port (a HEALTHCHECK has its own timeout too).
 constexpr std::chrono::seconds kHealthTimeout{2};
 
-int health(std::span<const std::string_view> args) {
-  int exit_code = 0;
-  const std::optional<sluice::config::ProxyConfig> config = config_from(args, exit_code);
+int health(const std::string& path) {
+  const std::optional<sluice::config::ProxyConfig> config = load(path);
   if (!config) {
-    return exit_code;
+    return kRuntimeError;
   }
   return sluice::proxy::check_health(*config, kHealthTimeout, std::cerr) ? 0 : kRuntimeError;
 }
@@ -194,33 +133,24 @@ int health(std::span<const std::string_view> args) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::vector<std::string_view> all(argv + 1, argv + argc);
-  std::span<const std::string_view> args(all);
-  std::string_view command = "run";
-  if (!args.empty() && !args.front().starts_with('-')) {
-    command = args.front();
-    args = args.subspan(1);
+  const std::variant<sluice::proxy::Invocation, int> parsed =
+      sluice::proxy::parse_command_line(argc, argv);
+  if (const int* exit_code = std::get_if<int>(&parsed)) {
+    return *exit_code;
   }
-  if (command == "replay") {  // it has its own --help
-    return sluice::replay::run_replay_command(args);
+  const sluice::proxy::Invocation& invocation = std::get<sluice::proxy::Invocation>(parsed);
+  switch (invocation.command) {
+    case sluice::proxy::Command::run:
+      return run(invocation.config);
+    case sluice::proxy::Command::check:
+      return check(invocation.config);
+    case sluice::proxy::Command::health:
+      return health(invocation.config);
+    case sluice::proxy::Command::replay:
+      return sluice::replay::run_replay_command(invocation.replay);
+    case sluice::proxy::Command::version:
+      std::cout << "sluice " << SLUICE_VERSION << '\n';
+      return 0;
   }
-  if (command == "help" || wants_help(args)) {
-    std::cout << kUsage;
-    return 0;
-  }
-  if (command == "version") {
-    std::cout << "sluice " << SLUICE_VERSION << '\n';
-    return 0;
-  }
-  if (command == "run") {
-    return run(args);
-  }
-  if (command == "check") {
-    return check(args);
-  }
-  if (command == "health") {
-    return health(args);
-  }
-  std::cerr << "sluice: unknown command '" << command << "'\n" << kUsage;
-  return kUsageError;
+  return kRuntimeError;
 }

@@ -1,12 +1,22 @@
 #pragma once
 
-#include <span>
-#include <string_view>
+#include <string>
+
+#include "proxy/replay/replayer.hpp"
 
 namespace sluice::replay {
 
-/// `sluice replay [-c FILE] [--format jsonl|combined] [--out FILE] [--report FILE.html] [LOG|-]`
-/// (SPEC §6). Returns the exit code: 0, 1 (config or I/O error), 2 (usage).
-int run_replay_command(std::span<const std::string_view> args);
+/// What `sluice replay` was asked to do (SPEC §6); the command line fills it in.
+struct ReplayArguments {
+  std::string config = "proxy.yaml";
+  InputFormat format = InputFormat::jsonl;
+  std::string input = "-";   // the recorded requests: a file, or "-" for standard input
+  std::string output = "-";  // where the decisions go: a file, or "-" for standard output
+  std::string report;        // an HTML report to write too, when not empty
+};
+
+/// `sluice replay [-c FILE] [--format jsonl|combined] [--out FILE] [--report FILE.html] [LOG|-]`.
+/// Returns the exit code: 0, or 1 (config or I/O error).
+int run_replay_command(const ReplayArguments& arguments);
 
 }  // namespace sluice::replay

@@ -1,4 +1,5 @@
-// The sluice binary itself: exit codes and output of `check` and `version` (SPEC §1).
+// The sluice binary itself: its command line, exit codes and the output of `check`, `version`
+// and `replay` (SPEC §1).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <sys/wait.h>
@@ -8,6 +9,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 namespace {
 
@@ -42,13 +44,16 @@ class SluiceCli : public ::testing::Test {
     return path;
   }
 
-  Result run(const std::string& arguments) {
+  /// Runs sluice with `arguments`, in `working_directory` when one is given.
+  Result run(const std::string& arguments, const std::filesystem::path& working_directory = {}) {
     const std::filesystem::path out = directory_ / "stdout";
     const std::filesystem::path err = directory_ / "stderr";
     // Standard input is /dev/null unless the arguments redirect it themselves.
     const std::string input = arguments.find(" <") == std::string::npos ? " </dev/null" : "";
-    const std::string command = std::string(SLUICE_BINARY) + " " + arguments + " >" + out.string() +
-                                " 2>" + err.string() + input;
+    const std::string cd =
+        working_directory.empty() ? "" : "cd " + working_directory.string() + " && ";
+    const std::string command = cd + std::string(SLUICE_BINARY) + " " + arguments + " >" +
+                                out.string() + " 2>" + err.string() + input;
     const int raw = std::system(command.c_str());
     return {WIFEXITED(raw) ? WEXITSTATUS(raw) : -1, read_file(out), read_file(err)};
   }
@@ -163,6 +168,103 @@ TEST_F(SluiceCli, HelpAndVersionExitZero) {
   const Result version = run("version");
   EXPECT_EQ(version.status, 0);
   EXPECT_THAT(version.out, HasSubstr("sluice "));
+}
+
+TEST_F(SluiceCli, HelpOnEveryCommandExitsZeroAndNamesItsOptions) {
+  struct Case {
+    std::string arguments;
+    std::vector<std::string> names;
+  };
+  const std::vector<Case> cases = {
+      {"--help",
+       {"Usage: sluice [COMMAND] [-c FILE]", "-c,--config FILE", "--version", "run", "check",
+        "health", "replay", "version", "Every command takes --help."}},
+      {"-h", {"Usage: sluice [COMMAND] [-c FILE]"}},
+      {"help", {"Usage: sluice [COMMAND] [-c FILE]", "-c,--config FILE"}},
+      {"run --help", {"Usage: sluice [run] [-c FILE]", "-c,--config FILE", "./proxy.yaml"}},
+      {"check --help", {"Usage: sluice check [-c FILE]", "-c,--config FILE"}},
+      {"health --help", {"Usage: sluice health [-c FILE]", "-c,--config FILE", "/healthz"}},
+      {"replay --help",
+       {"Usage: sluice replay [-c FILE] [--format jsonl|combined] [--out FILE] "
+        "[--report FILE.html] [LOG|-]",
+        "-c,--config FILE", "--format jsonl|combined", "--out FILE", "--report FILE.html", "LOG"}},
+      {"help replay", {"Usage: sluice replay [-c FILE]", "--format jsonl|combined"}},
+      {"version --help", {"Usage: sluice version"}},
+      // Help wins over everything else on the line, even an argument that is wrong.
+      {"check -c /nonexistent.yaml --bogus -h", {"Usage: sluice check [-c FILE]"}},
+  };
+  for (const Case& c : cases) {
+    const Result result = run(c.arguments);
+    EXPECT_EQ(result.status, 0) << c.arguments << ":\n" << result.err;
+    EXPECT_EQ(result.err, "") << c.arguments;
+    for (const std::string& name : c.names) {
+      EXPECT_THAT(result.out, HasSubstr(name)) << c.arguments;
+    }
+  }
+}
+
+TEST_F(SluiceCli, EachKindOfUsageErrorExitsTwoWithAMessage) {
+  const std::string config =
+      write("proxy.yaml", "routes: [{name: all, respond: {status: 204}}]\n").string();
+  struct Case {
+    std::string arguments;
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      {"frobnicate", "sluice: unknown command 'frobnicate'\nRun 'sluice --help' for usage.\n"},
+      {"--bogus", "sluice: unknown option '--bogus'\n"},
+      {"check -c " + config + " --bogus", "sluice check: unknown option '--bogus'\n"},
+      {"check -c", "sluice check: --config: 1 required FILE missing\n"},
+      {"-c", "sluice: --config: 1 required FILE missing\n"},
+      {"check -c " + config + " extra", "sluice check: unexpected argument 'extra'\n"},
+      {"version now", "sluice version: unexpected argument 'now'\n"},
+      {"replay -c " + config + " --format xml",
+       "sluice replay: --format: \"xml\" is neither jsonl nor combined\n"
+       "Run 'sluice replay --help' for usage.\n"},
+      {"replay -c " + config + " --format", "sluice replay: --format: 1 required"},
+      {"replay -c " + config + " a.log b.log", "sluice replay: unexpected argument 'b.log'\n"},
+      {"help frobnicate", "sluice help: COMMAND: frobnicate not in"},
+  };
+  for (const Case& c : cases) {
+    const Result result = run(c.arguments);
+    EXPECT_EQ(result.status, 2) << c.arguments << ":\n" << result.err;
+    EXPECT_THAT(result.err, HasSubstr(c.message)) << c.arguments;
+    EXPECT_EQ(result.out, "") << c.arguments;
+  }
+}
+
+TEST_F(SluiceCli, VersionFlagPrintsWhatTheVersionCommandPrints) {
+  const Result command = run("version");
+  const Result flag = run("--version");
+  EXPECT_EQ(flag.status, 0);
+  EXPECT_THAT(flag.out, ::testing::StartsWith("sluice "));
+  EXPECT_EQ(flag.out, command.out);
+}
+
+TEST_F(SluiceCli, ConfigOptionWorksBeforeTheCommandAndTakesItsLastValue) {
+  const std::string config =
+      write("proxy.yaml", "routes: [{name: all, respond: {status: 204}}]\n").string();
+  const std::string absent = (directory_ / "absent.yaml").string();
+  const Result before = run("-c " + config + " check");
+  EXPECT_EQ(before.status, 0) << before.err;
+  EXPECT_THAT(before.out, HasSubstr(config + ": OK"));
+  const Result twice = run("check --config " + absent + " --config=" + config);
+  EXPECT_EQ(twice.status, 0) << twice.err;
+  EXPECT_THAT(twice.out, HasSubstr(config + ": OK"));
+}
+
+TEST_F(SluiceCli, NoCommandRunsTheProxyOnProxyYamlOfTheWorkingDirectory) {
+  // The proxy stops at once: nothing listens on port 1, so its Redis store cannot connect.
+  write("proxy.yaml",
+        "listen: \"127.0.0.1:0\"\nadmin: \"\"\n"
+        "store: {type: redis, redis: {url: \"redis://127.0.0.1:1/0\"}}\n"
+        "routes: [{name: all, respond: {status: 204}}]\n");
+  for (const std::string arguments : {"", "-c proxy.yaml"}) {
+    const Result result = run(arguments, directory_);
+    EXPECT_EQ(result.status, 1) << "'" << arguments << "'";
+    EXPECT_THAT(result.err, HasSubstr("redis://127.0.0.1:1/0")) << "'" << arguments << "'";
+    EXPECT_THAT(result.err, HasSubstr("cannot connect")) << "'" << arguments << "'";
+  }
 }
 
 TEST_F(SluiceCli, RunStopsWithTheRedactedUrlWhenRedisCannotBeReached) {
