@@ -1,6 +1,9 @@
 #include "config/addresses.hpp"
 
+#include <boost/url/grammar/ci_string.hpp>
 #include <charconv>
+
+#include "config/url.hpp"
 
 namespace sluice::config {
 
@@ -31,76 +34,119 @@ std::optional<HostPort> parse_host_port(std::string_view text) {
                   .port = static_cast<std::uint16_t>(number)};
 }
 
+namespace {
+
+namespace urls = boost::urls;
+
+/// `text` begins with `scheme://`, the scheme in any case (RFC 3986 §3.1).
+bool starts_with_scheme(std::string_view text, std::string_view scheme) {
+  return text.size() >= scheme.size() + 3 &&
+         urls::grammar::ci_is_equal(text.substr(0, scheme.size()), scheme) &&
+         text.substr(scheme.size(), 3) == "://";
+}
+
+/// The address to connect to: a name percent-decoded, or an IP address without brackets; empty
+/// when there is none usable.
+std::string host_of(urls::url_view url) {
+  return url.host_type() == urls::host_type::ipvfuture ? std::string() : url.host_address();
+}
+
+/// The URL's port, `fallback` when it names none; nullopt when it is empty, 0 or above 65535.
+std::optional<std::uint16_t> port_of(urls::url_view url, std::uint16_t fallback) {
+  if (!url.has_port()) {
+    return fallback;
+  }
+  const std::string_view digits = url.port();
+  unsigned number = 0;
+  const auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), number);
+  if (digits.empty() || error != std::errc{} || end != digits.data() + digits.size() ||
+      number == 0 || number > 65535) {
+    return std::nullopt;
+  }
+  return static_cast<std::uint16_t>(number);
+}
+
+constexpr std::string_view kPortRange = "has a port that is not a number from 1 to 65535";
+
+}  // namespace
+
 std::optional<Upstream> parse_upstream(std::string_view text, std::string& problem) {
-  constexpr std::string_view kScheme = "http://";
-  if (!text.starts_with(kScheme)) {
-    problem = "\"" + std::string(text) + "\" is not an http:// URL (upstreams speak plain HTTP)";
+  const auto fail = [&](std::string_view why) -> std::optional<Upstream> {
+    problem = "\"" + redact_url(text) + "\" " + std::string(why);
     return std::nullopt;
+  };
+  if (!starts_with_scheme(text, "http")) {
+    return fail("is not an http:// URL (upstreams speak plain HTTP)");
   }
-  std::string_view authority = text.substr(kScheme.size());
-  if (authority.ends_with('/')) {
-    authority.remove_suffix(1);
+  const std::optional<urls::url_view> url = parse_url(text);
+  if (!url) {
+    return fail("is not a valid URL (RFC 3986)");
   }
-  if (authority.empty() || authority.find('/') != std::string_view::npos) {
-    problem = "\"" + std::string(text) + "\" must be http://host[:port], without a path";
-    return std::nullopt;
+  if (url->has_userinfo()) {
+    return fail("must be http://host[:port], without a user or password");
   }
-  const bool has_port = authority.starts_with('[') ? authority.find("]:") != std::string_view::npos
-                                                   : authority.find(':') != std::string_view::npos;
-  std::optional<HostPort> address =
-      parse_host_port(has_port ? authority : std::string(authority) + ":80");
-  if (!address || address->host.empty() || address->port == 0) {
-    problem = "\"" + std::string(text) + "\" has no valid host and port";
-    return std::nullopt;
+  std::string host = host_of(*url);
+  if (host.empty()) {
+    return fail("has no host");
   }
-  return Upstream{.url = std::string(text), .host = address->host, .port = address->port};
+  const std::optional<std::uint16_t> port = port_of(*url, 80);
+  if (!port) {
+    return fail(kPortRange);
+  }
+  if (url->encoded_path().size() > 1) {
+    return fail("must be http://host[:port], without a path");
+  }
+  if (url->has_query() || url->has_fragment()) {
+    return fail("must be http://host[:port], without a query or fragment");
+  }
+  return Upstream{.url = std::string(text), .host = std::move(host), .port = *port};
 }
 
 std::optional<RedisEndpoint> parse_redis_url(std::string_view text, std::string& problem) {
-  constexpr std::string_view kScheme = "redis://";
   const auto fail = [&](std::string_view why) -> std::optional<RedisEndpoint> {
-    problem = "\"" + std::string(text) + "\" " + std::string(why) +
+    problem = "\"" + redact_url(text) + "\" " + std::string(why) +
               " (redis://[[user]:password@]host[:port][/db])";
     return std::nullopt;
   };
-  if (!text.starts_with(kScheme)) {
+  if (!starts_with_scheme(text, "redis")) {
     return fail("is not a redis:// URL");
   }
-  std::string_view rest = text.substr(kScheme.size());
+  // A password's raw '@', '/', '?' or '#' either breaks the syntax or leaves an '@' after it.
+  const std::optional<urls::url_view> url = parse_url(text);
+  if (!url || has_stray_at(*url)) {
+    return fail(
+        "is not a valid URL (RFC 3986); percent-encode @ / ? # % in the user and password as "
+        "%40 %2F %3F %23 %25");
+  }
   RedisEndpoint endpoint;
-  if (const std::size_t at = rest.rfind('@'); at != std::string_view::npos) {
-    const std::string_view credentials = rest.substr(0, at);
-    const std::size_t colon = credentials.find(':');
-    if (colon == std::string_view::npos) {
+  if (url->has_userinfo()) {
+    if (!url->has_password()) {
       return fail("names a user without a password");
     }
-    endpoint.user = std::string(credentials.substr(0, colon));
-    endpoint.password = std::string(credentials.substr(colon + 1));
-    rest = rest.substr(at + 1);
+    endpoint.user = url->user();
+    endpoint.password = url->password();
   }
-  std::string_view authority = rest;
-  if (const std::size_t slash = rest.find('/'); slash != std::string_view::npos) {
-    authority = rest.substr(0, slash);
-    const std::string_view db = rest.substr(slash + 1);
-    if (!db.empty()) {
-      unsigned value = 0;
-      const auto [end, error] = std::from_chars(db.data(), db.data() + db.size(), value);
-      if (error != std::errc() || end != db.data() + db.size() || value > 1'000'000) {
-        return fail("has a database that is not a whole number");
-      }
-      endpoint.db = value;
+  endpoint.host = host_of(*url);
+  if (endpoint.host.empty()) {
+    return fail("has no host");
+  }
+  const std::optional<std::uint16_t> port = port_of(*url, 6379);
+  if (!port) {
+    return fail(kPortRange);
+  }
+  endpoint.port = *port;
+  if (url->has_query() || url->has_fragment()) {
+    return fail("has a query or fragment");
+  }
+  if (const std::string_view path = url->encoded_path(); path.size() > 1) {
+    const std::string_view db = path.substr(1);
+    unsigned value = 0;
+    const auto [end, error] = std::from_chars(db.data(), db.data() + db.size(), value);
+    if (error != std::errc() || end != db.data() + db.size() || value > 1'000'000) {
+      return fail("has a database that is not a whole number");
     }
+    endpoint.db = value;
   }
-  const bool has_port = authority.starts_with('[') ? authority.find("]:") != std::string_view::npos
-                                                   : authority.find(':') != std::string_view::npos;
-  const std::optional<HostPort> address =
-      parse_host_port(has_port ? std::string(authority) : std::string(authority) + ":6379");
-  if (authority.empty() || authority.starts_with(':') || !address || address->host.empty() ||
-      address->port == 0) {
-    return fail("has no valid host and port");
-  }
-  endpoint.host = address->host;
-  endpoint.port = address->port;
   return endpoint;
 }
 

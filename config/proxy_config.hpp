@@ -59,12 +59,13 @@ struct LogOptions {
   bool access = true;
 };
 
-/// Where Redis is and how to log in: `redis://[[user]:password@]host[:port][/db]`.
+/// Where Redis is and how to log in: `redis://[[user]:password@]host[:port][/db]`, the user
+/// and password percent-decoded.
 struct RedisEndpoint {
   std::string host = "127.0.0.1";
   std::uint16_t port = 6379;
   std::string user;      ///< Empty: the default user (AUTH with the password only).
-  std::string password;  ///< Empty: no AUTH.
+  std::string password;  ///< Empty, and no user: no AUTH.
   unsigned db = 0;       ///< SELECT'ed when not 0.
 
   bool operator==(const RedisEndpoint&) const = default;

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "config/units.hpp"
+#include "config/url.hpp"
 #include "limiter/validate.hpp"
 
 namespace sluice::proxy {
@@ -119,7 +120,7 @@ std::string target(const Route& route, const config::ProxyConfig& config) {
   if (route.respond) {
     return "respond " + std::to_string(route.respond->status);
   }
-  return route.upstream ? route.upstream->url : config.upstream->url;
+  return config::redact_url(route.upstream ? route.upstream->url : config.upstream->url);
 }
 
 std::string joined(const std::vector<std::string>& names) {
@@ -139,10 +140,12 @@ void print_config_summary(const config::ProxyConfig& config, std::ostream& out) 
     out << ", admin " << config.admin->host << ':' << config.admin->port;
   }
   if (config.upstream) {
-    out << ", upstream " << config.upstream->url;
+    out << ", upstream " << config::redact_url(config.upstream->url);
   }
   out << ", store "
-      << (config.store.type == config::StoreType::memory ? "memory" : config.store.redis.url)
+      << (config.store.type == config::StoreType::memory
+              ? "memory"
+              : config::redact_url(config.store.redis.url))
       << " (at most " << config.store.max_keys << " keys per limiter)\n\n";
 
   std::vector<Row> limiters{{"LIMITER", "ALGORITHM", "PARAMETERS", "KEY", "BEHAVIOUR"}};

@@ -38,6 +38,28 @@ const std::vector<BrokenConfig>& broken_configs() {
        "upstream: \"http://127.0.0.1:9000/api\"\nroutes: [{name: a}]",
        {"proxy.yaml:1:11: upstream: \"http://127.0.0.1:9000/api\" must be http://host[:port], "
         "without a path"}},
+      {"upstream_with_credentials",
+       "upstream: \"http://admin:hunter2@127.0.0.1:9000\"\nroutes: [{name: a}]",
+       {"proxy.yaml:1:11: upstream: \"http://admin:***@127.0.0.1:9000\" must be "
+        "http://host[:port], without a user or password"}},
+      {"route_upstream_malformed",
+       "upstream: \"http://127.0.0.1:9000\"\nroutes:\n  - {name: a, match: {path: /a}, upstream: "
+       "\"http://127.0.0.1:90000\"}\n  - {name: b, match: {path: /b}, upstream: \"http://back "
+       "end\"}",
+       {"proxy.yaml:3:44: routes[0].upstream: \"http://127.0.0.1:90000\" has a port that is not a "
+        "number from 1 to 65535",
+        "proxy.yaml:4:44: routes[1].upstream: \"http://back end\" is not a valid URL (RFC 3986)"}},
+      {"redis_url_malformed",
+       "upstream: \"http://127.0.0.1:9000\"\nstore:\n  type: redis\n  redis:\n    url: "
+       "\"redis://app:s3cr@t/x@cache:6380/3\"\nroutes: [{name: a}]",
+       {"proxy.yaml:5:10: store.redis.url: \"redis://***@cache:6380\" is not a valid URL (RFC "
+        "3986); percent-encode @ / ? # % in the user and password as %40 %2F %3F %23 %25 "
+        "(redis://[[user]:password@]host[:port][/db])"}},
+      {"redis_url_bad_database",
+       "upstream: \"http://127.0.0.1:9000\"\nstore: {type: redis, redis: {url: "
+       "\"redis://:hunter2@cache/db1\"}}\nroutes: [{name: a}]",
+       {"proxy.yaml:2:35: store.redis.url: \"redis://:***@cache/db1\" has a database that is not "
+        "a whole number (redis://[[user]:password@]host[:port][/db])"}},
       {"bad_max_connections",
        "upstream: \"http://127.0.0.1:9000\"\nmax_connections: 0\nroutes: [{name: a}]",
        {"proxy.yaml:2:18: max_connections: \"0\" is not a whole number from 1 to 10000000"}},

@@ -1,4 +1,5 @@
 // The small parsers config/ is built from: CIDRs, addresses, keys, ${VAR}, "did you mean".
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include "config/addresses.hpp"
@@ -10,6 +11,9 @@
 
 namespace sluice::config {
 namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
 
 TEST(ParseCidr, ReadsIpv4AndIpv6NetworksAndClearsHostBits) {
   EXPECT_EQ(to_string(*parse_cidr("10.0.0.0/8")), "10.0.0.0/8");
@@ -38,18 +42,34 @@ TEST(ParseUpstream, AcceptsPlainHttpHostAndPort) {
   std::string problem;
   EXPECT_EQ(parse_upstream("http://127.0.0.1:9000", problem)->port, 9000);
   EXPECT_EQ(parse_upstream("http://backend/", problem)->port, 80);
+  EXPECT_EQ(parse_upstream("http://backend/", problem)->host, "backend");
   EXPECT_EQ(parse_upstream("http://[::1]:81", problem)->host, "::1");
-  EXPECT_FALSE(parse_upstream("https://backend", problem).has_value());
-  EXPECT_FALSE(parse_upstream("http://backend/api", problem).has_value());
-  EXPECT_FALSE(parse_upstream("http://", problem).has_value());
+  EXPECT_EQ(parse_upstream("HTTP://backend", problem)->url, "HTTP://backend");
+  for (const char* bad :
+       {"https://backend", "http://backend/api", "http://", "http:backend", "backend:80",
+        "http://backend:", "http://backend:0", "http://backend:65536", "http://backend?x=1",
+        "http://backend#top", "http://back end", "http://[::1", "http://[v1.x]:80"}) {
+    EXPECT_FALSE(parse_upstream(bad, problem).has_value()) << bad;
+  }
+}
+
+TEST(ParseUpstream, RefusesCredentialsWithoutShowingThem) {
+  std::string problem;
+  EXPECT_FALSE(parse_upstream("http://admin:hunter2@backend", problem).has_value());
+  EXPECT_EQ(problem,
+            "\"http://admin:***@backend\" must be http://host[:port], without a user or password");
+  EXPECT_FALSE(parse_upstream("http://admin:hunter2@back@end", problem).has_value());
+  EXPECT_THAT(problem, Not(HasSubstr("hunter2")));
+  EXPECT_FALSE(parse_upstream("http://backend:99999", problem).has_value());
+  EXPECT_EQ(problem, "\"http://backend:99999\" has a port that is not a number from 1 to 65535");
 }
 
 TEST(ParseRedisUrl, ReadsCredentialsHostPortAndDatabase) {
   std::string problem;
-  const auto full = parse_redis_url("redis://app:s3cr@t@cache.internal:6380/3", problem);
+  const auto full = parse_redis_url("redis://app:s3cr%40t@cache.internal:6380/3", problem);
   ASSERT_TRUE(full.has_value()) << problem;
   EXPECT_EQ(full->user, "app");
-  EXPECT_EQ(full->password, "s3cr@t");  // the last @ ends the credentials
+  EXPECT_EQ(full->password, "s3cr@t");
   EXPECT_EQ(full->host, "cache.internal");
   EXPECT_EQ(full->port, 6380);
   EXPECT_EQ(full->db, 3U);
@@ -63,9 +83,42 @@ TEST(ParseRedisUrl, ReadsCredentialsHostPortAndDatabase) {
   EXPECT_EQ(password_only->user, "");
   EXPECT_EQ(password_only->password, "pw");
   EXPECT_EQ(password_only->host, "::1");
+  EXPECT_EQ(parse_redis_url("REDIS://cache", problem)->host, "cache");
   for (const char* bad :
-       {"http://127.0.0.1", "redis://", "redis://host:0", "redis://host/x", "redis://user@host"}) {
+       {"http://127.0.0.1", "redis://", "redis://host:0", "redis://host/x", "redis://user@host",
+        "redis://host/0/1", "redis://host/0?db=1", "redis://host:6379#0", "redis:host",
+        "rediss://host", "redis://host:65536", "redis://host/1000001"}) {
     EXPECT_FALSE(parse_redis_url(bad, problem).has_value()) << bad;
+  }
+}
+
+TEST(ParseRedisUrl, PercentDecodesTheUserAndPasswordAsRfc3986Says) {
+  std::string problem;
+  // A ':' in a password needs no escape (only the first one ends the user); '+' stays '+'.
+  const auto endpoint =
+      parse_redis_url("redis://us%3Aer%40x:p%40ss%2Fw:rd%25+%20@cache:6380/0", problem);
+  ASSERT_TRUE(endpoint.has_value()) << problem;
+  EXPECT_EQ(endpoint->user, "us:er@x");
+  EXPECT_EQ(endpoint->password, "p@ss/w:rd%+ ");
+  EXPECT_EQ(endpoint->host, "cache");
+  EXPECT_EQ(endpoint->port, 6380);
+}
+
+TEST(ParseRedisUrl, AsksToPercentEncodeReservedCharactersWithoutShowingThePassword) {
+  std::string problem;
+  const std::string invalid =
+      "is not a valid URL (RFC 3986); percent-encode @ / ? # % in the user and password as %40 "
+      "%2F %3F %23 %25 (redis://[[user]:password@]host[:port][/db])";
+  EXPECT_FALSE(parse_redis_url("redis://app:s3cr@t@cache:6380/3", problem).has_value());
+  EXPECT_EQ(problem, "\"redis://***@cache:6380\" " + invalid);
+  EXPECT_FALSE(parse_redis_url("redis://:100%sure@cache", problem).has_value());
+  EXPECT_EQ(problem, "\"redis://***@cache\" " + invalid);
+  for (const char* password : {"pa/ss", "pa?ss", "pa#ss", "12/34", "a@b/c:d%e"}) {
+    EXPECT_FALSE(
+        parse_redis_url(std::string("redis://app:") + password + "@cache/0", problem).has_value())
+        << password;
+    EXPECT_THAT(problem, Not(HasSubstr(password)));
+    EXPECT_THAT(problem, HasSubstr("percent-encode")) << password;
   }
 }
 

@@ -11,9 +11,12 @@
 #include <string>
 #include <vector>
 
+#include "tests/support/redis_server.hpp"
+
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 struct Result {
   int status = -1;
@@ -280,6 +283,55 @@ TEST_F(SluiceCli, RunStopsWithTheRedactedUrlWhenRedisCannotBeReached) {
   EXPECT_THAT(result.err, HasSubstr("redis://:***@127.0.0.1:1/0"));
   EXPECT_THAT(result.err, HasSubstr("cannot connect"));
   EXPECT_THAT(result.err + result.out, ::testing::Not(HasSubstr("hunter2")));
+}
+
+TEST_F(SluiceCli, CheckShowsEveryUrlWithoutItsPassword) {
+  // "p@ss/w:rd%" percent-encoded.
+  const auto config = write("proxy.yaml",
+                            "upstream: http://127.0.0.1:9000\n"
+                            "store: {type: redis, redis: {url: "
+                            "\"redis://app:p%40ss%2Fw%3Ard%25@127.0.0.1:6379/0\"}}\n"
+                            "routes: [{name: all}]\n");
+  const Result result = run("check -c " + config.string());
+  EXPECT_EQ(result.status, 0) << result.err;
+  EXPECT_THAT(result.out, HasSubstr("store redis://app:***@127.0.0.1:6379/0 (at most"));
+  EXPECT_THAT(result.out + result.err, Not(HasSubstr("p%40ss")));
+  EXPECT_THAT(result.out + result.err, Not(HasSubstr("w:rd")));
+}
+
+TEST_F(SluiceCli, CheckNamesAMalformedUrlWithoutItsPassword) {
+  // The same password, not percent-encoded: its '@' and '/' break the URL.
+  const auto config = write("proxy.yaml",
+                            "upstream: http://127.0.0.1:9000\n"
+                            "store:\n"
+                            "  type: redis\n"
+                            "  redis: {url: \"redis://app:p@ss/w:rd%@127.0.0.1:6379/0\"}\n"
+                            "routes: [{name: all}]\n");
+  const Result result = run("check -c " + config.string());
+  EXPECT_EQ(result.status, 1);
+  EXPECT_THAT(result.err, HasSubstr(config.string() +
+                                    ":4:16: store.redis.url: \"redis://***@127.0.0.1:6379\" is not "
+                                    "a valid URL (RFC 3986); percent-encode @ / ? # %"));
+  EXPECT_THAT(result.out + result.err, Not(HasSubstr("p@ss")));
+  EXPECT_THAT(result.out + result.err, Not(HasSubstr("w:rd")));
+}
+
+TEST_F(SluiceCli, RunStopsWithTheRedactedUrlWhenThePasswordIsWrong) {
+  const sluice::test::RedisServer redis("p@ss/w:rd%");
+  const std::string url = "redis://app:p%40ss%2Fw%3Ard@127.0.0.1:" + std::to_string(redis.port());
+  const auto config = write("proxy.yaml",
+                            "listen: \"127.0.0.1:0\"\nadmin: \"\"\n"
+                            "upstream: http://127.0.0.1:9000\n"
+                            "store: {type: redis, redis: {url: \"" +
+                                url +
+                                "\"}}\n"
+                                "routes: [{name: all}]\n");
+  const Result result = run("run -c " + config.string());
+  EXPECT_EQ(result.status, 1);
+  EXPECT_THAT(result.err, HasSubstr("redis://app:***@127.0.0.1:" + std::to_string(redis.port()) +
+                                    ": AUTH failed: WRONGPASS"));
+  EXPECT_THAT(result.out + result.err, Not(HasSubstr("p%40ss")));
+  EXPECT_THAT(result.out + result.err, Not(HasSubstr("p@ss")));
 }
 
 TEST_F(SluiceCli, TheShippedConfigsAreValid) {

@@ -8,6 +8,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <boost/url/encode.hpp>
+#include <boost/url/rfc/unreserved_chars.hpp>
 #include <chrono>
 #include <stdexcept>
 #include <thread>
@@ -43,7 +45,8 @@ bool accepts_connections(unsigned short port) {
 
 }  // namespace
 
-RedisServer::RedisServer(const std::string& password) : password_(password), port_(free_port()) {
+RedisServer::RedisServer(const std::string& password, std::vector<std::string> arguments)
+    : password_(password), arguments_(std::move(arguments)), port_(free_port()) {
   // The port was free when picked, but another process may take it before redis-server binds
   // it: then redis-server exits at once, and another port is tried.
   for (int attempt = 1;; ++attempt) {
@@ -66,6 +69,7 @@ void RedisServer::start() {
   if (!password_.empty()) {
     arguments.insert(arguments.end(), {"--requirepass", password_});
   }
+  arguments.insert(arguments.end(), arguments_.begin(), arguments_.end());
   std::vector<char*> argv;
   for (std::string& argument : arguments) {
     argv.push_back(argument.data());
@@ -112,7 +116,8 @@ void RedisServer::kill() {
 }
 
 std::string RedisServer::url(unsigned db) const {
-  return "redis://" + (password_.empty() ? "" : ":" + password_ + "@") +
+  const std::string password = boost::urls::encode(password_, boost::urls::unreserved_chars);
+  return "redis://" + (password.empty() ? "" : ":" + password + "@") +
          "127.0.0.1:" + std::to_string(port_) + "/" + std::to_string(db);
 }
 

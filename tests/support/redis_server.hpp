@@ -3,6 +3,7 @@
 #include <sys/types.h>
 
 #include <string>
+#include <vector>
 
 namespace sluice::test {
 
@@ -11,8 +12,9 @@ namespace sluice::test {
 /// resumed, as a hung Redis would be.
 class RedisServer {
  public:
-  /// `password`: required from clients (requirepass) when not empty.
-  explicit RedisServer(const std::string& password = "");
+  /// `password`: required from clients (requirepass) when not empty. `arguments`: more of
+  /// redis-server's options (`--rename-command`, ...).
+  explicit RedisServer(const std::string& password = "", std::vector<std::string> arguments = {});
   RedisServer(const RedisServer&) = delete;
   RedisServer& operator=(const RedisServer&) = delete;
   RedisServer(RedisServer&&) = delete;
@@ -20,7 +22,7 @@ class RedisServer {
   ~RedisServer();
 
   unsigned short port() const noexcept { return port_; }
-  /// `redis://[:password@]127.0.0.1:PORT/db`.
+  /// `redis://[:password@]127.0.0.1:PORT/db`, the password percent-encoded.
   std::string url(unsigned db = 0) const;
 
   void pause() const;
@@ -31,6 +33,7 @@ class RedisServer {
 
  private:
   std::string password_;
+  std::vector<std::string> arguments_;
   unsigned short port_ = 0;
   pid_t pid_ = -1;
 };

@@ -1,5 +1,6 @@
 #include "proxy/store/redis/redis_connection.hpp"
 
+#include <algorithm>
 #include <array>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
@@ -19,6 +20,23 @@ boost::system::error_code protocol_error() {
 
 std::string what_went_wrong(const RedisReply& reply) {
   return reply.error ? reply.error.message() : reply.value.text;
+}
+
+/// Why AUTH failed, without the password: an error reply may echo the command's arguments, cut
+/// anywhere (`ERR unknown command 'AUTH', with args beginning with: 'user' 'secr`). Such echoes
+/// are quoted, so the reply is shown up to its first quote, and never with the password in it.
+std::string auth_failure(const RedisReply& reply, std::string_view password) {
+  std::string why = what_went_wrong(reply);
+  why.erase(std::min(why.find_first_of("'`\""), why.size()));
+  while (!why.empty() && (why.back() == ' ' || why.back() == ',')) {
+    why.pop_back();
+  }
+  if (!password.empty()) {
+    for (std::size_t at = why.find(password); at != std::string::npos; at = why.find(password)) {
+      why.replace(at, password.size(), "***");
+    }
+  }
+  return why;
 }
 
 }  // namespace
@@ -49,21 +67,27 @@ Awaitable<std::shared_ptr<RedisConnection>> RedisConnection::open(
   boost::system::error_code ignored;
   stream.socket().set_option(tcp::no_delay(true), ignored);
   auto connection = std::make_shared<RedisConnection>(stream.release_socket());
+  const auto fail = [&](std::string_view step, const std::string& why) {
+    connection->close();
+    throw RedisError("Redis at " + shown + ": " + std::string(step) + " failed: " + why);
+  };
   const auto check = [&](const RedisReply& reply, std::string_view step) {
     if (reply.error || reply.value.is_error()) {
-      connection->close();
-      throw RedisError("Redis at " + shown + ": " + std::string(step) +
-                       " failed: " + what_went_wrong(reply));
+      fail(step, what_went_wrong(reply));
     }
   };
-  if (!endpoint.password.empty()) {
+  // The URL's user and password, percent-decoded. A user without a password still logs in as
+  // that user (an ACL user may have `nopass`), rather than silently as the default one.
+  if (!endpoint.user.empty() || !endpoint.password.empty()) {
     std::vector<std::string_view> auth{"AUTH"};
     if (!endpoint.user.empty()) {
       auth.emplace_back(endpoint.user);
     }
     auth.emplace_back(endpoint.password);
     const RedisReply authenticated = co_await connection->command(auth, timeout);
-    check(authenticated, "AUTH");
+    if (authenticated.error || authenticated.value.is_error()) {
+      fail("AUTH", auth_failure(authenticated, endpoint.password));
+    }
   }
   if (endpoint.db != 0) {
     const std::string db = std::to_string(endpoint.db);

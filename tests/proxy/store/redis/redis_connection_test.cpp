@@ -145,6 +145,70 @@ TEST(RedisConnection, RefusesBadStartsWithTheUrlAndNoPassword) {
   EXPECT_THAT(loop.open_error("redis://127.0.0.1:1/0"), HasSubstr("cannot connect"));
 }
 
+// Every character a URL reserves in a password, and a '%' before hex digits: decoded once, the
+// URL's "%2540" is "%40", not "@".
+constexpr const char* kReservedPassword = "p@ss/w:rd%40?#";
+constexpr const char* kEncodedPassword = "p%40ss%2Fw%3Ard%2540%3F%23";
+
+TEST(RedisConnection, LogsInWithThePercentDecodedUserAndPassword) {
+  const test::RedisServer redis(kReservedPassword);
+  Loop loop;
+  const std::string address = "@127.0.0.1:" + std::to_string(redis.port());
+  ASSERT_EQ(redis.url(2), std::string("redis://:") + kEncodedPassword + address + "/2");
+  const auto as_default = loop.open(redis.url(2));
+  EXPECT_EQ(loop.call(*as_default, {"ACL", "WHOAMI"}).value.text, "default");
+  EXPECT_EQ(loop.call(*as_default, {"SET", "where", "two"}).value.text, "OK");
+  // An ACL user whose name needs escaping as well, and one that needs no password.
+  const std::string grant = std::string(">") + kReservedPassword;
+  EXPECT_EQ(
+      loop.call(*as_default, {"ACL", "SETUSER", "app:1@x", "on", grant, "~*", "+@all"}).value.text,
+      "OK");
+  EXPECT_EQ(
+      loop.call(*as_default, {"ACL", "SETUSER", "open", "on", "nopass", "~*", "+@all"}).value.text,
+      "OK");
+  as_default->close();
+
+  const auto as_app =
+      loop.open(std::string("redis://app%3A1%40x:") + kEncodedPassword + address + "/2");
+  EXPECT_EQ(loop.call(*as_app, {"ACL", "WHOAMI"}).value.text, "app:1@x");
+  EXPECT_EQ(loop.call(*as_app, {"GET", "where"}).value.text, "two");
+  as_app->close();
+  const auto as_open = loop.open("redis://open:" + address + "/0");
+  EXPECT_EQ(loop.call(*as_open, {"ACL", "WHOAMI"}).value.text, "open");
+  as_open->close();
+}
+
+TEST(RedisConnection, NamesTheUrlWithoutThePasswordWhenAuthFails) {
+  const test::RedisServer redis(kReservedPassword);
+  Loop loop;
+  const std::string port = std::to_string(redis.port());
+  // The right password, left as written: decoded, it is another one.
+  const std::string raw = std::string("redis://:") + kReservedPassword + "@127.0.0.1:" + port;
+  std::string problem;
+  EXPECT_FALSE(config::parse_redis_url(raw, problem).has_value());
+  EXPECT_THAT(problem, Not(HasSubstr("p@ss"))) << problem;
+  const std::string wrong = "redis://:p%40ss%2Fw%3Ard@127.0.0.1:" + port + "/0";
+  const std::string message = loop.open_error(wrong);
+  EXPECT_THAT(message, HasSubstr("Redis at redis://:***@127.0.0.1:" + port +
+                                 "/0: AUTH failed: "
+                                 "WRONGPASS"));
+  EXPECT_THAT(message, Not(HasSubstr("p%40ss")));
+  EXPECT_THAT(message, Not(HasSubstr("p@ss")));
+}
+
+TEST(RedisConnection, NeverShowsThePasswordARedisErrorEchoes) {
+  // Without AUTH, Redis answers it with an error that quotes its arguments.
+  const test::RedisServer redis("", {"--rename-command", "AUTH", ""});
+  Loop loop;
+  const std::string port = std::to_string(redis.port());
+  const std::string message =
+      loop.open_error("redis://app:" + std::string(kEncodedPassword) + "@127.0.0.1:" + port + "/0");
+  EXPECT_THAT(message, HasSubstr("Redis at redis://app:***@127.0.0.1:" + port +
+                                 "/0: AUTH failed: ERR unknown command"));
+  EXPECT_THAT(message, Not(HasSubstr("p@ss")));
+  EXPECT_THAT(message, Not(HasSubstr("p%40ss")));
+}
+
 TEST(RedisConnection, TimesOutWhileRedisHangsAndRecoversWhenItResumes) {
   const test::RedisServer redis;
   Loop loop;
