@@ -68,6 +68,25 @@ std::optional<std::uint16_t> port_of(urls::url_view url, std::uint16_t fallback)
 
 constexpr std::string_view kPortRange = "has a port that is not a number from 1 to 65535";
 
+/// `text` with every '@' of its authority but the last percent-encoded. A password written with
+/// a raw '@' (often one taken from `${VAR}`) was read before URLs were parsed strictly, and
+/// still is: the user and password end at the authority's last '@', as Redis clients read it.
+/// A raw '/', '?' or '#' still ends the authority early, and is refused.
+std::string with_userinfo_at_encoded(std::string_view text) {
+  const std::size_t start = text.find("://") + 3;
+  const std::size_t end = std::min(text.size(), text.find_first_of("/?#", start));
+  const std::size_t last_at = text.substr(0, end).rfind('@');
+  if (last_at == std::string_view::npos || last_at < start) {
+    return std::string(text);
+  }
+  std::string encoded(text.substr(0, start));
+  for (std::size_t i = start; i < last_at; ++i) {
+    encoded += text[i] == '@' ? std::string_view("%40") : text.substr(i, 1);
+  }
+  encoded += text.substr(last_at);
+  return encoded;
+}
+
 }  // namespace
 
 std::optional<Upstream> parse_upstream(std::string_view text, std::string& problem) {
@@ -111,12 +130,13 @@ std::optional<RedisEndpoint> parse_redis_url(std::string_view text, std::string&
   if (!starts_with_scheme(text, "redis")) {
     return fail("is not a redis:// URL");
   }
-  // A password's raw '@', '/', '?' or '#' either breaks the syntax or leaves an '@' after it.
-  const std::optional<urls::url_view> url = parse_url(text);
+  // A password's raw '/', '?' or '#' either breaks the syntax or leaves an '@' after it.
+  const std::string lenient = with_userinfo_at_encoded(text);
+  const std::optional<urls::url_view> url = parse_url(lenient);
   if (!url || has_stray_at(*url)) {
     return fail(
-        "is not a valid URL (RFC 3986); percent-encode @ / ? # % in the user and password as "
-        "%40 %2F %3F %23 %25");
+        "is not a valid URL (RFC 3986); percent-encode / ? # % in the user and password as "
+        "%2F %3F %23 %25");
   }
   RedisEndpoint endpoint;
   if (url->has_userinfo()) {

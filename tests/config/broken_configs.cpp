@@ -53,7 +53,7 @@ const std::vector<BrokenConfig>& broken_configs() {
        "upstream: \"http://127.0.0.1:9000\"\nstore:\n  type: redis\n  redis:\n    url: "
        "\"redis://app:s3cr@t/x@cache:6380/3\"\nroutes: [{name: a}]",
        {"proxy.yaml:5:10: store.redis.url: \"redis://***@cache:6380\" is not a valid URL (RFC "
-        "3986); percent-encode @ / ? # % in the user and password as %40 %2F %3F %23 %25 "
+        "3986); percent-encode / ? # % in the user and password as %2F %3F %23 %25 "
         "(redis://[[user]:password@]host[:port][/db])"}},
       {"redis_url_bad_database",
        "upstream: \"http://127.0.0.1:9000\"\nstore: {type: redis, redis: {url: "

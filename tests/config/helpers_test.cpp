@@ -104,13 +104,24 @@ TEST(ParseRedisUrl, PercentDecodesTheUserAndPasswordAsRfc3986Says) {
   EXPECT_EQ(endpoint->port, 6380);
 }
 
+TEST(ParseRedisUrl, APasswordWithARawAtSignEndsAtTheLastOne) {
+  std::string problem;
+  const auto endpoint = parse_redis_url("redis://app:s3cr@t@@cache:6380/3", problem);
+  ASSERT_TRUE(endpoint.has_value()) << problem;
+  EXPECT_EQ(endpoint->user, "app");
+  EXPECT_EQ(endpoint->password, "s3cr@t@");
+  EXPECT_EQ(endpoint->host, "cache");
+  EXPECT_EQ(endpoint->port, 6380);
+  EXPECT_EQ(endpoint->db, 3U);
+  // Mixed with an encoded one, as `${VAR}` inside an encoded URL gives.
+  EXPECT_EQ(parse_redis_url("redis://:a%40b@c@cache", problem)->password, "a@b@c");
+}
+
 TEST(ParseRedisUrl, AsksToPercentEncodeReservedCharactersWithoutShowingThePassword) {
   std::string problem;
   const std::string invalid =
-      "is not a valid URL (RFC 3986); percent-encode @ / ? # % in the user and password as %40 "
-      "%2F %3F %23 %25 (redis://[[user]:password@]host[:port][/db])";
-  EXPECT_FALSE(parse_redis_url("redis://app:s3cr@t@cache:6380/3", problem).has_value());
-  EXPECT_EQ(problem, "\"redis://***@cache:6380\" " + invalid);
+      "is not a valid URL (RFC 3986); percent-encode / ? # % in the user and password as %2F %3F "
+      "%23 %25 (redis://[[user]:password@]host[:port][/db])";
   EXPECT_FALSE(parse_redis_url("redis://:100%sure@cache", problem).has_value());
   EXPECT_EQ(problem, "\"redis://***@cache\" " + invalid);
   for (const char* password : {"pa/ss", "pa?ss", "pa#ss", "12/34", "a@b/c:d%e"}) {

@@ -311,7 +311,7 @@ TEST_F(SluiceCli, CheckNamesAMalformedUrlWithoutItsPassword) {
   EXPECT_EQ(result.status, 1);
   EXPECT_THAT(result.err, HasSubstr(config.string() +
                                     ":4:16: store.redis.url: \"redis://***@127.0.0.1:6379\" is not "
-                                    "a valid URL (RFC 3986); percent-encode @ / ? # %"));
+                                    "a valid URL (RFC 3986); percent-encode / ? # %"));
   EXPECT_THAT(result.out + result.err, Not(HasSubstr("p@ss")));
   EXPECT_THAT(result.out + result.err, Not(HasSubstr("w:rd")));
 }
