@@ -5,11 +5,19 @@
 # when podman is not installed. Works without a registry: the debian:bookworm-slim base is made
 # locally with debootstrap when it is missing.
 #
-#   bash docker/test-image.sh            (as root, from anywhere)
+#   bash docker/test-image.sh                    (as root, from anywhere): the image as users
+#                                                build it, compiled in its build stage
+#   bash docker/test-image.sh --prebuilt DIR     the Dockerfile's `prebuilt` target instead: the
+#                                                same runtime image around DIR's sluice and
+#                                                demo_api, already compiled (the test command)
 # Environment: IMAGE [localhost/sluice:test]  MAX_IMAGE_MB [40]  KEEP_IMAGE [1]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+prebuilt=""
+if [ "${1:-}" = "--prebuilt" ]; then
+  prebuilt=$(cd "${2:?--prebuilt needs the build directory}" && pwd)
+fi
 IMAGE=${IMAGE:-localhost/sluice:test}
 MAX_IMAGE_MB=${MAX_IMAGE_MB:-40}
 BASE=docker.io/library/debian:bookworm-slim
@@ -48,21 +56,33 @@ CONF
 export CONTAINERS_CONF=$work/containers.conf
 
 started=$(date +%s)
-if ! podman image exists "$BASE"; then
-  # No registry to pull from: make the base from Debian's mirror and give it the same name.
-  mirror=$(awk '/^URIs:/ {print $2; exit} /^deb / {print $2; exit}' \
-    /etc/apt/sources.list.d/*.sources /etc/apt/sources.list 2>/dev/null || true)
-  mirror=${mirror:-http://deb.debian.org/debian}
-  log "making $BASE with debootstrap from $mirror"
-  debootstrap --variant=minbase bookworm "$work/rootfs" "$mirror" >"$work/debootstrap.log" 2>&1 ||
-    { tail -n 20 "$work/debootstrap.log" >&2; fail "debootstrap"; }
-  tar -C "$work/rootfs" -c . | podman import - "$BASE" >/dev/null
-  rm -rf "$work/rootfs"
+if [ -n "$prebuilt" ]; then
+  # A context of its own: the runtime files and the config, not the sources.
+  log "building $IMAGE (target prebuilt) around $prebuilt/sluice"
+  context=$work/context
+  mkdir -p "$context/docker" "$context/bin"
+  cp docker/proxy.yaml "$context/docker/"
+  cp "$prebuilt/sluice" "$prebuilt/demo_api" "$context/bin/"
+  strip "$context/bin/sluice" "$context/bin/demo_api"
+  bash docker/collect-runtime.sh "$context/rootfs" "$context/bin/sluice" "$context/bin/demo_api"
+  podman build --format docker --target prebuilt -f docker/Dockerfile -t "$IMAGE" "$context" \
+    >"$work/build.log" 2>&1 || { tail -n 30 "$work/build.log" >&2; fail "podman build"; }
+else
+  if ! podman image exists "$BASE"; then
+    # No registry to pull from: make the base from Debian's mirror and give it the same name.
+    mirror=$(awk '/^URIs:/ {print $2; exit} /^deb / {print $2; exit}' \
+      /etc/apt/sources.list.d/*.sources /etc/apt/sources.list 2>/dev/null || true)
+    mirror=${mirror:-http://deb.debian.org/debian}
+    log "making $BASE with debootstrap from $mirror"
+    debootstrap --variant=minbase bookworm "$work/rootfs" "$mirror" >"$work/debootstrap.log" 2>&1 ||
+      { tail -n 20 "$work/debootstrap.log" >&2; fail "debootstrap"; }
+    tar -C "$work/rootfs" -c . | podman import - "$BASE" >/dev/null
+    rm -rf "$work/rootfs"
+  fi
+  log "building $IMAGE"
+  podman build --format docker --network=host -f docker/Dockerfile -t "$IMAGE" . \
+    >"$work/build.log" 2>&1 || { tail -n 30 "$work/build.log" >&2; fail "podman build"; }
 fi
-
-log "building $IMAGE"
-podman build --format docker --network=host -f docker/Dockerfile -t "$IMAGE" . \
-  >"$work/build.log" 2>&1 || { tail -n 30 "$work/build.log" >&2; fail "podman build"; }
 built=$(date +%s)
 size=$(podman image inspect --format '{{.Size}}' "$IMAGE")
 size_mb=$(awk -v b="$size" 'BEGIN {printf "%.1f", b / 1e6}')
