@@ -10,6 +10,7 @@ cd "$(dirname "$0")/.."
 
 bash scripts/install-deps.sh
 bash scripts/check_layering.sh
+bash scripts/check_test_mirror.sh
 bash scripts/format.sh --check
 
 passed=0

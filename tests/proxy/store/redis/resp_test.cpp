@@ -1,0 +1,123 @@
+// RESP on its own: commands written as arrays of bulk strings, and replies parsed from bytes as
+// they arrive (whole, split anywhere, several at once, or not RESP at all).
+#include "proxy/store/redis/resp.hpp"
+
+#include <gtest/gtest.h>
+
+#include <array>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+namespace sluice::proxy {
+namespace {
+
+using Kind = RespValue::Kind;
+
+/// The one reply in `bytes`, fed at once; fails the test if there is not exactly one.
+RespValue parse(std::string_view bytes) {
+  RespReader reader;
+  reader.feed(bytes);
+  std::optional<RespValue> reply = reader.next();
+  EXPECT_TRUE(reply.has_value()) << bytes;
+  EXPECT_FALSE(reader.next().has_value()) << bytes;
+  return reply.value_or(RespValue{});
+}
+
+TEST(AppendCommand, WritesAnArrayOfBulkStrings) {
+  std::string out = "kept";
+  const std::array<std::string_view, 3> set{"SET", "key", "a\r\nb"};
+  append_command(out, set);
+  EXPECT_EQ(out, "kept*3\r\n$3\r\nSET\r\n$3\r\nkey\r\n$4\r\na\r\nb\r\n");
+  out.clear();
+  const std::array<std::string_view, 2> empty{"GET", ""};
+  append_command(out, empty);
+  EXPECT_EQ(out, "*2\r\n$3\r\nGET\r\n$0\r\n\r\n");
+}
+
+TEST(RespReader, ReadsEveryKindOfReply) {
+  const RespValue status = parse("+OK\r\n");
+  EXPECT_EQ(status.kind, Kind::status);
+  EXPECT_EQ(status.text, "OK");
+  EXPECT_FALSE(status.is_error());
+
+  const RespValue error = parse("-NOSCRIPT No matching script\r\n");
+  EXPECT_EQ(error.kind, Kind::error);
+  EXPECT_EQ(error.text, "NOSCRIPT No matching script");
+  EXPECT_TRUE(error.is_error());
+
+  EXPECT_EQ(parse(":42\r\n").integer, 42);
+  EXPECT_EQ(parse(":-7\r\n").kind, Kind::integer);
+  EXPECT_EQ(parse(":-7\r\n").integer, -7);
+
+  const RespValue bulk = parse("$6\r\nab\r\ncd\r\n");  // a bulk string may hold CRLF
+  EXPECT_EQ(bulk.kind, Kind::bulk);
+  EXPECT_EQ(bulk.text, "ab\r\ncd");
+  EXPECT_EQ(parse("$0\r\n\r\n").kind, Kind::bulk);
+  EXPECT_EQ(parse("$0\r\n\r\n").text, "");
+  EXPECT_EQ(parse("$-1\r\n").kind, Kind::nil);
+  EXPECT_EQ(parse("*-1\r\n").kind, Kind::nil);
+}
+
+TEST(RespReader, ReadsNestedArrays) {
+  const RespValue array = parse("*4\r\n:1\r\n$3\r\ntwo\r\n*2\r\n:3\r\n$-1\r\n*0\r\n");
+  ASSERT_EQ(array.kind, Kind::array);
+  ASSERT_EQ(array.elements.size(), 4U);
+  EXPECT_EQ(array.elements[0].integer, 1);
+  EXPECT_EQ(array.elements[1].text, "two");
+  ASSERT_EQ(array.elements[2].kind, Kind::array);
+  ASSERT_EQ(array.elements[2].elements.size(), 2U);
+  EXPECT_EQ(array.elements[2].elements[0].integer, 3);
+  EXPECT_EQ(array.elements[2].elements[1].kind, Kind::nil);
+  EXPECT_EQ(array.elements[3].kind, Kind::array);
+  EXPECT_TRUE(array.elements[3].elements.empty());
+}
+
+TEST(RespReader, WaitsForTheLastByteOfAReplySplitAnywhere) {
+  const std::string_view bytes = "*2\r\n$5\r\nhello\r\n:12\r\n";
+  RespReader reader;
+  for (std::size_t i = 0; i + 1 < bytes.size(); ++i) {
+    reader.feed(bytes.substr(i, 1));
+    ASSERT_FALSE(reader.next().has_value()) << "after " << i + 1 << " bytes";
+  }
+  reader.feed(bytes.substr(bytes.size() - 1));
+  const std::optional<RespValue> reply = reader.next();
+  ASSERT_TRUE(reply.has_value());
+  ASSERT_EQ(reply->elements.size(), 2U);
+  EXPECT_EQ(reply->elements[0].text, "hello");
+  EXPECT_EQ(reply->elements[1].integer, 12);
+}
+
+TEST(RespReader, ReadsSeveralRepliesFromOneReadInOrder) {
+  RespReader reader;
+  reader.feed("+OK\r\n:1\r\n$1\r\nx\r\n:2");
+  EXPECT_EQ(reader.next()->text, "OK");
+  EXPECT_EQ(reader.next()->integer, 1);
+  EXPECT_EQ(reader.next()->text, "x");
+  EXPECT_FALSE(reader.next().has_value());  // ":2" is not whole yet
+  reader.feed("\r\n");
+  EXPECT_EQ(reader.next()->integer, 2);
+  EXPECT_FALSE(reader.next().has_value());
+}
+
+TEST(RespReader, KeepsAPartReadAcrossAMove) {
+  RespReader first;
+  first.feed("$5\r\nhel");
+  RespReader second(std::move(first));
+  second.feed("lo\r\n");
+  EXPECT_EQ(second.next()->text, "hello");
+}
+
+TEST(RespReader, RefusesBytesThatAreNotRespAtAll) {
+  RespReader reader;
+  reader.feed("HTTP/1.1 400 Bad Request\r\n");
+  try {
+    reader.next();
+    FAIL() << "expected a protocol error";
+  } catch (const std::runtime_error& error) {
+    EXPECT_EQ(std::string_view(error.what()).substr(0, 19), "not a Redis reply: ");
+  }
+}
+
+}  // namespace
+}  // namespace sluice::proxy
