@@ -6,7 +6,7 @@ set -euo pipefail
 
 packages=(
   build-essential cmake ninja-build pkg-config
-  libboost1.81-dev libyaml-cpp-dev libspdlog-dev libfmt-dev libhiredis-dev
+  libboost1.81-dev libboost-json1.81-dev libyaml-cpp-dev libspdlog-dev libfmt-dev libhiredis-dev
 )
 # The container image's test (docker/test-image.sh): podman, and debootstrap for its base image.
 # Installed with their recommended packages, as podman is known to work here.
