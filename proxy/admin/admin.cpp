@@ -1,6 +1,9 @@
 #include "proxy/admin/admin.hpp"
 
 #include <boost/beast/core.hpp>
+#include <boost/json/array.hpp>
+#include <boost/json/object.hpp>
+#include <boost/json/serialize.hpp>
 #include <string>
 
 #include "proxy/admin/config_json.hpp"
@@ -9,6 +12,8 @@
 
 namespace sluice::proxy {
 namespace {
+
+namespace json = boost::json;
 
 /// `%41` → `A`; `+` is kept (a composite key's separator).
 std::string percent_decoded(std::string_view text) {
@@ -45,6 +50,13 @@ http::response<http::string_body> text_response(http::status status, unsigned ve
   return response;
 }
 
+/// `body` as JSON text on one line.
+http::response<http::string_body> json_response(http::status status, unsigned version,
+                                                bool keep_alive, const json::object& body) {
+  return text_response(status, version, keep_alive, json::serialize(body) + "\n",
+                       "application/json");
+}
+
 http::response<http::string_body> problem(http::status status, unsigned version, bool keep_alive) {
   ResponseText body;
   write_problem(body, status);
@@ -70,15 +82,14 @@ http::response<http::string_body> limiter_state(std::string_view rest, Pipeline&
   if (const std::optional<IpAddress> client = IpAddress::parse(key)) {
     banned = pipeline.banned_for(*client, now);
   }
-  std::string body = "{\"limiter\":\"" + name +
-                     "\",\"remaining\":" + std::to_string(status->remaining) +
-                     ",\"reset\":" + std::to_string(seconds_rounded_up(status->reset)) +
-                     ",\"banned\":" + (banned ? "true" : "false");
+  json::object state{{"limiter", name},
+                     {"remaining", status->remaining},
+                     {"reset", seconds_rounded_up(status->reset)},
+                     {"banned", banned.has_value()}};
   if (banned) {
-    body += ",\"banned_for\":" + std::to_string(retry_after_seconds(*banned));
+    state["banned_for"] = retry_after_seconds(*banned);
   }
-  body += "}\n";
-  return text_response(http::status::ok, version, keep_alive, std::move(body), "application/json");
+  return json_response(http::status::ok, version, keep_alive, state);
 }
 
 http::response<http::string_body> metrics_page(const Generation& generation,
@@ -104,21 +115,17 @@ http::response<http::string_body> reload(const LoopContext& context, unsigned ve
     return problem(http::status::not_found, version, keep_alive);
   }
   const ReloadReport report = context.proxy.reloader->reload();
-  std::string body =
-      report.ok ? "{\"result\":\"success\",\"kept_state\":" + std::to_string(report.kept_state) +
-                      ",\"restart_needed\":["
-                : std::string("{\"result\":\"failure\",\"errors\":[");
-  const std::vector<std::string>& items = report.ok ? report.restart_needed : report.errors;
-  for (std::size_t i = 0; i < items.size(); ++i) {
-    if (i > 0) {
-      body += ',';
-    }
-    body += json_string(items[i]);
-  }
-  body += "]}\n";
+  const auto texts = [](const std::vector<std::string>& items) {
+    return json::array(items.begin(), items.end());
+  };
+  const json::object answer =
+      report.ok ? json::object{{"result", "success"},
+                               {"kept_state", report.kept_state},
+                               {"restart_needed", texts(report.restart_needed)}}
+                : json::object{{"result", "failure"}, {"errors", texts(report.errors)}};
   log_reload(report, "POST /reload");
-  return text_response(report.ok ? http::status::ok : http::status::unprocessable_entity, version,
-                       keep_alive, std::move(body), "application/json");
+  return json_response(report.ok ? http::status::ok : http::status::unprocessable_entity, version,
+                       keep_alive, answer);
 }
 
 }  // namespace

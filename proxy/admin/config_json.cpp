@@ -2,7 +2,11 @@
 
 #include <fmt/format.h>
 
-#include <iterator>
+#include <boost/json/array.hpp>
+#include <boost/json/object.hpp>
+#include <boost/json/serialize.hpp>
+#include <boost/json/value.hpp>
+#include <cmath>
 
 #include "config/units.hpp"
 #include "config/url.hpp"
@@ -11,85 +15,38 @@
 namespace sluice::proxy {
 namespace {
 
-/// Builds JSON text; `key` adds `"name":` with the comma that separates members.
-class JsonWriter {
- public:
-  void open(char bracket) {
-    separate();
-    out_ += bracket;
-    first_ = true;
-  }
-  void close(char bracket) {
-    out_ += bracket;
-    first_ = false;
-  }
-  void key(std::string_view name) {
-    separate();
-    string_value(name);
-    out_ += ':';
-    first_ = true;  // the value follows without a comma
-  }
-  void string(std::string_view text) {
-    separate();
-    string_value(text);
-  }
-  void raw(std::string_view text) {
-    separate();
-    out_ += text;
-  }
-  template <class Number>
-  void number(Number value) {
-    raw(fmt::format("{}", value));
-  }
-  void boolean(bool value) { raw(value ? "true" : "false"); }
-  std::string take() { return std::move(out_); }
+namespace json = boost::json;
 
- private:
-  void separate() {
-    if (!first_) {
-      out_ += ',';
-    }
-    first_ = false;
+/// A whole number as an integer, as the file writes it (`burst: 20` reads "burst":20, not the
+/// serializer's 2E1); any other number as a double.
+json::value number(double value) {
+  constexpr double kExactIntegers = 9007199254740992.0;  // 2^53
+  if (std::trunc(value) == value && std::abs(value) <= kExactIntegers) {
+    return static_cast<std::int64_t>(value);
   }
-  void string_value(std::string_view text) {
-    out_ += '"';
-    for (const char c : text) {
-      const auto byte = static_cast<unsigned char>(c);
-      if (c == '"' || c == '\\') {
-        out_ += '\\';
-        out_ += c;
-      } else if (byte < 0x20) {
-        fmt::format_to(std::back_inserter(out_), "\\u{:04x}", byte);
-      } else {
-        out_ += c;
-      }
-    }
-    out_ += '"';
-  }
-
-  std::string out_;
-  bool first_ = true;
-};
-
-void member(JsonWriter& json, std::string_view name, std::string_view value) {
-  json.key(name);
-  json.string(value);
+  return value;
 }
 
-void host_port(JsonWriter& json, std::string_view name, const config::HostPort& address) {
-  member(json, name,
-         address.host.find(':') != std::string::npos
+std::string host_port(const config::HostPort& address) {
+  return address.host.find(':') != std::string::npos
              ? fmt::format("[{}]:{}", address.host, address.port)
-             : fmt::format("{}:{}", address.host, address.port));
+             : fmt::format("{}:{}", address.host, address.port);
 }
 
-void cidrs(JsonWriter& json, std::string_view name, const std::vector<config::Cidr>& networks) {
-  json.key(name);
-  json.open('[');
+json::array cidrs(const std::vector<config::Cidr>& networks) {
+  json::array list;
   for (const config::Cidr& network : networks) {
-    json.string(config::to_string(network));
+    list.emplace_back(config::to_string(network));
   }
-  json.close(']');
+  return list;
+}
+
+json::array strings(const std::vector<std::string>& texts) {
+  json::array list;
+  for (const std::string& text : texts) {
+    list.emplace_back(text);
+  }
+  return list;
 }
 
 std::string_view name_of(config::LimitsHeaders headers) {
@@ -107,226 +64,169 @@ std::string_view name_of(config::LimitsHeaders headers) {
 }
 
 /// The parameters of one algorithm, as the file names them.
-void limiter_options(JsonWriter& json, const limiter::LimiterOptions& options) {
+void add_limiter_options(json::object& out, const limiter::LimiterOptions& options) {
   using limiter::AlgorithmKind;
-  member(json, "algorithm", limiter::name_of(options.algorithm));
+  out["algorithm"] = limiter::name_of(options.algorithm);
   switch (options.algorithm) {
     case AlgorithmKind::token_bucket:
     case AlgorithmKind::leaky_bucket:
-      member(json, "rate", config::format_rate(options.rate));
+      out["rate"] = config::format_rate(options.rate);
       if (options.burst) {
-        json.key("burst");
-        json.number(*options.burst);
+        out["burst"] = number(*options.burst);
       }
       if (options.warmup > limiter::Duration::zero()) {
-        member(json, "warmup", limiter::format_duration(options.warmup));
-        json.key("cold_factor");
-        json.number(options.cold_factor);
+        out["warmup"] = limiter::format_duration(options.warmup);
+        out["cold_factor"] = number(options.cold_factor);
       }
       break;
     case AlgorithmKind::concurrency:
-      json.key("limit");
-      json.number(options.limit);
+      out["limit"] = options.limit;
       break;
     case AlgorithmKind::fixed_window:
     case AlgorithmKind::sliding_log:
     case AlgorithmKind::sliding_window:
     case AlgorithmKind::wheel:
-      json.key("limit");
-      json.number(options.limit);
-      member(json, "window", limiter::format_duration(options.window));
+      out["limit"] = options.limit;
+      out["window"] = limiter::format_duration(options.window);
       if (options.algorithm == AlgorithmKind::wheel) {
-        json.key("slots");
-        json.number(options.slots);
+        out["slots"] = options.slots;
       }
       break;
   }
-  member(json, "mode", options.policy.mode == limiter::Mode::delay ? "delay" : "reject");
+  out["mode"] = options.policy.mode == limiter::Mode::delay ? "delay" : "reject";
   if (options.policy.mode == limiter::Mode::delay) {
-    member(json, "max_delay", limiter::format_duration(options.policy.max_delay));
+    out["max_delay"] = limiter::format_duration(options.policy.max_delay);
   }
 }
 
-void limiter_config(JsonWriter& json, const config::LimiterConfig& limiter) {
-  json.key(limiter.name);
-  json.open('{');
-  limiter_options(json, limiter.options);
-  member(json, "key", limiter.key.text);
+json::object limiter_config(const config::LimiterConfig& limiter) {
+  json::object out;
+  add_limiter_options(out, limiter.options);
+  out["key"] = limiter.key.text;
   if (limiter.ipv6_prefix != 128) {
-    json.key("ipv6_prefix");
-    json.number(limiter.ipv6_prefix);
+    out["ipv6_prefix"] = limiter.ipv6_prefix;
   }
-  json.key("shadow");
-  json.boolean(limiter.shadow);
-  json.key("status");
-  json.number(limiter.status);
+  out["shadow"] = limiter.shadow;
+  out["status"] = limiter.status;
   bool secret_key = false;
   for (const config::KeyPart& part : limiter.key.parts) {
     secret_key = secret_key || part.secret();
   }
-  json.key("overrides");
-  json.open('[');
+  json::array overrides;
   for (const config::Override& override : limiter.overrides) {
-    json.open('{');
-    member(json, "key", secret_key ? "***" : override.value);
-    limiter_options(json, override.options);
-    json.close('}');
+    json::object item;
+    item["key"] = secret_key ? "***" : override.value;
+    add_limiter_options(item, override.options);
+    overrides.emplace_back(std::move(item));
   }
-  json.close(']');
-  json.close('}');
+  out["overrides"] = std::move(overrides);
+  return out;
 }
 
-void route(JsonWriter& json, const config::Route& route) {
-  json.open('{');
-  member(json, "name", route.name);
-  json.key("match");
-  json.open('{');
-  switch (route.match.path_kind) {
+json::object route_match(const config::RouteMatch& match) {
+  json::object out;
+  switch (match.path_kind) {
     case config::RouteMatch::Path::exact:
-      member(json, "path", route.match.path);
+      out["path"] = match.path;
       break;
     case config::RouteMatch::Path::prefix:
-      member(json, "path_prefix", route.match.path);
+      out["path_prefix"] = match.path;
       break;
     case config::RouteMatch::Path::regex:
-      member(json, "path_regex", route.match.path);
+      out["path_regex"] = match.path;
       break;
     case config::RouteMatch::Path::any:
       break;
   }
-  if (!route.match.methods.empty()) {
-    json.key("methods");
-    json.open('[');
-    for (const std::string& method : route.match.methods) {
-      json.string(method);
-    }
-    json.close(']');
+  if (!match.methods.empty()) {
+    out["methods"] = strings(match.methods);
   }
-  if (route.match.host) {
-    member(json, "host", *route.match.host);
+  if (match.host) {
+    out["host"] = *match.host;
   }
-  if (!route.match.headers.empty()) {
-    json.key("headers");
-    json.open('[');
-    for (const config::HeaderCondition& header : route.match.headers) {
-      json.open('{');
-      member(json, "name", header.name);
+  if (!match.headers.empty()) {
+    json::array headers;
+    for (const config::HeaderCondition& header : match.headers) {
+      json::object condition;
+      condition["name"] = header.name;
       if (header.value) {
-        member(json, "value", *header.value);
+        condition["value"] = *header.value;
       } else {
-        json.key("present");
-        json.boolean(header.present);
+        condition["present"] = header.present;
       }
-      json.close('}');
+      headers.emplace_back(std::move(condition));
     }
-    json.close(']');
+    out["headers"] = std::move(headers);
   }
-  json.close('}');
+  return out;
+}
+
+json::object route(const config::Route& route) {
+  json::object out;
+  out["name"] = route.name;
+  out["match"] = route_match(route.match);
   if (route.upstream) {
-    member(json, "upstream", config::redact_url(route.upstream->url));
+    out["upstream"] = config::redact_url(route.upstream->url);
   }
-  json.key("limiters");
-  json.open('[');
-  for (const std::string& name : route.limiters) {
-    json.string(name);
-  }
-  json.close(']');
-  json.key("cost");
-  json.number(route.cost);
+  out["limiters"] = strings(route.limiters);
+  out["cost"] = route.cost;
   if (route.respond) {
-    json.key("respond");
-    json.open('{');
-    json.key("status");
-    json.number(route.respond->status);
-    member(json, "body", route.respond->body);
-    json.close('}');
+    out["respond"] = {{"status", route.respond->status}, {"body", route.respond->body}};
   }
-  json.close('}');
+  return out;
 }
 
 }  // namespace
 
-std::string json_string(std::string_view text) {
-  JsonWriter json;
-  json.string(text);
-  return json.take();
-}
-
 std::string config_json(const config::ProxyConfig& config) {
-  JsonWriter json;
-  json.open('{');
-  member(json, "file", config.file);
-  host_port(json, "listen", config.listen);
-  if (config.admin) {
-    host_port(json, "admin", *config.admin);
-  } else {
-    member(json, "admin", "");
-  }
-  json.key("threads");
-  json.number(config.threads);
-  json.key("max_connections");
-  json.number(config.max_connections);
+  json::object out;
+  out["file"] = config.file;
+  out["listen"] = host_port(config.listen);
+  out["admin"] = config.admin ? host_port(*config.admin) : "";
+  out["threads"] = config.threads;
+  out["max_connections"] = config.max_connections;
   if (config.upstream) {
-    member(json, "upstream", config::redact_url(config.upstream->url));
+    out["upstream"] = config::redact_url(config.upstream->url);
   }
-  cidrs(json, "trusted_proxies", config.trusted_proxies);
-  json.key("timeouts");
-  json.open('{');
-  member(json, "header", limiter::format_duration(config.timeouts.header));
-  member(json, "idle", limiter::format_duration(config.timeouts.idle));
-  member(json, "connect", limiter::format_duration(config.timeouts.connect));
-  member(json, "upstream", limiter::format_duration(config.timeouts.upstream));
-  member(json, "drain", limiter::format_duration(config.timeouts.drain));
-  json.close('}');
-  member(json, "limits_headers", name_of(config.limits_headers));
-  json.key("log");
-  json.open('{');
-  member(json, "level", config.log.level);
-  member(json, "format", config.log.format == config::LogFormat::json ? "json" : "text");
-  json.key("access");
-  json.boolean(config.log.access);
-  json.close('}');
-  json.key("store");
-  json.open('{');
-  member(json, "type", config.store.type == config::StoreType::redis ? "redis" : "memory");
-  json.key("max_keys");
-  json.number(config.store.max_keys);
+  out["trusted_proxies"] = cidrs(config.trusted_proxies);
+  out["timeouts"] = {{"header", limiter::format_duration(config.timeouts.header)},
+                     {"idle", limiter::format_duration(config.timeouts.idle)},
+                     {"connect", limiter::format_duration(config.timeouts.connect)},
+                     {"upstream", limiter::format_duration(config.timeouts.upstream)},
+                     {"drain", limiter::format_duration(config.timeouts.drain)}};
+  out["limits_headers"] = name_of(config.limits_headers);
+  out["log"] = {{"level", config.log.level},
+                {"format", config.log.format == config::LogFormat::json ? "json" : "text"},
+                {"access", config.log.access}};
+  json::object store;
+  store["type"] = config.store.type == config::StoreType::redis ? "redis" : "memory";
+  store["max_keys"] = config.store.max_keys;
   if (config.store.type == config::StoreType::redis) {
-    json.key("redis");
-    json.open('{');
-    member(json, "url", config::redact_url(config.store.redis.url));
-    member(json, "prefix", config.store.redis.prefix);
-    member(json, "timeout", limiter::format_duration(config.store.redis.timeout));
-    json.key("pool");
-    json.number(config.store.redis.pool);
-    member(json, "on_error", name_of(config.store.redis.on_error));
-    json.close('}');
+    const config::RedisOptions& redis = config.store.redis;
+    store["redis"] = {{"url", config::redact_url(redis.url)},
+                      {"prefix", redis.prefix},
+                      {"timeout", limiter::format_duration(redis.timeout)},
+                      {"pool", redis.pool},
+                      {"on_error", name_of(redis.on_error)}};
   }
-  json.close('}');
-  json.key("limiters");
-  json.open('{');
+  out["store"] = std::move(store);
+  json::object limiters;
   for (const config::LimiterConfig& limiter : config.limiters) {
-    limiter_config(json, limiter);
+    limiters[limiter.name] = limiter_config(limiter);
   }
-  json.close('}');
-  cidrs(json, "deny", config.deny);
+  out["limiters"] = std::move(limiters);
+  out["deny"] = cidrs(config.deny);
   if (config.ban) {
-    json.key("ban");
-    json.open('{');
-    json.key("after");
-    json.number(config.ban->after);
-    member(json, "within", limiter::format_duration(config.ban->within));
-    member(json, "for", limiter::format_duration(config.ban->duration));
-    json.close('}');
+    out["ban"] = {{"after", config.ban->after},
+                  {"within", limiter::format_duration(config.ban->within)},
+                  {"for", limiter::format_duration(config.ban->duration)}};
   }
-  json.key("routes");
-  json.open('[');
+  json::array routes;
   for (const config::Route& each : config.routes) {
-    route(json, each);
+    routes.emplace_back(route(each));
   }
-  json.close(']');
-  json.close('}');
-  return json.take() + "\n";
+  out["routes"] = std::move(routes);
+  return json::serialize(out) + "\n";
 }
 
 }  // namespace sluice::proxy

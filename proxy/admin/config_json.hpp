@@ -11,7 +11,4 @@ namespace sluice::proxy {
 /// URL, and the values of overrides keyed by a header, bearer token or cookie.
 std::string config_json(const config::ProxyConfig& config);
 
-/// `text` as a JSON string, quotes included.
-std::string json_string(std::string_view text);
-
 }  // namespace sluice::proxy

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "proxy/pipeline/http_text.hpp"
+#include "proxy/telemetry/json_escape.hpp"
 
 namespace sluice::proxy {
 namespace {
@@ -210,7 +211,7 @@ void own_response(OwnResponse& out, const Decision& decision, unsigned version, 
         if (!report.limiter->shadow && !report.verdict.admitted) {
           append(body, separator);
           append(body, "\"");
-          append(body, report.limiter->name);
+          append_json_escaped(body, report.limiter->name);  // a name may hold any text
           append(body, "\"");
           separator = ",";
         }

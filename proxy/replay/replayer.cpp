@@ -1,6 +1,7 @@
 #include "proxy/replay/replayer.hpp"
 
 #include <algorithm>
+#include <boost/json/serializer.hpp>
 #include <charconv>
 #include <cmath>
 
@@ -26,31 +27,25 @@ void append_number(std::string& out, std::uint64_t value) {
   out.append(text, result.ptr);
 }
 
+/// `text` as a JSON string. Names are nearly always printable ASCII without quotes or
+/// backslashes, which JSON holds as it is; anything else goes through Boost.JSON's serializer.
 void append_string(std::string& out, std::string_view text) {
-  out += '"';
-  for (const char c : text) {
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          static constexpr char kHex[] = "0123456789abcdef";
-          out += "\\u00";
-          out += kHex[(c >> 4) & 0xf];
-          out += kHex[c & 0xf];
-        } else {
-          out += c;
-        }
-    }
+  const bool plain = std::all_of(text.begin(), text.end(), [](char c) {
+    return c >= ' ' && c <= '~' && c != '"' && c != '\\';
+  });
+  if (plain) {
+    out += '"';
+    out += text;
+    out += '"';
+    return;
   }
-  out += '"';
+  boost::json::serializer serializer;
+  serializer.reset(text);
+  char buffer[256];
+  do {
+    const boost::json::string_view part = serializer.read(buffer);
+    out.append(part.data(), part.size());
+  } while (!serializer.done());
 }
 
 double seconds(Duration duration) { return static_cast<double>(duration.count()) / 1e9; }

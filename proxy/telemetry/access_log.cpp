@@ -9,28 +9,14 @@
 #include <array>
 #include <iterator>
 
+#include "proxy/telemetry/json_escape.hpp"
+
 namespace sluice::proxy {
 namespace {
 
 constexpr std::array<std::string_view, kMetricDecisions> kDecisionNames{
     "allowed", "delayed", "limited", "denied", "shadow_limited", "no_route"};
 constexpr std::size_t kQueuedLines = 8192;
-
-/// Client-controlled text (the target) made safe for one log line: quotes, backslashes and
-/// control bytes escaped, so a request cannot forge a line or break the JSON.
-void append_escaped(fmt::memory_buffer& out, std::string_view text) {
-  for (const char c : text) {
-    const auto byte = static_cast<unsigned char>(c);
-    if (c == '"' || c == '\\') {
-      out.push_back('\\');
-      out.push_back(c);
-    } else if (byte < 0x20 || byte == 0x7f) {
-      fmt::format_to(std::back_inserter(out), "\\u{:04x}", byte);
-    } else {
-      out.push_back(c);
-    }
-  }
-}
 
 double milliseconds(limiter::Duration duration) {
   return std::chrono::duration<double, std::milli>(duration).count();
@@ -40,12 +26,14 @@ void format_into(fmt::memory_buffer& out, config::LogFormat format, const Access
   const std::string_view decision = kDecisionNames[static_cast<std::size_t>(r.decision)];
   auto to = std::back_inserter(out);
   if (format == config::LogFormat::json) {
-    fmt::format_to(to, R"("client":"{}","method":")", r.client);
-    append_escaped(out, r.method);
+    fmt::format_to(to, R"("client":")");
+    append_json_escaped(out, r.client);
+    fmt::format_to(to, R"(","method":")");
+    append_json_escaped(out, r.method);
     fmt::format_to(to, R"(","target":")");
-    append_escaped(out, r.target);
+    append_json_escaped(out, r.target);
     fmt::format_to(to, R"(","route":")");
-    append_escaped(out, r.route);
+    append_json_escaped(out, r.route);
     fmt::format_to(to,
                    R"(","decision":"{}","status":{},"key":"{:016x}","upstream_ms":{:.3f},)"
                    R"("duration_ms":{:.3f}}})",
@@ -53,9 +41,9 @@ void format_into(fmt::memory_buffer& out, config::LogFormat format, const Access
     return;
   }
   fmt::format_to(to, "{} \"", r.client);
-  append_escaped(out, r.method);
+  append_json_escaped(out, r.method);
   out.push_back(' ');
-  append_escaped(out, r.target);
+  append_json_escaped(out, r.target);
   fmt::format_to(to, "\" {} route={} decision={} key={:016x} upstream_ms={:.3f} duration_ms={:.3f}",
                  r.status, r.route.empty() ? "-" : r.route, decision, r.key_hash,
                  milliseconds(r.upstream), milliseconds(r.total));

@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <boost/json/parse.hpp>
+#include <boost/json/value.hpp>
 #include <filesystem>
 #include <fstream>
 #include <thread>
@@ -153,6 +155,49 @@ TEST(AdminPort, ShowsTheEffectiveConfigAsJson) {
   EXPECT_THAT(config.body(), HasSubstr(R"("one":{"algorithm":"fixed_window","limit":3,)"
                                        R"("window":"1h","mode":"reject","key":"ip")"));
   EXPECT_THAT(config.body(), HasSubstr(R"("timeouts":{"header":"10s","idle":"1m")"));
+}
+
+TEST(AdminPort, AnswersJsonThatParsesWhateverTheNames) {
+  // YAML single quotes: the names hold a double quote and a backslash as they are.
+  const std::string limiter = "q\"uote\\";
+  ReloadableProxy proxy(
+      "limiters:\n  'q\"uote\\': {algorithm: fixed_window, limit: 2, window: 1h}\n"
+      "routes: [{name: 'r\"oute\\', limiters: ['q\"uote\\']}]\n");
+  const auto json_of = [](const http::response<http::string_body>& response) {
+    boost::json::error_code error;
+    boost::json::value value = boost::json::parse(response.body(), error);
+    EXPECT_FALSE(error) << error.message() << " in " << response.body();
+    return value;
+  };
+
+  const auto config = proxy.send(get("/config"), true);
+  EXPECT_EQ(json_of(config).at("routes").at(0).at("name").as_string(), "r\"oute\\");
+
+  EXPECT_EQ(proxy.send(get("/")).result(), http::status::ok);
+  const auto state = proxy.send(get("/limiters/q%22uote%5C/127.0.0.1"), true);
+  ASSERT_EQ(state.result(), http::status::ok) << state.body();
+  EXPECT_EQ(state[http::field::content_type], "application/json");
+  EXPECT_EQ(json_of(state).at("limiter").as_string(), limiter);
+  EXPECT_EQ(json_of(state).at("remaining").as_int64(), 1);
+  EXPECT_FALSE(json_of(state).at("banned").as_bool());
+
+  EXPECT_EQ(proxy.send(get("/")).result(), http::status::ok);
+  const auto limited = proxy.send(get("/"));  // the proxy's own problem+json names the limiter
+  ASSERT_EQ(limited.result(), http::status::too_many_requests);
+  EXPECT_EQ(json_of(limited).at("violated-policies").at(0).as_string(), limiter);
+
+  proxy.write("routes: [{name: all, limiters: ['no\"such\\']}]\n");
+  const auto refused = proxy.send(post("/reload"), true);
+  EXPECT_EQ(refused.result(), http::status::unprocessable_entity);
+  const boost::json::value errors = json_of(refused).at("errors");
+  ASSERT_FALSE(errors.as_array().empty());
+  EXPECT_THAT(std::string(errors.at(0).as_string()), HasSubstr("\"no\"such\\\""));
+
+  proxy.write("routes: [{name: all}]\n");
+  const auto reloaded = proxy.send(post("/reload"), true);
+  EXPECT_EQ(reloaded.result(), http::status::ok);
+  EXPECT_EQ(json_of(reloaded).at("result").as_string(), "success");
+  EXPECT_TRUE(json_of(reloaded).at("restart_needed").as_array().empty());
 }
 
 TEST(AdminPort, ReloadKeepsUnchangedLimitersAndRefusesABrokenFile) {

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <boost/json/parse.hpp>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -58,6 +59,9 @@ TEST_P(Golden, ReplaysAsComputedByHand) {
   ASSERT_EQ(actual.size(), expected.size()) << output;
   for (std::size_t i = 0; i < expected.size(); ++i) {
     EXPECT_EQ(actual[i], expected[i]) << "line " << i + 1 << " of " << GetParam();
+    boost::json::error_code error;
+    boost::json::parse(actual[i], error);
+    EXPECT_FALSE(error) << error.message() << " on line " << i + 1 << " of " << GetParam();
   }
 }
 

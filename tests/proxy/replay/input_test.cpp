@@ -55,13 +55,85 @@ TEST(ParseJsonLine, ExplainsWhatIsWrong) {
       {R"({"t": 1, "ip": 5})", "expected a string at column 16"},
       {R"({"t": 1, "headers": {"a": 1}})", "header values must be strings at column 27"},
       {R"({"t": 1} trailing)", "unexpected text after the object at column 10"},
-      {R"({"t": 1, "path": "unterminated)", "expected a string at column 18"},
+      {R"({"t": 1, "headers": []})", "headers must be an object at column 21"},
+      {R"({"t": true})", "t must be a non-negative number at column 7"},
+      {R"({"t": 1, "ip": "1.2.3.4", "duration": "2"})",
+       "duration must be a non-negative number at column 39"},
+      {R"({"\u0074": -1})", "t must be a non-negative number"},  // no column after an escaped name
+      {R"({"t": 1, "path": "unterminated)", "invalid JSON: incomplete JSON at column 31"},
+      {R"({"t": 1,, "ip": "1.2.3.4"})", "invalid JSON: syntax error at column 9"},
+      {R"({"t": 1 "ip": "1.2.3.4"})", "invalid JSON: syntax error at column 9"},
+      {R"({"t": 01})", "invalid JSON: syntax error at column 8"},
+      {R"({"t": 1, "path": "/\ud83d"})", "invalid JSON: syntax error at column 26"},
+      {R"({"t": 1, "path": "/\x"})", "invalid JSON: syntax error at column 21"},
   };
   for (const auto& [line, message] : cases) {
     const auto problem = parse_json_line(line, record);
     ASSERT_TRUE(problem.has_value()) << line;
     EXPECT_EQ(*problem, message) << line;
   }
+}
+
+TEST(ParseJsonLine, DecodesSurrogatePairsAndEveryEscape) {
+  ReplayRecord record;
+  const auto problem = parse_json_line(
+      R"({"t": 1, "path": "/\ud83d\ude00/\u00e9\u20ac", "method": "\u0050\u004FST",)"
+      R"( "host": "a\/b\\c\"d\b\f\n\r\t",)"
+      R"( "headers": {"X-\ud83d\ude00": "\uD83D\uDE00", "Plain": "p"}})",
+      record);
+  ASSERT_FALSE(problem.has_value()) << *problem;
+  EXPECT_EQ(record.path, "/\xF0\x9F\x98\x80/\xC3\xA9\xE2\x82\xAC");  // U+1F600, U+00E9, U+20AC
+  EXPECT_EQ(record.method, "POST");
+  EXPECT_EQ(record.host, "a/b\\c\"d\b\f\n\r\t");
+  ASSERT_EQ(record.header_count, 2U);
+  EXPECT_EQ(record.headers[0].name, "X-\xF0\x9F\x98\x80");
+  EXPECT_EQ(record.headers[0].value, "\xF0\x9F\x98\x80");
+  EXPECT_EQ(record.headers[1].name, "Plain");
+  EXPECT_EQ(record.headers[1].value, "p");
+}
+
+TEST(ParseJsonLine, KeepsBytesThatAreNotUtf8) {
+  // Logs hold what clients sent: a raw byte in a path is the request's, not an error.
+  ReplayRecord record;
+  ASSERT_FALSE(parse_json_line("{\"t\": 1, \"path\": \"/a\xFF\xC3\"}", record).has_value());
+  EXPECT_EQ(record.path, "/a\xFF\xC3");
+}
+
+TEST(ParseJsonLine, ReadsNumbersAsWritten) {
+  // 19 significant digits: more than a double holds, so the nearest double must be found.
+  ReplayRecord record;
+  ASSERT_FALSE(
+      parse_json_line(R"({"t": 1700006409.900931384, "duration": 2.5e-1})", record).has_value());
+  EXPECT_EQ(record.t, 1700006409.900931384);
+  EXPECT_EQ(record.duration, 0.25);
+  ASSERT_FALSE(
+      parse_json_line(R"({"t": 0.9058728226756229, "cost": 4294967295})", record).has_value());
+  EXPECT_EQ(record.t, 0.9058728226756229);
+  EXPECT_EQ(record.cost, 4294967295U);
+}
+
+TEST(ParseJsonLine, SkipsMembersItDoesNotKnowWhateverTheyHold) {
+  ReplayRecord record;
+  const auto problem =
+      parse_json_line(R"({"extra": {"t": -5, "headers": [1, {"ip": null}], "cost": "x"}, "t": 3,)"
+                      R"( "\u0069p": "10.0.0.1", "list": [[], {}, "s\u00e9", 1e999, true]})",
+                      record);
+  ASSERT_FALSE(problem.has_value()) << *problem;
+  EXPECT_EQ(record.t, 3);
+  EXPECT_EQ(record.ip, "10.0.0.1");  // an escaped name is still the name
+  EXPECT_EQ(record.header_count, 0U);
+}
+
+TEST(ParseJsonLine, RefusesMoreHeadersThanARequestCarries) {
+  std::string line = R"({"t": 1, "headers": {)";
+  for (std::size_t i = 0; i <= ReplayRecord::kMaxHeaders; ++i) {
+    line += (i == 0 ? "" : ", ") + ("\"h" + std::to_string(i) + "\": \"v\"");
+  }
+  line += "}}";
+  ReplayRecord record;
+  const auto problem = parse_json_line(line, record);
+  ASSERT_TRUE(problem.has_value());
+  EXPECT_THAT(*problem, ::testing::StartsWith("more than 64 headers"));
 }
 
 TEST(ParseCombinedLine, ReadsAddressTimeRequestAndAgent) {

@@ -1,0 +1,73 @@
+// GET /config's text: JSON that parses whatever the configuration holds, in the file's order, with
+// whole numbers written whole.
+#include "proxy/admin/config_json.hpp"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <boost/json/parse.hpp>
+#include <boost/json/value.hpp>
+
+#include "config/load_config.hpp"
+
+namespace sluice::proxy {
+namespace {
+
+namespace json = boost::json;
+using ::testing::HasSubstr;
+
+config::ProxyConfig parse(const std::string& yaml, const std::string& file = "proxy.yaml") {
+  return config::parse_config(yaml, file, [](std::string_view) { return std::nullopt; });
+}
+
+json::value parsed(const std::string& text) {
+  json::error_code error;
+  json::value value = json::parse(text, error);
+  EXPECT_FALSE(error) << error.message() << " in " << text;
+  return value;
+}
+
+TEST(ConfigJson, ParsesWhateverTheNamesAndBodiesHold) {
+  // YAML's escapes: \L is U+2028, \x01 a control character.
+  const config::ProxyConfig config = parse(R"(
+limiters:
+  "a \"b\" \\c": {algorithm: fixed_window, limit: 3, window: 1h}
+routes:
+  - name: "r \"1\" \\ two\L"
+    match: {path_regex: '^/v[0-9]+\.json$', headers: [{name: X-Q, value: "say \"hi\"\x01"}]}
+    respond: {status: 200, body: "{\"quoted\": \"yes\"}\n\\back\\slash"}
+    limiters: ["a \"b\" \\c"]
+)",
+                                           "dir \"x\"\\proxy.yaml");
+  const std::string text = config_json(config);
+  const json::value value = parsed(text);
+  EXPECT_EQ(value.at("file").as_string(), "dir \"x\"\\proxy.yaml");
+  const json::value& route = value.at("routes").at(0);
+  EXPECT_EQ(route.at("name").as_string(), "r \"1\" \\ two\xE2\x80\xA8");
+  EXPECT_EQ(route.at("match").at("path_regex").as_string(), "^/v[0-9]+\\.json$");
+  EXPECT_EQ(route.at("match").at("headers").at(0).at("value").as_string(), "say \"hi\"\x01");
+  EXPECT_EQ(route.at("respond").at("body").as_string(), "{\"quoted\": \"yes\"}\n\\back\\slash");
+  EXPECT_EQ(route.at("limiters").at(0).as_string(), "a \"b\" \\c");
+  EXPECT_EQ(value.at("limiters").at("a \"b\" \\c").at("limit").as_int64(), 3);
+}
+
+TEST(ConfigJson, WritesMembersInTheFilesOrderAndWholeNumbersWhole) {
+  const config::ProxyConfig config = parse(R"(
+limiters:
+  bucket: {algorithm: token_bucket, rate: 10/s, burst: 20}
+  warm: {algorithm: token_bucket, rate: 10/s, warmup: 1m, cold_factor: 2.5}
+routes: [{name: all, limiters: [bucket, warm], respond: {status: 204}}]
+)");
+  const std::string text = config_json(config);
+  EXPECT_THAT(text, HasSubstr(R"("bucket":{"algorithm":"token_bucket","rate":"10/s","burst":20,)"
+                              R"("mode":"reject","key":"ip","shadow":false,"status":429,)"
+                              R"("overrides":[]})"));
+  EXPECT_THAT(text, HasSubstr(R"("routes":[{"name":"all","match":{},"limiters":["bucket","warm"],)"
+                              R"("cost":1,"respond":{"status":204,"body":""}}])"));
+  EXPECT_THAT(text, ::testing::StartsWith(R"({"file":"proxy.yaml","listen":"0.0.0.0:8080",)"));
+  EXPECT_THAT(text, ::testing::EndsWith("}\n"));
+  EXPECT_EQ(parsed(text).at("limiters").at("warm").at("cold_factor").as_double(), 2.5);
+}
+
+}  // namespace
+}  // namespace sluice::proxy

@@ -1,0 +1,78 @@
+// `sluice replay`'s output lines are JSON whatever the configuration names, and times read back
+// as the input wrote them.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <boost/json/parse.hpp>
+#include <boost/json/value.hpp>
+#include <sstream>
+#include <vector>
+
+#include "config/load_config.hpp"
+#include "proxy/replay/replayer.hpp"
+
+namespace sluice::replay {
+namespace {
+
+namespace json = boost::json;
+
+std::vector<json::value> parsed_lines(const std::string& output) {
+  std::vector<json::value> lines;
+  std::istringstream in(output);
+  for (std::string line; std::getline(in, line);) {
+    json::error_code error;
+    lines.push_back(json::parse(line, error));
+    EXPECT_FALSE(error) << error.message() << " in " << line;
+  }
+  return lines;
+}
+
+TEST(ReplayOutput, IsJsonWhateverTheNames) {
+  // YAML's escapes: \L is U+2028, \x01 a control character.
+  const config::ProxyConfig config = config::parse_config(
+      R"(
+limiters:
+  "per \"ip\" \\": {algorithm: fixed_window, limit: 2, window: 1m}
+  "shadow\x01\L": {algorithm: fixed_window, limit: 1, window: 1m, shadow: true}
+routes:
+  - name: "a \"route\" \\ with\ttab"
+    respond: {status: 200}
+    limiters: ["per \"ip\" \\", "shadow\x01\L"]
+)",
+      "proxy.yaml", [](std::string_view) { return std::nullopt; });
+  const std::string live = "per \"ip\" \\";
+  const std::string shadow = "shadow\x01\xE2\x80\xA8";
+  Replayer replayer(config, InputFormat::jsonl);
+  std::string out;
+  for (int i = 0; i < 3; ++i) {
+    replayer.feed(R"({"t": 10, "ip": "192.0.2.1"})", out);
+  }
+  const std::vector<json::value> lines = parsed_lines(out);
+  ASSERT_EQ(lines.size(), 3U) << out;
+  for (const json::value& line : lines) {
+    EXPECT_EQ(line.at("route").as_string(), "a \"route\" \\ with\ttab");
+    EXPECT_EQ(line.at("limiters").at(0).as_string(), live);
+  }
+  EXPECT_EQ(lines[1].at("shadow_limited").at(0).as_string(), shadow);  // the shadow refuses
+  EXPECT_EQ(lines[2].at("violated").at(0).as_string(), live);          // then the live one
+}
+
+TEST(ReplayOutput, WritesTimesAsTheInputDid) {
+  const config::ProxyConfig config =
+      config::parse_config("routes: [{name: all, respond: {status: 200}}]\n", "proxy.yaml",
+                           [](std::string_view) { return std::nullopt; });
+  Replayer replayer(config, InputFormat::jsonl);
+  std::string out;
+  // Nanoseconds: 19 digits, more than a double holds exactly, so only a correctly rounded
+  // reading gives back the shortest text of the nearest double.
+  replayer.feed(R"({"t": 1700006409.900931384})", out);
+  replayer.feed(R"({"t": 1700065563.738923776})", out);
+  replayer.feed(R"({"t": 1.7e9})", out);
+  EXPECT_THAT(out, ::testing::HasSubstr(R"("t":1700006409.9009314,)"));
+  EXPECT_THAT(out, ::testing::HasSubstr(R"("t":1700065563.7389238,)"));
+  EXPECT_THAT(out, ::testing::HasSubstr(R"("t":1700000000,)"));
+  EXPECT_EQ(parsed_lines(out).size(), 3U);
+}
+
+}  // namespace
+}  // namespace sluice::replay
