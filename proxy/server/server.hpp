@@ -53,12 +53,15 @@ class Server {
   struct Loop {
     /// Outlives `io`: coroutine frames destroyed with it give their buffers back.
     ChunkPool chunks{kSpareChunks};
+    /// What this loop's connections share. Outlives `io` too: the sessions still open when the
+    /// loop stops are destroyed with it, and they leave its idle list on the way out. (Made once
+    /// `pool` exists; `pool` goes first, but a session touches it only while it runs.)
+    std::unique_ptr<LoopContext> context;
     /// One thread runs it and only that thread touches its sockets, so Asio may skip the
     /// per-socket locks; other threads only post to it.
     boost::asio::io_context io{BOOST_ASIO_CONCURRENCY_HINT_UNSAFE_IO};
     std::unique_ptr<Acceptor> acceptor;
-    std::unique_ptr<UpstreamPool> pool;    ///< Holds sockets of `io`: declared after it.
-    std::unique_ptr<LoopContext> context;  ///< What this loop's connections share.
+    std::unique_ptr<UpstreamPool> pool;  ///< Holds sockets of `io`: declared after it.
     std::thread thread;
   };
 
