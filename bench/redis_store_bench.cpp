@@ -24,7 +24,7 @@
 #include "tests/support/redis_server.hpp"
 #include "tests/support/store_decision.hpp"
 
-namespace sluice::proxy {
+namespace sluice::store::redis {
 namespace {
 
 namespace net = boost::asio;
@@ -55,7 +55,7 @@ class Setup {
     }
     config_ = std::make_unique<config::ProxyConfig>(config::parse_config(
         config_text(url), "bench.yaml", [](std::string_view) { return std::nullopt; }));
-    pipeline_ = std::make_unique<Pipeline>(*config_);
+    pipeline_ = std::make_unique<pipeline::Pipeline>(*config_);
     store_ = std::make_unique<RedisStore>(config_->store.redis, 1);
     auto opened = net::co_spawn(io_, store_->open(0), net::use_future);
     while (opened.wait_for(std::chrono::seconds(0)) != std::future_status::ready) {
@@ -63,8 +63,8 @@ class Setup {
     }
     opened.get();
     for (std::size_t i = 0; i < kClients; ++i) {
-      addresses_.push_back(
-          *IpAddress::parse("10.1." + std::to_string(i / 256) + "." + std::to_string(i % 256)));
+      addresses_.push_back(*pipeline::IpAddress::parse("10.1." + std::to_string(i / 256) + "." +
+                                                       std::to_string(i % 256)));
     }
   }
   Setup(const Setup&) = delete;
@@ -73,7 +73,7 @@ class Setup {
   Setup& operator=(Setup&&) = delete;
   ~Setup() { store_->close(0); }
 
-  RequestView request(std::size_t n) const {
+  pipeline::RequestView request(std::size_t n) const {
     return {.method = "GET",
             .target = "/",
             .host = "bench",
@@ -85,11 +85,11 @@ class Setup {
   void decide(std::size_t count, std::size_t in_flight) {
     std::size_t started = 0;
     std::size_t done = 0;
-    const auto worker = [&]() -> Awaitable<void> {
+    const auto worker = [&]() -> io::Awaitable<void> {
       while (started < count) {
-        const RequestView view = request(started++);
-        Decision decision;
-        Charges charges;
+        const pipeline::RequestView view = request(started++);
+        pipeline::Decision decision;
+        pipeline::Charges charges;
         const limiter::TimePoint now = clock_.now();
         if (pipeline_->prepare(view, now, std::nullopt, decision, charges)) {
           co_await test::decide_through(*store_, 0, *pipeline_, decision, charges, now);
@@ -108,8 +108,8 @@ class Setup {
 
   /// One decision's EVALSHA, as redis-benchmark takes it (the key spread by __rand_int__).
   std::string call() {
-    Decision decision;
-    Charges charges;
+    pipeline::Decision decision;
+    pipeline::Charges charges;
     pipeline_->prepare(request(0), clock_.now(), std::nullopt, decision, charges);
     DecisionCall call;
     call.build(sha_of_decide(), config_->store.redis.prefix, decision, charges, 1);
@@ -128,7 +128,7 @@ class Setup {
     std::string sha;
     auto loaded = net::co_spawn(
         io_,
-        [&]() -> Awaitable<void> {
+        [&]() -> io::Awaitable<void> {
           auto connection = co_await RedisConnection::open(
               config_->store.redis.endpoint, config_->store.redis.url, std::chrono::seconds(1));
           const std::array<std::string_view, 3> load{"SCRIPT", "LOAD", decide_script()};
@@ -146,10 +146,10 @@ class Setup {
  private:
   std::unique_ptr<test::RedisServer> server_;
   std::unique_ptr<config::ProxyConfig> config_;
-  std::unique_ptr<Pipeline> pipeline_;
+  std::unique_ptr<pipeline::Pipeline> pipeline_;
   net::io_context io_;
   std::unique_ptr<RedisStore> store_;
-  std::vector<IpAddress> addresses_;
+  std::vector<pipeline::IpAddress> addresses_;
   limiter::SystemClock clock_;
 };
 
@@ -175,11 +175,11 @@ BENCHMARK(BM_RedisDecisions)
     ->Unit(benchmark::kMillisecond);
 
 }  // namespace
-}  // namespace sluice::proxy
+}  // namespace sluice::store::redis
 
 int main(int argc, char** argv) {
   if (std::getenv("SLUICE_BENCH_PRINT_CALL") != nullptr) {
-    std::cout << sluice::proxy::setup().call() << '\n';
+    std::cout << sluice::store::redis::setup().call() << '\n';
     return 0;
   }
   benchmark::Initialize(&argc, argv);

@@ -10,7 +10,7 @@
 #include "proxy/http/beast_http.hpp"
 #include "proxy/http/responses.hpp"
 
-namespace sluice::proxy {
+namespace sluice::admin {
 namespace {
 
 namespace json = boost::json;
@@ -58,14 +58,14 @@ http::response<http::string_body> json_response(http::status status, unsigned ve
 }
 
 http::response<http::string_body> problem(http::status status, unsigned version, bool keep_alive) {
-  ResponseText body;
-  write_problem(body, status);
+  http::ResponseText body;
+  http::write_problem(body, status);
   return text_response(status, version, keep_alive, fmt::to_string(body),
                        "application/problem+json");
 }
 
-http::response<http::string_body> limiter_state(std::string_view rest, Pipeline& pipeline,
-                                                const LoopContext& context, unsigned version,
+http::response<http::string_body> limiter_state(std::string_view rest, pipeline::Pipeline& pipeline,
+                                                const http::LoopContext& context, unsigned version,
                                                 bool keep_alive) {
   const std::size_t slash = rest.find('/');
   if (slash == std::string_view::npos || slash == 0 || slash + 1 == rest.size()) {
@@ -79,25 +79,25 @@ http::response<http::string_body> limiter_state(std::string_view rest, Pipeline&
     return problem(http::status::not_found, version, keep_alive);
   }
   std::optional<limiter::Duration> banned;
-  if (const std::optional<IpAddress> client = IpAddress::parse(key)) {
+  if (const std::optional<pipeline::IpAddress> client = pipeline::IpAddress::parse(key)) {
     banned = pipeline.banned_for(*client, now);
   }
   json::object state{{"limiter", name},
                      {"remaining", status->remaining},
-                     {"reset", seconds_rounded_up(status->reset)},
+                     {"reset", http::seconds_rounded_up(status->reset)},
                      {"banned", banned.has_value()}};
   if (banned) {
-    state["banned_for"] = retry_after_seconds(*banned);
+    state["banned_for"] = http::retry_after_seconds(*banned);
   }
   return json_response(http::status::ok, version, keep_alive, state);
 }
 
-http::response<http::string_body> metrics_page(const Generation& generation,
-                                               const LoopContext& context, unsigned version,
+http::response<http::string_body> metrics_page(const live::Generation& generation,
+                                               const http::LoopContext& context, unsigned version,
                                                bool keep_alive) {
   const auto keys = generation.pipeline.limiter_keys();
-  Metrics::Gauges gauges{.limiter_keys = keys,
-                         .open_connections = context.proxy.connections.load()};
+  telemetry::Metrics::Gauges gauges{.limiter_keys = keys,
+                                    .open_connections = context.proxy.connections.load()};
   if (const auto health = context.proxy.store->health()) {
     gauges.store = health->name;
     gauges.store_errors = health->errors;
@@ -109,12 +109,12 @@ http::response<http::string_body> metrics_page(const Generation& generation,
 }
 
 /// POST /reload: 200 and what was kept, or 422 with every error (the old config stays).
-http::response<http::string_body> reload(const LoopContext& context, unsigned version,
+http::response<http::string_body> reload(const http::LoopContext& context, unsigned version,
                                          bool keep_alive) {
   if (!context.proxy.reloader) {
     return problem(http::status::not_found, version, keep_alive);
   }
-  const ReloadReport report = context.proxy.reloader->reload();
+  const live::ReloadReport report = context.proxy.reloader->reload();
   const auto texts = [](const std::vector<std::string>& items) {
     return json::array(items.begin(), items.end());
   };
@@ -130,15 +130,15 @@ http::response<http::string_body> reload(const LoopContext& context, unsigned ve
 
 }  // namespace
 
-Awaitable<void> serve_admin(Socket socket, LoopContext& context) {
-  beast::basic_stream<tcp, Executor> stream(std::move(socket));
-  beast::flat_buffer buffer(kMaxHeaderBytes);
+io::Awaitable<void> serve_admin(io::Socket socket, http::LoopContext& context) {
+  beast::basic_stream<tcp, io::Executor> stream(std::move(socket));
+  beast::flat_buffer buffer(http::kMaxHeaderBytes);
   for (;;) {
     http::request_parser<http::string_body> parser;
-    parser.header_limit(kMaxHeaderBytes);
+    parser.header_limit(http::kMaxHeaderBytes);
     parser.body_limit(64 * 1024);
     stream.expires_after(context.generations.get()->config->timeouts.idle);
-    auto [ec, read] = co_await http::async_read(stream, buffer, parser, use_nothrow);
+    auto [ec, read] = co_await http::async_read(stream, buffer, parser, io::use_nothrow);
     if (ec) {
       break;
     }
@@ -146,7 +146,7 @@ Awaitable<void> serve_admin(Socket socket, LoopContext& context) {
     const bool keep_alive = request.keep_alive();
     const std::string_view target = request.target().substr(0, request.target().find('?'));
     const bool get = request.method() == http::verb::get || request.method() == http::verb::head;
-    const std::shared_ptr<const Generation> generation = context.generations.get();
+    const std::shared_ptr<const live::Generation> generation = context.generations.get();
     http::response<http::string_body> response;
     if (target == "/reload") {
       response = request.method() == http::verb::post
@@ -188,13 +188,13 @@ Awaitable<void> serve_admin(Socket socket, LoopContext& context) {
     } else {
       response = problem(http::status::not_found, request.version(), keep_alive);
     }
-    auto [write_error, written] = co_await http::async_write(stream, response, use_nothrow);
+    auto [write_error, written] = co_await http::async_write(stream, response, io::use_nothrow);
     if (write_error || !keep_alive) {
       break;
     }
   }
   beast::error_code ignored;
-  stream.socket().shutdown(Socket::shutdown_send, ignored);
+  stream.socket().shutdown(io::Socket::shutdown_send, ignored);
 }
 
-}  // namespace sluice::proxy
+}  // namespace sluice::admin

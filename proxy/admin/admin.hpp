@@ -6,7 +6,7 @@
 #include "proxy/http/loop_context.hpp"
 #include "proxy/io/net.hpp"
 
-namespace sluice::proxy {
+namespace sluice::admin {
 
 /// Serves one connection of the admin port (SPEC §5):
 /// - `GET /healthz`: 200 while the process runs;
@@ -14,6 +14,6 @@ namespace sluice::proxy {
 /// - `GET /limiters/NAME/KEY`: one key's state ({"remaining", "reset", "banned"}), consuming
 ///   nothing. KEY is percent-decoded.
 /// Anything else: 404 (405 for other methods on known paths).
-Awaitable<void> serve_admin(Socket socket, LoopContext& context);
+io::Awaitable<void> serve_admin(io::Socket socket, http::LoopContext& context);
 
-}  // namespace sluice::proxy
+}  // namespace sluice::admin

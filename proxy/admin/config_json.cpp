@@ -12,7 +12,7 @@
 #include "config/url.hpp"
 #include "limiter/validate.hpp"
 
-namespace sluice::proxy {
+namespace sluice::admin {
 namespace {
 
 namespace json = boost::json;
@@ -229,4 +229,4 @@ std::string config_json(const config::ProxyConfig& config) {
   return json::serialize(out) + "\n";
 }
 
-}  // namespace sluice::proxy
+}  // namespace sluice::admin

@@ -8,7 +8,7 @@
 #include "config/url.hpp"
 #include "limiter/validate.hpp"
 
-namespace sluice::proxy {
+namespace sluice::cli {
 namespace {
 
 using config::LimiterConfig;
@@ -165,4 +165,4 @@ void print_config_summary(const config::ProxyConfig& config, std::ostream& out) 
   print_table(routes, out);
 }
 
-}  // namespace sluice::proxy
+}  // namespace sluice::cli

@@ -4,9 +4,9 @@
 
 #include "config/proxy_config.hpp"
 
-namespace sluice::proxy {
+namespace sluice::cli {
 
 /// `sluice check`: the routes and limiters of a valid config, as tables a person can read.
 void print_config_summary(const config::ProxyConfig& config, std::ostream& out);
 
-}  // namespace sluice::proxy
+}  // namespace sluice::cli

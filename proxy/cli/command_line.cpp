@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-namespace sluice::proxy {
+namespace sluice::cli {
 namespace {
 
 constexpr int kUsageError = 2;
@@ -178,4 +178,4 @@ std::variant<Invocation, int> parse_command_line(int argc, const char* const* ar
   return invocation;
 }
 
-}  // namespace sluice::proxy
+}  // namespace sluice::cli

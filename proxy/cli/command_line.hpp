@@ -5,7 +5,7 @@
 
 #include "proxy/cli/replay_command.hpp"
 
-namespace sluice::proxy {
+namespace sluice::cli {
 
 /// The commands of SPEC §1.
 enum class Command { run, check, health, replay, version };
@@ -21,4 +21,4 @@ struct Invocation {
 /// more to do: 0 once help or the version is printed, 2 once a usage error is.
 std::variant<Invocation, int> parse_command_line(int argc, const char* const* argv);
 
-}  // namespace sluice::proxy
+}  // namespace sluice::cli

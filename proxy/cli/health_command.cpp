@@ -11,7 +11,7 @@
 #include <boost/beast/http/write.hpp>
 #include <string>
 
-namespace sluice::proxy {
+namespace sluice::cli {
 namespace {
 
 namespace net = boost::asio;
@@ -78,4 +78,4 @@ bool check_health(const config::ProxyConfig& config, std::chrono::milliseconds t
   return true;
 }
 
-}  // namespace sluice::proxy
+}  // namespace sluice::cli

@@ -5,7 +5,7 @@
 
 #include "config/proxy_config.hpp"
 
-namespace sluice::proxy {
+namespace sluice::cli {
 
 /// `sluice health`: asks the admin port of a running proxy (the config's `admin` address; a
 /// wildcard address is asked on loopback) for /healthz, so that a container's HEALTHCHECK needs
@@ -13,4 +13,4 @@ namespace sluice::proxy {
 bool check_health(const config::ProxyConfig& config, std::chrono::milliseconds timeout,
                   std::ostream& err);
 
-}  // namespace sluice::proxy
+}  // namespace sluice::cli

@@ -42,7 +42,7 @@ std::optional<sluice::config::ProxyConfig> load(std::string_view path) {
 }
 
 /// Drops idle limiter keys every few seconds, so their memory goes back even when quiet.
-void collect_idle_keys(boost::asio::steady_timer& timer, const sluice::proxy::LiveConfig& live,
+void collect_idle_keys(boost::asio::steady_timer& timer, const sluice::live::LiveConfig& live,
                        const sluice::limiter::Clock& clock) {
   timer.expires_after(std::chrono::seconds(10));
   timer.async_wait([&timer, &live, &clock](const boost::system::error_code& ec) {
@@ -54,10 +54,10 @@ void collect_idle_keys(boost::asio::steady_timer& timer, const sluice::proxy::Li
 }
 
 /// SIGHUP: reload, then wait for the next one.
-void reload_on_hangup(boost::asio::signal_set& hangup, sluice::proxy::Reloader& reloader) {
+void reload_on_hangup(boost::asio::signal_set& hangup, sluice::live::Reloader& reloader) {
   hangup.async_wait([&hangup, &reloader](const boost::system::error_code& ec, int) {
     if (!ec) {
-      sluice::proxy::log_reload(reloader.reload(), "SIGHUP");
+      sluice::live::log_reload(reloader.reload(), "SIGHUP");
       reload_on_hangup(hangup, reloader);
     }
   });
@@ -70,13 +70,13 @@ int run(const std::string& path) {
   }
   const auto config = std::make_shared<const sluice::config::ProxyConfig>(std::move(*loaded));
   const sluice::limiter::SystemClock clock;
-  sluice::proxy::Metrics metrics(sluice::proxy::Server::threads_for(*config));
-  sluice::proxy::LiveConfig live(
-      std::make_shared<const sluice::proxy::Generation>(config, nullptr, metrics));
-  sluice::proxy::AccessLog access_log;
-  sluice::proxy::Reloader reloader(path, live, metrics);
-  sluice::proxy::Server server(live, metrics, access_log, &reloader, clock);
-  sluice::proxy::apply_log_level(config->log.level);
+  sluice::telemetry::Metrics metrics(sluice::server::Server::threads_for(*config));
+  sluice::live::LiveConfig live(
+      std::make_shared<const sluice::live::Generation>(config, nullptr, metrics));
+  sluice::telemetry::AccessLog access_log;
+  sluice::live::Reloader reloader(path, live, metrics);
+  sluice::server::Server server(live, metrics, access_log, &reloader, clock);
+  sluice::live::apply_log_level(config->log.level);
   // Signals are caught from before the proxy listens: one that arrives as it starts is not lost.
   boost::asio::io_context control;
   boost::asio::signal_set signals(control, SIGTERM, SIGINT);
@@ -87,7 +87,7 @@ int run(const std::string& path) {
     std::cerr << "sluice: cannot listen on " << config->listen.host << ':' << config->listen.port
               << ": " << error.code().message() << '\n';
     return kRuntimeError;
-  } catch (const sluice::proxy::StoreError& error) {
+  } catch (const sluice::store::StoreError& error) {
     std::cerr << "sluice: " << error.what() << '\n';
     return kRuntimeError;
   }
@@ -115,7 +115,7 @@ int check(const std::string& path) {
   if (!config) {
     return kRuntimeError;
   }
-  sluice::proxy::print_config_summary(*config, std::cout);
+  sluice::cli::print_config_summary(*config, std::cout);
   return 0;
 }
 
@@ -127,28 +127,28 @@ int health(const std::string& path) {
   if (!config) {
     return kRuntimeError;
   }
-  return sluice::proxy::check_health(*config, kHealthTimeout, std::cerr) ? 0 : kRuntimeError;
+  return sluice::cli::check_health(*config, kHealthTimeout, std::cerr) ? 0 : kRuntimeError;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  const std::variant<sluice::proxy::Invocation, int> parsed =
-      sluice::proxy::parse_command_line(argc, argv);
+  const std::variant<sluice::cli::Invocation, int> parsed =
+      sluice::cli::parse_command_line(argc, argv);
   if (const int* exit_code = std::get_if<int>(&parsed)) {
     return *exit_code;
   }
-  const sluice::proxy::Invocation& invocation = std::get<sluice::proxy::Invocation>(parsed);
+  const sluice::cli::Invocation& invocation = std::get<sluice::cli::Invocation>(parsed);
   switch (invocation.command) {
-    case sluice::proxy::Command::run:
+    case sluice::cli::Command::run:
       return run(invocation.config);
-    case sluice::proxy::Command::check:
+    case sluice::cli::Command::check:
       return check(invocation.config);
-    case sluice::proxy::Command::health:
+    case sluice::cli::Command::health:
       return health(invocation.config);
-    case sluice::proxy::Command::replay:
+    case sluice::cli::Command::replay:
       return sluice::replay::run_replay_command(invocation.replay);
-    case sluice::proxy::Command::version:
+    case sluice::cli::Command::version:
       std::cout << "sluice " << SLUICE_VERSION << '\n';
       return 0;
   }

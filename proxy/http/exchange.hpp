@@ -14,18 +14,19 @@
 #include "proxy/pipeline/ip_address.hpp"
 #include "proxy/pipeline/pipeline.hpp"
 
-namespace sluice::proxy {
+namespace sluice::http {
 
 /// What one client connection owns from its first request to its last. Its buffers keep their
 /// capacity from one request to the next, so that a request allocates none.
 struct ClientConnection {
-  explicit ClientConnection(Socket socket, const IpAddress& peer_address, std::string peer_text)
+  explicit ClientConnection(io::Socket socket, const pipeline::IpAddress& peer_address,
+                            std::string peer_text)
       : stream(std::move(socket)), peer(peer_address), peer_address_text(std::move(peer_text)) {}
 
-  Stream stream;
+  io::Stream stream;
   beast::flat_buffer buffer{kMaxHeaderBytes};  ///< Bytes read from the client, not yet parsed.
   HeadFields request_head;                     ///< The current request's fields.
-  IpAddress peer;
+  pipeline::IpAddress peer;
   std::string peer_address_text;  ///< For X-Forwarded-For.
   OwnResponse own;                ///< An answer the proxy gives itself.
   HeadText relay_head;            ///< The heads of a relayed request and its response.
@@ -34,9 +35,10 @@ struct ClientConnection {
 /// One request and its response: what the session decided, and what the relay and the
 /// accounting need to know of it. Lives in the session's frame for one request.
 struct Exchange {
-  const Generation& generation;  ///< The configuration the request is served with, to the end.
-  RequestParser& request;        ///< Its head parsed; its body still to come.
-  Decision decision;
+  const live::Generation&
+      generation;          ///< The configuration the request is served with, to the end.
+  RequestParser& request;  ///< Its head parsed; its body still to come.
+  pipeline::Decision decision;
   bool keep_alive = false;  ///< The client connection may serve another request after it.
   std::chrono::steady_clock::time_point started;
 
@@ -47,4 +49,4 @@ struct Exchange {
   }
 };
 
-}  // namespace sluice::proxy
+}  // namespace sluice::http

@@ -10,7 +10,7 @@
 #include "proxy/pipeline/http_text.hpp"
 #include "proxy/pipeline/request_view.hpp"
 
-namespace sluice::proxy {
+namespace sluice::http {
 
 /// A message head's text, copied out of the read buffer into storage that a connection keeps
 /// from one message to the next: the start line's parts and the fields in order, each with
@@ -54,14 +54,14 @@ class HeadFields {
     if (ids_.capacity() > kKeptFields) {
       std::vector<Field>().swap(ids_);
       std::vector<FieldSpans>().swap(spans_);
-      std::vector<Header>().swap(headers_);
+      std::vector<pipeline::Header>().swap(headers_);
     }
   }
 
   /// Bytes of storage held, for tests of what an idle connection keeps.
   std::size_t storage_bytes() const noexcept {
     return text_.capacity() + ids_.capacity() * sizeof(Field) +
-           spans_.capacity() * sizeof(FieldSpans) + headers_.capacity() * sizeof(Header);
+           spans_.capacity() * sizeof(FieldSpans) + headers_.capacity() * sizeof(pipeline::Header);
   }
 
   /// Copies a part of the start line (method, target or reason).
@@ -98,8 +98,8 @@ class HeadFields {
   // After seal():
   std::size_t size() const noexcept { return headers_.size(); }
   Field id(std::size_t index) const noexcept { return ids_[index]; }
-  const Header& at(std::size_t index) const noexcept { return headers_[index]; }
-  std::span<const Header> headers() const noexcept { return headers_; }
+  const pipeline::Header& at(std::size_t index) const noexcept { return headers_[index]; }
+  std::span<const pipeline::Header> headers() const noexcept { return headers_; }
 
   /// The first field with this id, or "".
   std::string_view value_of(Field id) const noexcept {
@@ -112,8 +112,8 @@ class HeadFields {
   }
   /// The first field with this name (case-insensitive), or "".
   std::string_view value_of(std::string_view name) const noexcept {
-    for (const Header& header : headers_) {
-      if (equal_ignoring_case(header.name, name)) {
+    for (const pipeline::Header& header : headers_) {
+      if (pipeline::equal_ignoring_case(header.name, name)) {
         return header.value;
       }
     }
@@ -129,8 +129,8 @@ class HeadFields {
   std::vector<char> text_;
   std::vector<Field> ids_;
   std::vector<FieldSpans> spans_;
-  std::vector<Header> headers_;
+  std::vector<pipeline::Header> headers_;
   bool sealed_ = false;
 };
 
-}  // namespace sluice::proxy
+}  // namespace sluice::http

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <string_view>
 
-namespace sluice::proxy {
+namespace sluice::http {
 
 /// An HTTP/1.1 message head written as text, straight into a buffer: no field container in
 /// between, and inline storage for a typical head, so writing one needs no heap.
@@ -84,4 +84,4 @@ inline void write_persistence(HeadText& head, unsigned version, bool keep_alive)
 /// The blank line that ends a head.
 inline void end_head(HeadText& head) { append(head, "\r\n"); }
 
-}  // namespace sluice::proxy
+}  // namespace sluice::http

@@ -15,7 +15,7 @@
 #include "proxy/telemetry/access_log.hpp"
 #include "proxy/telemetry/metrics.hpp"
 
-namespace sluice::proxy {
+namespace sluice::http {
 
 /// Largest request or response header accepted (431 beyond it).
 inline constexpr std::uint32_t kMaxHeaderBytes = 16 * 1024;
@@ -24,12 +24,12 @@ inline constexpr std::uint32_t kMaxHeaderBytes = 16 * 1024;
 /// counted, the counters and the process's switches. Owned by the server; the atomics are the
 /// only members written while it serves.
 struct ProxyState {
-  LiveConfig& live;
-  Metrics& metrics;
-  AccessLog& access_log;
-  Reloader* reloader = nullptr;  ///< For the admin port's POST /reload; null without one.
+  live::LiveConfig& live;
+  telemetry::Metrics& metrics;
+  telemetry::AccessLog& access_log;
+  live::Reloader* reloader = nullptr;  ///< For the admin port's POST /reload; null without one.
   const limiter::Clock& clock;
-  Store* store = nullptr;                        ///< Set once the store is open, before serving.
+  store::Store* store = nullptr;                 ///< Set once the store is open, before serving.
   std::atomic<bool> draining{false};             ///< Set on SIGTERM: finish, keep nothing alive.
   std::atomic<std::size_t> connections{0};       ///< Open client connections.
   std::atomic<std::size_t> connection_slots{0};  ///< Open or being accepted, vs max_connections.
@@ -39,14 +39,14 @@ struct ProxyState {
 /// now: on drain those have nothing in flight and are closed at once. A connection registers
 /// once; between requests only its flag changes.
 struct IdleConnections {
-  std::unordered_map<Stream*, const bool*> open;
+  std::unordered_map<io::Stream*, const bool*> open;
 };
 
 /// What one event loop owns for the connections it serves. Touched only from that loop's
 /// thread (but `proxy`, which all loops share).
 struct LoopContext {
   LoopContext(ProxyState& shared, std::size_t loop_index, UpstreamPool& upstreams,
-              ChunkPool& body_chunks)
+              io::ChunkPool& body_chunks)
       : proxy(shared),
         index(loop_index),
         generations(shared.live),
@@ -54,11 +54,11 @@ struct LoopContext {
         chunks(body_chunks) {}
 
   ProxyState& proxy;
-  std::size_t index;            ///< This loop's slot in per-loop counters and stores.
-  GenerationCache generations;  ///< This loop's view of the live configuration.
-  IdleConnections idle;         ///< This loop's client connections.
-  UpstreamPool& pool;           ///< This loop's upstream connections.
-  ChunkPool& chunks;            ///< This loop's body buffers.
+  std::size_t index;                  ///< This loop's slot in per-loop counters and stores.
+  live::GenerationCache generations;  ///< This loop's view of the live configuration.
+  IdleConnections idle;               ///< This loop's client connections.
+  UpstreamPool& pool;                 ///< This loop's upstream connections.
+  io::ChunkPool& chunks;              ///< This loop's body buffers.
 };
 
-}  // namespace sluice::proxy
+}  // namespace sluice::http

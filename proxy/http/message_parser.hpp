@@ -11,7 +11,7 @@
 
 #include "proxy/http/head_fields.hpp"
 
-namespace sluice::proxy {
+namespace sluice::http {
 
 /// Beast's HTTP/1 parser (its syntax checks, framing and limits unchanged), keeping the head in
 /// a connection's HeadFields instead of a Beast message, and copying body bytes into the room
@@ -107,4 +107,4 @@ class MessageParser final : public boost::beast::http::basic_parser<isRequest> {
 using RequestParser = MessageParser<true>;
 using ResponseParser = MessageParser<false>;
 
-}  // namespace sluice::proxy
+}  // namespace sluice::http

@@ -9,7 +9,7 @@
 #include <boost/beast/http/error.hpp>
 #include <stdexcept>
 
-namespace sluice::proxy {
+namespace sluice::http {
 
 /// Reading a message (its head, or the next piece of its body) the way Beast's
 /// http::async_read_header and http::async_read_some do, with their error rules, but without
@@ -100,4 +100,4 @@ class MessageRead {
   bool over_ = false;        ///< End of stream: no more reads.
 };
 
-}  // namespace sluice::proxy
+}  // namespace sluice::http

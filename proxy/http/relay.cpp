@@ -20,10 +20,10 @@
 #include "proxy/io/socket_io.hpp"
 #include "proxy/pipeline/http_text.hpp"
 
-namespace sluice::proxy {
+namespace sluice::http {
 namespace {
 
-constexpr std::size_t kRelayBuffer = ChunkPool::kChunkBytes;
+constexpr std::size_t kRelayBuffer = io::ChunkPool::kChunkBytes;
 
 /// Fields that belong to one connection, not to the message (RFC 9110 §7.6.1), plus those the
 /// Connection field names. Framing (Transfer-Encoding) is re-applied by the serializer.
@@ -44,7 +44,8 @@ bool hop_by_hop(http::field field, std::string_view name, std::string_view conne
   }
   for (std::size_t start = 0; start < connection.size();) {
     const std::size_t comma = std::min(connection.find(',', start), connection.size());
-    if (equal_ignoring_case(trim_whitespace(connection.substr(start, comma - start)), name)) {
+    if (pipeline::equal_ignoring_case(
+            pipeline::trim_whitespace(connection.substr(start, comma - start)), name)) {
       return true;
     }
     start = comma + 1;
@@ -116,10 +117,11 @@ struct WholeMessage {
 /// deadline, so a large body may take as long as it keeps moving; a piece is passed on as soon
 /// as it arrives (a streamed response is not held back).
 template <class Parser>
-Awaitable<beast::error_code> pump(Stream& in, limiter::Duration in_timeout,
-                                  beast::flat_buffer& in_buffer, Parser& parser, Stream& out,
-                                  limiter::Duration out_timeout, const HeadText& head, bool chunked,
-                                  std::span<char> chunk, bool& read_failed) {
+io::Awaitable<beast::error_code> pump(io::Stream& in, limiter::Duration in_timeout,
+                                      beast::flat_buffer& in_buffer, Parser& parser,
+                                      io::Stream& out, limiter::Duration out_timeout,
+                                      const HeadText& head, bool chunked, std::span<char> chunk,
+                                      bool& read_failed) {
   static constexpr std::string_view kCrlf = "\r\n";
   static constexpr std::string_view kLastChunk = "0\r\n\r\n";
   const bool has_body = !parser.is_done();
@@ -140,7 +142,7 @@ Awaitable<beast::error_code> pump(Stream& in, limiter::Duration in_timeout,
       if (read.wants_bytes(ec)) {
         in.expires_after(in_timeout);
         do {
-          auto [error, n] = co_await in.async_read_some(read.room(), use_nothrow);
+          auto [error, n] = co_await in.async_read_some(read.room(), io::use_nothrow);
           read.received(n, error, ec);
         } while (read.wants_bytes(ec));
       }
@@ -170,7 +172,7 @@ Awaitable<beast::error_code> pump(Stream& in, limiter::Duration in_timeout,
       pieces[count++] = net::buffer(kLastChunk.data(), kLastChunk.size());
     }
     if (count > 0) {
-      const SendStart start = send_now(out, pieces);
+      const io::SendStart start = send_now(out, pieces);
       beast::error_code ec = start.error;
       if (!start.finished) {
         ec = co_await send_rest(out, pieces, start.sent, out_timeout);
@@ -188,13 +190,14 @@ UpstreamFailure failure_of(const beast::error_code& ec) noexcept {
   return ec == beast::error::timeout ? UpstreamFailure::timeout : UpstreamFailure::broken;
 }
 
-Awaitable<RelayOutcome> fail(Stream& client, UpstreamFailure failure, unsigned version,
-                             const Decision& decision, const config::ProxyConfig& config) {
+io::Awaitable<RelayOutcome> fail(io::Stream& client, UpstreamFailure failure, unsigned version,
+                                 const pipeline::Decision& decision,
+                                 const config::ProxyConfig& config) {
   const http::status status = failure == UpstreamFailure::timeout ? http::status::gateway_timeout
                                                                   : http::status::bad_gateway;
   OwnResponse response;
   problem_response(response, status, version, false, &decision, config.limits_headers);
-  co_await net::async_write(client, response.buffers(), use_nothrow);
+  co_await net::async_write(client, response.buffers(), io::use_nothrow);
   co_return RelayOutcome{.keep_alive = false,
                          .status = static_cast<unsigned>(status),
                          .failure = failure,
@@ -202,9 +205,9 @@ Awaitable<RelayOutcome> fail(Stream& client, UpstreamFailure failure, unsigned v
 }
 
 bool is_forwarding_field(std::string_view name) noexcept {
-  return equal_ignoring_case(name, "X-Forwarded-For") ||
-         equal_ignoring_case(name, "X-Forwarded-Proto") ||
-         equal_ignoring_case(name, "X-Forwarded-Host");
+  return pipeline::equal_ignoring_case(name, "X-Forwarded-For") ||
+         pipeline::equal_ignoring_case(name, "X-Forwarded-Proto") ||
+         pipeline::equal_ignoring_case(name, "X-Forwarded-Host");
 }
 
 /// The request head as the upstream gets it: HTTP/1.1, persistent, end-to-end fields only, plus
@@ -218,7 +221,7 @@ void write_upstream_head(const RequestParser& request, std::string_view client_a
   const std::string_view host = fields.value_of(http::field::host);
   for (std::size_t index = 0; index < fields.size(); ++index) {
     const http::field id = fields.id(index);
-    const Header& field = fields.at(index);
+    const pipeline::Header& field = fields.at(index);
     if (hop_by_hop(id, field.name, connection) || id == http::field::expect ||
         is_forwarding_field(field.name)) {
       continue;
@@ -254,7 +257,7 @@ void write_upstream_head(const RequestParser& request, std::string_view client_a
 /// fields, the proxy's limit fields (in place of any the upstream sent) and the framing the
 /// body is re-sent in.
 void write_client_head(const ResponseParser& response, unsigned version, bool chunked,
-                       bool keep_alive, bool switching, const Decision& decision,
+                       bool keep_alive, bool switching, const pipeline::Decision& decision,
                        config::LimitsHeaders limits_headers, HeadText& head) {
   const std::string_view reason = response.reason();
   write_status_line(
@@ -264,7 +267,7 @@ void write_client_head(const ResponseParser& response, unsigned version, bool ch
   const std::string_view connection = fields.value_of(http::field::connection);
   const bool limits = writes_limit_headers(decision, limits_headers);
   for (std::size_t index = 0; index < fields.size(); ++index) {
-    const Header& field = fields.at(index);
+    const pipeline::Header& field = fields.at(index);
     if (hop_by_hop(fields.id(index), field.name, connection) ||
         (limits && is_limit_field(field.name, limits_headers))) {
       continue;
@@ -285,8 +288,8 @@ void write_client_head(const ResponseParser& response, unsigned version, bool ch
 }
 
 bool expects_continue(const RequestParser& request) {
-  return equal_ignoring_case(trim_whitespace(request.head().value_of(http::field::expect)),
-                             "100-continue");
+  return pipeline::equal_ignoring_case(
+      pipeline::trim_whitespace(request.head().value_of(http::field::expect)), "100-continue");
 }
 
 /// How sending a request upstream ended.
@@ -300,11 +303,11 @@ struct UpstreamSend {
 /// a new one; a request without a body is sent again, once, on a new connection when a parked
 /// one turns out closed. Interim responses (100, 102, 103) are skipped. A coroutine of its own
 /// to keep the relay's frame small (see UpstreamConnection::response).
-Awaitable<UpstreamSend> send_upstream(ClientConnection& downstream, const Exchange& exchange,
-                                      LoopContext& loop, std::span<char> chunk,
-                                      UpstreamConnectionPtr& connection,
-                                      std::chrono::steady_clock::time_point& sent_at) {
-  Stream& client = downstream.stream;
+io::Awaitable<UpstreamSend> send_upstream(ClientConnection& downstream, const Exchange& exchange,
+                                          LoopContext& loop, std::span<char> chunk,
+                                          UpstreamConnectionPtr& connection,
+                                          std::chrono::steady_clock::time_point& sent_at) {
+  io::Stream& client = downstream.stream;
   beast::flat_buffer& client_buffer = downstream.buffer;
   RequestParser& parser = exchange.request;
   const config::Upstream& upstream = exchange.upstream();
@@ -327,14 +330,14 @@ Awaitable<UpstreamSend> send_upstream(ClientConnection& downstream, const Exchan
     if (!connection) {
       co_return UpstreamSend{.failure = UpstreamFailure::connect};
     }
-    Stream& server = connection->stream;
+    io::Stream& server = connection->stream;
     beast::flat_buffer& server_buffer = connection->buffer;
     const bool may_retry = first_try && connection->reused && repeatable;
     if (first_try && !parser.is_done() && expects_continue(parser)) {
       // The client waits for this before it sends the body.
       static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
       client.expires_after(timeouts.idle);
-      auto [ec, n] = co_await net::async_write(client, net::buffer(kContinue), use_nothrow);
+      auto [ec, n] = co_await net::async_write(client, net::buffer(kContinue), io::use_nothrow);
       if (ec) {
         co_return UpstreamSend{.client_gone = true};
       }
@@ -344,7 +347,7 @@ Awaitable<UpstreamSend> send_upstream(ClientConnection& downstream, const Exchan
     bool sent_at_once = false;  // then the response's deadline counts from sent_at
     beast::error_code send_error;
     if (WholeMessage whole; whole.gather(parser, client_buffer, head, chunk)) {
-      const SendStart start = send_now(server, whole.pieces);
+      const io::SendStart start = send_now(server, whole.pieces);
       send_error = start.error;
       sent_at_once = start.finished;
       if (!start.finished) {
@@ -374,7 +377,7 @@ Awaitable<UpstreamSend> send_upstream(ClientConnection& downstream, const Exchan
         response_parser->skip(true);
       }
       if (sent_at_once) {
-        server.expires_at(sent_at + std::chrono::duration_cast<Stream::Clock::duration>(
+        server.expires_at(sent_at + std::chrono::duration_cast<io::Stream::Clock::duration>(
                                         timeouts.upstream));  // one clock reading fewer
         sent_at_once = false;  // an interim response restarts the wait
       } else {
@@ -383,7 +386,7 @@ Awaitable<UpstreamSend> send_upstream(ClientConnection& downstream, const Exchan
       for (MessageRead read(server_buffer, *response_parser,
                             MessageRead<false>::Until::header_done);
            read.wants_bytes(header_error);) {
-        auto [error, n] = co_await server.async_read_some(read.room(), use_nothrow);
+        auto [error, n] = co_await server.async_read_some(read.room(), io::use_nothrow);
         read.received(n, error, header_error);
       }
     } while (!header_error && response_parser->status() / 100 == 1 &&
@@ -414,13 +417,13 @@ std::string_view name_of(UpstreamFailure failure) noexcept {
   return "unknown";
 }
 
-Awaitable<RelayOutcome> relay(ClientConnection& downstream, const Exchange& exchange,
-                              LoopContext& loop) {
-  Stream& client = downstream.stream;
+io::Awaitable<RelayOutcome> relay(ClientConnection& downstream, const Exchange& exchange,
+                                  LoopContext& loop) {
+  io::Stream& client = downstream.stream;
   beast::flat_buffer& client_buffer = downstream.buffer;
   RequestParser& parser = exchange.request;
   HeadText& head = downstream.relay_head;
-  const Decision& decision = exchange.decision;
+  const pipeline::Decision& decision = exchange.decision;
   const config::ProxyConfig& config = exchange.config();
   const config::Timeouts& timeouts = config.timeouts;
   const unsigned version = parser.version();
@@ -428,7 +431,7 @@ Awaitable<RelayOutcome> relay(ClientConnection& downstream, const Exchange& exch
   bool keep_alive = exchange.keep_alive;
   head.clear();
   write_upstream_head(parser, downstream.peer_address_text, upgrade, head);
-  const ChunkPool::Lease chunk = loop.chunks.borrow();
+  const io::ChunkPool::Lease chunk = loop.chunks.borrow();
   UpstreamConnectionPtr connection;
   std::chrono::steady_clock::time_point sent_at;
   const UpstreamSend sent =
@@ -445,7 +448,7 @@ Awaitable<RelayOutcome> relay(ClientConnection& downstream, const Exchange& exch
   if (failure != UpstreamFailure::none) {
     co_return co_await fail(client, failure, version, decision, config);
   }
-  Stream& server = connection->stream;
+  io::Stream& server = connection->stream;
   beast::flat_buffer& server_buffer = connection->buffer;
   RelayOutcome outcome;
   outcome.upstream_time = std::chrono::steady_clock::now() - sent_at;
@@ -456,7 +459,7 @@ Awaitable<RelayOutcome> relay(ClientConnection& downstream, const Exchange& exch
     write_client_head(response, version, false, false, true, decision, config.limits_headers, head);
     client.expires_after(timeouts.idle);
     auto [ec, n] =
-        co_await net::async_write(client, net::buffer(head.data(), head.size()), use_nothrow);
+        co_await net::async_write(client, net::buffer(head.data(), head.size()), io::use_nothrow);
     if (!ec) {
       client.expires_never();
       server.expires_never();
@@ -475,7 +478,7 @@ Awaitable<RelayOutcome> relay(ClientConnection& downstream, const Exchange& exch
   bool upstream_failed = false;
   beast::error_code ec;
   if (WholeMessage whole; !chunked && whole.gather(response, server_buffer, head, chunk.bytes())) {
-    const SendStart start = send_now(client, whole.pieces);
+    const io::SendStart start = send_now(client, whole.pieces);
     ec = start.error;
     if (!start.finished) {
       ec = co_await send_rest(client, whole.pieces, start.sent, timeouts.idle);
@@ -494,4 +497,4 @@ Awaitable<RelayOutcome> relay(ClientConnection& downstream, const Exchange& exch
   co_return outcome;
 }
 
-}  // namespace sluice::proxy
+}  // namespace sluice::http

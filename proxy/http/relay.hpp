@@ -12,7 +12,7 @@
 #include "proxy/io/net.hpp"
 #include "proxy/pipeline/pipeline.hpp"
 
-namespace sluice::proxy {
+namespace sluice::http {
 
 /// Why an upstream exchange failed, for the 502/504 and `sluice_upstream_errors_total`.
 enum class UpstreamFailure { none, connect, timeout, broken };
@@ -32,7 +32,7 @@ struct RelayOutcome {
 /// answers `Expect: 100-continue` itself, tunnels an upgrade the upstream accepts (101), and
 /// adds the limit headers to the response. An unreachable upstream answers 502, a slow one 504.
 /// Awaited at once by the session, so it may take references.
-Awaitable<RelayOutcome> relay(ClientConnection& downstream, const Exchange& exchange,
-                              LoopContext& loop);
+io::Awaitable<RelayOutcome> relay(ClientConnection& downstream, const Exchange& exchange,
+                                  LoopContext& loop);
 
-}  // namespace sluice::proxy
+}  // namespace sluice::http

@@ -8,7 +8,7 @@
 #include "proxy/pipeline/http_text.hpp"
 #include "proxy/telemetry/json_escape.hpp"
 
-namespace sluice::proxy {
+namespace sluice::http {
 namespace {
 
 using limiter::AlgorithmKind;
@@ -70,8 +70,8 @@ void open_head(OwnResponse& out, unsigned status, unsigned version, std::string_
 }
 
 /// The limit fields, the Connection field and the blank line.
-void close_head(OwnResponse& out, unsigned version, bool keep_alive, const Decision* decision,
-                config::LimitsHeaders headers) {
+void close_head(OwnResponse& out, unsigned version, bool keep_alive,
+                const pipeline::Decision* decision, config::LimitsHeaders headers) {
   if (decision != nullptr) {
     write_limit_headers(out.head, *decision, headers);
   }
@@ -110,37 +110,39 @@ std::uint64_t retry_after_seconds(limiter::Duration wait) noexcept {
   return std::max<std::uint64_t>(1, seconds_rounded_up(wait));
 }
 
-bool writes_limit_headers(const Decision& decision, config::LimitsHeaders headers) noexcept {
+bool writes_limit_headers(const pipeline::Decision& decision,
+                          config::LimitsHeaders headers) noexcept {
   if (headers == config::LimitsHeaders::none) {
     return false;
   }
   const auto applied = decision.applied();
   return std::any_of(applied.begin(), applied.end(),
-                     [](const LimiterReport& report) { return !report.limiter->shadow; });
+                     [](const pipeline::LimiterReport& report) { return !report.limiter->shadow; });
 }
 
 bool is_limit_field(std::string_view name, config::LimitsHeaders headers) noexcept {
-  if (draft_fields(headers) &&
-      (equal_ignoring_case(name, "RateLimit") || equal_ignoring_case(name, "RateLimit-Policy"))) {
+  if (draft_fields(headers) && (pipeline::equal_ignoring_case(name, "RateLimit") ||
+                                pipeline::equal_ignoring_case(name, "RateLimit-Policy"))) {
     return true;
   }
-  return legacy_fields(headers) && (equal_ignoring_case(name, "X-RateLimit-Limit") ||
-                                    equal_ignoring_case(name, "X-RateLimit-Remaining") ||
-                                    equal_ignoring_case(name, "X-RateLimit-Reset"));
+  return legacy_fields(headers) && (pipeline::equal_ignoring_case(name, "X-RateLimit-Limit") ||
+                                    pipeline::equal_ignoring_case(name, "X-RateLimit-Remaining") ||
+                                    pipeline::equal_ignoring_case(name, "X-RateLimit-Reset"));
 }
 
-void write_limit_headers(HeadText& head, const Decision& decision, config::LimitsHeaders headers) {
+void write_limit_headers(HeadText& head, const pipeline::Decision& decision,
+                         config::LimitsHeaders headers) {
   if (!writes_limit_headers(decision, headers)) {
     return;
   }
-  const LimiterReport* tightest = nullptr;
+  const pipeline::LimiterReport* tightest = nullptr;
   if (draft_fields(headers)) {
     // RateLimit-Policy: "name";q=N;w=S, …   RateLimit: "name";r=N;t=S, …
     const auto list = [&decision, &head](std::string_view name, auto write_item) {
       append(head, name);
       append(head, ": ");
       std::string_view separator;
-      for (const LimiterReport& report : decision.applied()) {
+      for (const pipeline::LimiterReport& report : decision.applied()) {
         if (!report.limiter->shadow) {
           append(head, separator);
           write_item(report);
@@ -149,7 +151,7 @@ void write_limit_headers(HeadText& head, const Decision& decision, config::Limit
       }
       append(head, "\r\n");
     };
-    list("RateLimit-Policy", [&head](const LimiterReport& report) {
+    list("RateLimit-Policy", [&head](const pipeline::LimiterReport& report) {
       const Quota quota = quota_of(report.limiter->options);
       append(head, "\"");
       append(head, report.limiter->name);
@@ -160,7 +162,7 @@ void write_limit_headers(HeadText& head, const Decision& decision, config::Limit
         append_number(head, quota.window_seconds);
       }
     });
-    list("RateLimit", [&head](const LimiterReport& report) {
+    list("RateLimit", [&head](const pipeline::LimiterReport& report) {
       append(head, "\"");
       append(head, report.limiter->name);
       append(head, "\";r=");
@@ -170,7 +172,7 @@ void write_limit_headers(HeadText& head, const Decision& decision, config::Limit
     });
   }
   if (legacy_fields(headers)) {
-    for (const LimiterReport& report : decision.applied()) {
+    for (const pipeline::LimiterReport& report : decision.applied()) {
       if (!report.limiter->shadow &&
           (tightest == nullptr || report.status.remaining < tightest->status.remaining)) {
         tightest = &report;
@@ -188,7 +190,7 @@ void write_problem(ResponseText& body, http::status status) {
 }
 
 void problem_response(OwnResponse& out, http::status status, unsigned version, bool keep_alive,
-                      const Decision* decision, config::LimitsHeaders headers) {
+                      const pipeline::Decision* decision, config::LimitsHeaders headers) {
   clear(out);
   write_problem(out.body_text, status);
   out.body = view_of(out.body_text);
@@ -196,22 +198,22 @@ void problem_response(OwnResponse& out, http::status status, unsigned version, b
   close_head(out, version, keep_alive, decision, headers);
 }
 
-void own_response(OwnResponse& out, const Decision& decision, unsigned version, bool keep_alive,
-                  config::LimitsHeaders headers) {
+void own_response(OwnResponse& out, const pipeline::Decision& decision, unsigned version,
+                  bool keep_alive, config::LimitsHeaders headers) {
   clear(out);
   ResponseText& body = out.body_text;
   switch (decision.outcome) {
-    case Outcome::limited: {
+    case pipeline::Outcome::limited: {
       open_problem(body, decision.status,
                    "https://iana.org/assignments/http-problem-types#quota-exceeded",
                    "Too Many Requests");
       append(body, R"(,"violated-policies":[)");
       std::string_view separator;
-      for (const LimiterReport& report : decision.applied()) {
+      for (const pipeline::LimiterReport& report : decision.applied()) {
         if (!report.limiter->shadow && !report.verdict.admitted) {
           append(body, separator);
           append(body, "\"");
-          append_json_escaped(body, report.limiter->name);  // a name may hold any text
+          telemetry::append_json_escaped(body, report.limiter->name);  // a name may hold any text
           append(body, "\"");
           separator = ",";
         }
@@ -222,7 +224,7 @@ void own_response(OwnResponse& out, const Decision& decision, unsigned version, 
       write_field(out.head, "Retry-After", retry_after_seconds(decision.retry_after));
       break;
     }
-    case Outcome::denied: {
+    case pipeline::Outcome::denied: {
       // 403 (deny list, ban), or 503 when a failed store fails closed (`on_error: deny`).
       const auto status = static_cast<http::status>(decision.status);
       open_problem(body, decision.status, "about:blank", http::obsolete_reason(status));
@@ -234,11 +236,11 @@ void own_response(OwnResponse& out, const Decision& decision, unsigned version, 
       }
       break;
     }
-    case Outcome::no_route:
+    case pipeline::Outcome::no_route:
       problem_response(out, http::status::not_found, version, keep_alive, &decision, headers);
       return;
-    case Outcome::allowed:
-    case Outcome::delayed:
+    case pipeline::Outcome::allowed:
+    case pipeline::Outcome::delayed:
       out.body = decision.route->respond->body;
       open_head(out, decision.route->respond->status, version, "text/plain; charset=utf-8");
       break;
@@ -246,4 +248,4 @@ void own_response(OwnResponse& out, const Decision& decision, unsigned version, 
   close_head(out, version, keep_alive, &decision, headers);
 }
 
-}  // namespace sluice::proxy
+}  // namespace sluice::http

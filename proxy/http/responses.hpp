@@ -10,7 +10,7 @@
 #include "proxy/http/header_text.hpp"
 #include "proxy/pipeline/pipeline.hpp"
 
-namespace sluice::proxy {
+namespace sluice::http {
 
 /// Text for a response body, inline up to 500 bytes.
 using ResponseText = fmt::memory_buffer;
@@ -29,26 +29,28 @@ struct OwnResponse {
 
 /// The answer the proxy gives itself (SPEC §4): 429 or a limiter's status, 403, 404, or a
 /// route's `respond`. Every error body is problem+json and leaks no internals.
-void own_response(OwnResponse& out, const Decision& decision, unsigned version, bool keep_alive,
-                  config::LimitsHeaders headers);
+void own_response(OwnResponse& out, const pipeline::Decision& decision, unsigned version,
+                  bool keep_alive, config::LimitsHeaders headers);
 
 /// A problem+json answer for a transport problem (400, 431, 502, 504); with the limit fields
 /// of `decision` when it is given.
 void problem_response(OwnResponse& out, http::status status, unsigned version, bool keep_alive,
-                      const Decision* decision = nullptr,
+                      const pipeline::Decision* decision = nullptr,
                       config::LimitsHeaders headers = config::LimitsHeaders::none);
 
 /// Writes the problem+json body for `status` (with the standard reason as its title).
 void write_problem(ResponseText& body, http::status status);
 
 /// Whether `write_limit_headers` writes anything for this decision.
-bool writes_limit_headers(const Decision& decision, config::LimitsHeaders headers) noexcept;
+bool writes_limit_headers(const pipeline::Decision& decision,
+                          config::LimitsHeaders headers) noexcept;
 /// Whether `name` is a field `write_limit_headers` writes in this mode (an upstream's own field
 /// of that name gives way to the proxy's).
 bool is_limit_field(std::string_view name, config::LimitsHeaders headers) noexcept;
 /// Writes the RateLimit / RateLimit-Policy (draft-10) and X-RateLimit-* fields for the limiters
 /// that applied, as `limits_headers` says.
-void write_limit_headers(HeadText& head, const Decision& decision, config::LimitsHeaders headers);
+void write_limit_headers(HeadText& head, const pipeline::Decision& decision,
+                         config::LimitsHeaders headers);
 
 /// Whole seconds, rounded up; 0 for no time at all (RateLimit's `t`, X-RateLimit-Reset).
 std::uint64_t seconds_rounded_up(limiter::Duration duration) noexcept;
@@ -56,4 +58,4 @@ std::uint64_t seconds_rounded_up(limiter::Duration duration) noexcept;
 /// Retry-After: whole seconds, rounded up, at least 1.
 std::uint64_t retry_after_seconds(limiter::Duration wait) noexcept;
 
-}  // namespace sluice::proxy
+}  // namespace sluice::http

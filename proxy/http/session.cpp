@@ -15,11 +15,11 @@
 #include "proxy/http/responses.hpp"
 #include "proxy/io/socket_io.hpp"
 
-namespace sluice::proxy {
+namespace sluice::http {
 namespace {
 
-IpAddress address_of(const tcp::endpoint& endpoint) {
-  IpAddress address;
+pipeline::IpAddress address_of(const tcp::endpoint& endpoint) {
+  pipeline::IpAddress address;
   const net::ip::address ip = endpoint.address();
   if (ip.is_v4()) {
     const auto bytes = ip.to_v4().to_bytes();
@@ -38,7 +38,8 @@ IpAddress address_of(const tcp::endpoint& endpoint) {
 }
 
 /// Answers with `response` and says whether the connection may serve another request.
-Awaitable<bool> answer(Stream& client, const OwnResponse& response, limiter::Duration timeout) {
+io::Awaitable<bool> answer(io::Stream& client, const OwnResponse& response,
+                           limiter::Duration timeout) {
   const beast::error_code ec = co_await send(client, response.buffers(), timeout);
   co_return !ec && response.keep_alive;
 }
@@ -65,7 +66,7 @@ struct ConnectionCount {
 /// Lists a connection among its loop's open ones while it is open.
 class IdleRegistration {
  public:
-  IdleRegistration(IdleConnections& idle, Stream& client, const bool& waiting)
+  IdleRegistration(IdleConnections& idle, io::Stream& client, const bool& waiting)
       : idle_(idle), client_(&client) {
     idle_.open.emplace(client_, &waiting);
   }
@@ -77,29 +78,29 @@ class IdleRegistration {
 
  private:
   IdleConnections& idle_;
-  Stream* client_;
+  io::Stream* client_;
 };
 
-MetricDecision metric_decision(Outcome outcome) noexcept {
+telemetry::MetricDecision metric_decision(pipeline::Outcome outcome) noexcept {
   switch (outcome) {
-    case Outcome::allowed:
-      return MetricDecision::allowed;
-    case Outcome::delayed:
-      return MetricDecision::delayed;
-    case Outcome::limited:
-      return MetricDecision::limited;
-    case Outcome::denied:
-      return MetricDecision::denied;
-    case Outcome::no_route:
-      return MetricDecision::no_route;
+    case pipeline::Outcome::allowed:
+      return telemetry::MetricDecision::allowed;
+    case pipeline::Outcome::delayed:
+      return telemetry::MetricDecision::delayed;
+    case pipeline::Outcome::limited:
+      return telemetry::MetricDecision::limited;
+    case pipeline::Outcome::denied:
+      return telemetry::MetricDecision::denied;
+    case pipeline::Outcome::no_route:
+      return telemetry::MetricDecision::no_route;
   }
-  return MetricDecision::no_route;
+  return telemetry::MetricDecision::no_route;
 }
 
-UpstreamErrorKind error_kind(UpstreamFailure failure) noexcept {
-  return failure == UpstreamFailure::connect   ? UpstreamErrorKind::connect
-         : failure == UpstreamFailure::timeout ? UpstreamErrorKind::timeout
-                                               : UpstreamErrorKind::broken;
+telemetry::UpstreamErrorKind error_kind(UpstreamFailure failure) noexcept {
+  return failure == UpstreamFailure::connect   ? telemetry::UpstreamErrorKind::connect
+         : failure == UpstreamFailure::timeout ? telemetry::UpstreamErrorKind::timeout
+                                               : telemetry::UpstreamErrorKind::broken;
 }
 
 /// Counts a finished request in its loop's metrics, and logs it. `relayed`: null when the proxy
@@ -107,13 +108,13 @@ UpstreamErrorKind error_kind(UpstreamFailure failure) noexcept {
 void account(const LoopContext& loop, const Exchange& exchange, unsigned status,
              const RelayOutcome* relayed) {
   const auto total = std::chrono::steady_clock::now() - exchange.started;
-  const Decision& decision = exchange.decision;
-  const Generation& generation = exchange.generation;
-  RouteCounters& counters = generation.counters_for(decision.route, loop.index);
+  const pipeline::Decision& decision = exchange.decision;
+  const live::Generation& generation = exchange.generation;
+  telemetry::RouteCounters& counters = generation.counters_for(decision.route, loop.index);
   counters.count(metric_decision(decision.outcome));
-  for (const LimiterReport& report : decision.applied()) {
+  for (const pipeline::LimiterReport& report : decision.applied()) {
     if (report.limiter->shadow && !report.verdict.admitted) {
-      counters.count(MetricDecision::shadow_limited);
+      counters.count(telemetry::MetricDecision::shadow_limited);
       break;
     }
   }
@@ -133,20 +134,20 @@ void account(const LoopContext& loop, const Exchange& exchange, unsigned status,
   const std::uint64_t key = decision.report_count > 0 ? decision.reports[0].key : 0;
   loop.proxy.access_log.write(
       config.log.format,
-      AccessRecord{.client = std::string_view(client.data(), length),
-                   .method = exchange.request.method_string(),
-                   .target = exchange.request.target(),
-                   .route = decision.route ? std::string_view(decision.route->name) : "",
-                   .decision = metric_decision(decision.outcome),
-                   .status = status,
-                   .key_hash = key,
-                   .upstream = relayed ? relayed->upstream_time : limiter::Duration{},
-                   .total = total});
+      telemetry::AccessRecord{.client = std::string_view(client.data(), length),
+                              .method = exchange.request.method_string(),
+                              .target = exchange.request.target(),
+                              .route = decision.route ? std::string_view(decision.route->name) : "",
+                              .decision = metric_decision(decision.outcome),
+                              .status = status,
+                              .key_hash = key,
+                              .upstream = relayed ? relayed->upstream_time : limiter::Duration{},
+                              .total = total});
 }
 
 }  // namespace
 
-Awaitable<void> serve_client(Socket socket, LoopContext& loop) {
+io::Awaitable<void> serve_client(io::Socket socket, LoopContext& loop) {
   ProxyState& proxy = loop.proxy;
   const ConnectionCount counted(proxy.connections, proxy.connection_slots);
   beast::error_code ignored;
@@ -154,11 +155,11 @@ Awaitable<void> serve_client(Socket socket, LoopContext& loop) {
   socket.non_blocking(true, ignored);  // see socket_io.hpp
   ClientConnection client(std::move(socket), address_of(peer_endpoint),
                           peer_endpoint.address().to_string());
-  Stream& stream = client.stream;
+  io::Stream& stream = client.stream;
   bool waiting = false;
   const IdleRegistration registered(loop.idle, stream, waiting);
   // The generation this connection serves with; replaced between requests after a reload.
-  std::shared_ptr<const Generation> generation = loop.generations.get();
+  std::shared_ptr<const live::Generation> generation = loop.generations.get();
 
   for (bool first = true;; first = false) {
     if (const auto& live = loop.generations.get(); live.get() != generation.get()) {
@@ -177,7 +178,7 @@ Awaitable<void> serve_client(Socket socket, LoopContext& loop) {
     beast::error_code ec;
     for (MessageRead read(client.buffer, parser, MessageRead<true>::Until::header_done);
          read.wants_bytes(ec);) {
-      auto [error, n] = co_await stream.async_read_some(read.room(), use_nothrow);
+      auto [error, n] = co_await stream.async_read_some(read.room(), io::use_nothrow);
       read.received(n, error, ec);
     }
     waiting = false;
@@ -201,16 +202,16 @@ Awaitable<void> serve_client(Socket socket, LoopContext& loop) {
                       .decision = {},
                       .keep_alive = false,
                       .started = std::chrono::steady_clock::now()};
-    Decision& decision = exchange.decision;
-    const RequestView view{.method = parser.method_string(),
-                           .target = parser.target(),
-                           .host = client.request_head.value_of(http::field::host),
-                           .headers = client.request_head.headers(),
-                           .peer = client.peer};
-    Charges charges;
+    pipeline::Decision& decision = exchange.decision;
+    const pipeline::RequestView view{.method = parser.method_string(),
+                                     .target = parser.target(),
+                                     .host = client.request_head.value_of(http::field::host),
+                                     .headers = client.request_head.headers(),
+                                     .peer = client.peer};
+    pipeline::Charges charges;
     const limiter::TimePoint now = proxy.clock.now();
     if (generation->pipeline.prepare(view, now, std::nullopt, decision, charges)) {
-      ChargeResult charged;
+      pipeline::ChargeResult charged;
       if (!proxy.store->charge_now(loop.index, decision, charges, now, charged)) {
         charged = co_await proxy.store->charge(loop.index, decision, charges, now);
       }
@@ -218,15 +219,15 @@ Awaitable<void> serve_client(Socket socket, LoopContext& loop) {
     }
     // A body left unread would be taken for the next request: only keep alive without one.
     exchange.keep_alive = parser.keep_alive() && !proxy.draining.load(std::memory_order_relaxed);
-    const bool forward =
-        (decision.outcome == Outcome::allowed || decision.outcome == Outcome::delayed) &&
-        !decision.route->respond;
+    const bool forward = (decision.outcome == pipeline::Outcome::allowed ||
+                          decision.outcome == pipeline::Outcome::delayed) &&
+                         !decision.route->respond;
     if (!forward) {
       exchange.keep_alive = exchange.keep_alive && parser.is_done();
       own_response(client.own, decision, parser.version(), exchange.keep_alive,
                    exchange.config().limits_headers);
       // The refusal path is hot: a send that completes at once allocates no coroutine frame.
-      const SendStart start = send_now(stream, client.own.buffers());
+      const io::SendStart start = send_now(stream, client.own.buffers());
       beast::error_code send_error = start.error;
       if (!start.finished) {
         send_error = co_await send_rest(stream, client.own.buffers(), start.sent, timeouts.idle);
@@ -241,8 +242,8 @@ Awaitable<void> serve_client(Socket socket, LoopContext& loop) {
     }
     if (decision.hold > limiter::Duration::zero()) {
       // Delay mode: a timer, never a blocked thread.
-      Timer hold(co_await net::this_coro::executor, decision.hold);
-      co_await hold.async_wait(use_nothrow);
+      io::Timer hold(co_await net::this_coro::executor, decision.hold);
+      co_await hold.async_wait(io::use_nothrow);
     }
     const RelayOutcome outcome = co_await relay(client, exchange, loop);
     // The permits go back once the response is over, or the client has gone.
@@ -252,7 +253,7 @@ Awaitable<void> serve_client(Socket socket, LoopContext& loop) {
       break;
     }
   }
-  stream.socket().shutdown(Socket::shutdown_send, ignored);
+  stream.socket().shutdown(io::Socket::shutdown_send, ignored);
 }
 
-}  // namespace sluice::proxy
+}  // namespace sluice::http

@@ -8,16 +8,16 @@
 
 #include "proxy/io/net.hpp"
 
-namespace sluice::proxy {
+namespace sluice::http {
 namespace {
 
 using namespace net::experimental::awaitable_operators;
 using Clock = std::chrono::steady_clock;
 
-Awaitable<void> copy(Socket& from, beast::flat_buffer& early, Socket& to,
-                     Clock::time_point& last_activity) {
+io::Awaitable<void> copy(io::Socket& from, beast::flat_buffer& early, io::Socket& to,
+                         Clock::time_point& last_activity) {
   if (early.size() > 0) {
-    auto [ec, n] = co_await net::async_write(to, early.data(), use_nothrow);
+    auto [ec, n] = co_await net::async_write(to, early.data(), io::use_nothrow);
     if (ec) {
       co_return;
     }
@@ -25,13 +25,13 @@ Awaitable<void> copy(Socket& from, beast::flat_buffer& early, Socket& to,
   }
   std::array<char, 16 * 1024> chunk;
   for (;;) {
-    auto [read_error, n] = co_await from.async_read_some(net::buffer(chunk), use_nothrow);
+    auto [read_error, n] = co_await from.async_read_some(net::buffer(chunk), io::use_nothrow);
     if (read_error) {
       co_return;  // closed, reset or cancelled: the tunnel is over
     }
     last_activity = Clock::now();
     auto [write_error, written] =
-        co_await net::async_write(to, net::buffer(chunk.data(), n), use_nothrow);
+        co_await net::async_write(to, net::buffer(chunk.data(), n), io::use_nothrow);
     if (write_error) {
       co_return;
     }
@@ -39,15 +39,15 @@ Awaitable<void> copy(Socket& from, beast::flat_buffer& early, Socket& to,
 }
 
 /// Returns once nothing has moved for `idle`.
-Awaitable<void> watchdog(const Clock::time_point& last_activity, limiter::Duration idle) {
-  Timer timer(co_await net::this_coro::executor);
+io::Awaitable<void> watchdog(const Clock::time_point& last_activity, limiter::Duration idle) {
+  io::Timer timer(co_await net::this_coro::executor);
   for (;;) {
     const auto deadline = last_activity + idle;
     if (Clock::now() >= deadline) {
       co_return;
     }
     timer.expires_at(deadline);
-    auto [ec] = co_await timer.async_wait(use_nothrow);
+    auto [ec] = co_await timer.async_wait(io::use_nothrow);
     if (ec) {
       co_return;
     }
@@ -56,15 +56,16 @@ Awaitable<void> watchdog(const Clock::time_point& last_activity, limiter::Durati
 
 }  // namespace
 
-Awaitable<void> tunnel(Socket& client, beast::flat_buffer& client_early, Socket& upstream,
-                       beast::flat_buffer& upstream_early, limiter::Duration idle) {
+io::Awaitable<void> tunnel(io::Socket& client, beast::flat_buffer& client_early,
+                           io::Socket& upstream, beast::flat_buffer& upstream_early,
+                           limiter::Duration idle) {
   Clock::time_point last_activity = Clock::now();
   // The first to finish cancels the others.
   co_await (copy(client, client_early, upstream, last_activity) ||
             copy(upstream, upstream_early, client, last_activity) || watchdog(last_activity, idle));
   beast::error_code ignored;
   upstream.close(ignored);
-  client.shutdown(Socket::shutdown_both, ignored);
+  client.shutdown(io::Socket::shutdown_both, ignored);
 }
 
-}  // namespace sluice::proxy
+}  // namespace sluice::http

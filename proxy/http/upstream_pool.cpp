@@ -7,12 +7,12 @@
 #include "proxy/io/coarse_clock.hpp"
 #include "proxy/io/net.hpp"
 
-namespace sluice::proxy {
+namespace sluice::http {
 namespace {
 
 /// Whether a parked connection is still usable: nothing to read yet (a closed connection reads
 /// end of stream; an unasked-for byte means the upstream is confused). One non-blocking peek.
-bool still_open(Socket& socket) {
+bool still_open(io::Socket& socket) {
   char byte = 0;
   const ssize_t n = ::recv(socket.native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
   return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
@@ -31,7 +31,7 @@ UpstreamPool::Entry& UpstreamPool::entry_for(const config::Upstream& upstream) {
 
 UpstreamConnectionPtr UpstreamPool::take_parked(const config::Upstream& upstream, bool check_open) {
   Entry& entry = entry_for(upstream);
-  const auto now = CoarseClock::now();
+  const auto now = io::CoarseClock::now();
   while (!entry.idle.empty()) {
     UpstreamConnectionPtr parked = std::move(entry.idle.back());
     entry.idle.pop_back();
@@ -46,15 +46,15 @@ UpstreamConnectionPtr UpstreamPool::take_parked(const config::Upstream& upstream
   return nullptr;
 }
 
-Awaitable<UpstreamConnectionPtr> UpstreamPool::connect(const config::Upstream& upstream,
-                                                       limiter::Duration connect_timeout,
-                                                       beast::error_code& error) {
+io::Awaitable<UpstreamConnectionPtr> UpstreamPool::connect(const config::Upstream& upstream,
+                                                           limiter::Duration connect_timeout,
+                                                           beast::error_code& error) {
   Entry& entry = entry_for(upstream);
   const auto executor = co_await net::this_coro::executor;
   if (!entry.endpoints) {
-    Resolver resolver(executor);
-    auto [resolve_error, endpoints] =
-        co_await resolver.async_resolve(upstream.host, std::to_string(upstream.port), use_nothrow);
+    io::Resolver resolver(executor);
+    auto [resolve_error, endpoints] = co_await resolver.async_resolve(
+        upstream.host, std::to_string(upstream.port), io::use_nothrow);
     if (resolve_error) {
       error = resolve_error;
       co_return nullptr;
@@ -65,7 +65,7 @@ Awaitable<UpstreamConnectionPtr> UpstreamPool::connect(const config::Upstream& u
   auto connection = std::make_unique<UpstreamConnection>(executor);
   connection->stream.expires_after(connect_timeout);
   auto [connect_error, endpoint] =
-      co_await net::async_connect(connection->stream.socket(), endpoints, use_nothrow);
+      co_await net::async_connect(connection->stream.socket(), endpoints, io::use_nothrow);
   if (connect_error == net::error::operation_aborted && connection->stream.timed_out()) {
     connect_error = beast::error::timeout;
   }
@@ -87,7 +87,7 @@ void UpstreamPool::give_back(const config::Upstream& upstream, UpstreamConnectio
     connection->stream.socket().close(ignored);
     return;
   }
-  connection->parked_at = CoarseClock::now();
+  connection->parked_at = io::CoarseClock::now();
   connection->buffer.clear();
   entry.idle.push_back(std::move(connection));
 }
@@ -100,4 +100,4 @@ std::size_t UpstreamPool::idle_connections() const noexcept {
   return total;
 }
 
-}  // namespace sluice::proxy
+}  // namespace sluice::http

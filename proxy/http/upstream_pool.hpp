@@ -17,7 +17,7 @@
 #include "proxy/io/net.hpp"
 #include "proxy/io/stream.hpp"
 
-namespace sluice::proxy {
+namespace sluice::http {
 
 /// Idle kept-alive connections to each upstream, for one event loop (so no lock): a request
 /// takes the most recently parked one, or opens a new one. At most `max_idle` connections per
@@ -27,14 +27,14 @@ namespace sluice::proxy {
 /// A connection to an upstream with its read buffer. It lives on the heap and moves by pointer:
 /// A stream does not move.
 struct UpstreamConnection {
-  explicit UpstreamConnection(const Executor& executor) : stream(executor) {}
-  Stream stream;
+  explicit UpstreamConnection(const io::Executor& executor) : stream(executor) {}
+  io::Stream stream;
   boost::beast::flat_buffer buffer;  ///< Kept with the connection, capacity and all.
   /// The response being read. Here rather than in the relay's coroutine frame: Asio reuses
   /// freed frames of up to about 1 KiB, and a larger one costs a malloc and a free per request.
   std::optional<ResponseParser> response;
   HeadFields response_head;  ///< What `response` parses the head into; kept, capacity and all.
-  std::chrono::steady_clock::time_point parked_at{};  ///< On CoarseClock
+  std::chrono::steady_clock::time_point parked_at{};  ///< On io::CoarseClock
   bool reused = false;  ///< Taken from the pool: a failure before the response may be a stale
                         ///< connection, so an idempotent send can be retried on a new one.
 };
@@ -50,9 +50,9 @@ class UpstreamPool {
   UpstreamConnectionPtr take_parked(const config::Upstream& upstream, bool check_open);
   /// A new connection to `upstream` (resolved once, connected within `connect_timeout`). Null
   /// and `error` when it cannot connect.
-  Awaitable<UpstreamConnectionPtr> connect(const config::Upstream& upstream,
-                                           limiter::Duration connect_timeout,
-                                           boost::beast::error_code& error);
+  io::Awaitable<UpstreamConnectionPtr> connect(const config::Upstream& upstream,
+                                               limiter::Duration connect_timeout,
+                                               boost::beast::error_code& error);
   /// Parks a connection whose last response was read whole and that stays open.
   void give_back(const config::Upstream& upstream, UpstreamConnectionPtr connection);
 
@@ -73,4 +73,4 @@ class UpstreamPool {
   std::deque<Entry> entries_;
 };
 
-}  // namespace sluice::proxy
+}  // namespace sluice::http

@@ -5,7 +5,7 @@
 #include <span>
 #include <vector>
 
-namespace sluice::proxy {
+namespace sluice::io {
 
 /// Fixed-size buffers that carry bodies between a client and an upstream, recycled within one
 /// event loop (so no lock): a relay borrows one for its request and gives it back, and after
@@ -57,4 +57,4 @@ class ChunkPool {
   std::vector<std::unique_ptr<char[]>> spare_;
 };
 
-}  // namespace sluice::proxy
+}  // namespace sluice::io

@@ -4,7 +4,7 @@
 
 #include <chrono>
 
-namespace sluice::proxy {
+namespace sluice::io {
 
 /// steady_clock's own clock (CLOCK_MONOTONIC) read with CLOCK_MONOTONIC_COARSE: a few
 /// nanoseconds instead of a TSC read and its conversion, but only as fresh as the kernel's last
@@ -22,4 +22,4 @@ struct CoarseClock {
   }
 };
 
-}  // namespace sluice::proxy
+}  // namespace sluice::io

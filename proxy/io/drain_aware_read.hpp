@@ -48,7 +48,7 @@ static_assert(BOOST_ASIO_VERSION == 102600, "drain_aware_read.hpp follows Asio 1
 #error "drain_aware_read.hpp needs Asio's epoll reactor"
 #endif
 
-namespace sluice::proxy {
+namespace sluice::io {
 namespace drain_aware_detail {
 
 namespace detail = net::detail;
@@ -159,4 +159,4 @@ void async_read_some_drain_aware(Socket& socket, Reactor& reactor, const Mutable
   p.v = p.p = nullptr;
 }
 
-}  // namespace sluice::proxy
+}  // namespace sluice::io

@@ -8,11 +8,16 @@
 #include <boost/beast/core/error.hpp>
 #include <chrono>
 
-namespace sluice::proxy {
+namespace sluice {
 
+/// Asio and Beast under the short names their own examples use, for every layer from io/ up.
 namespace net = boost::asio;
 namespace beast = boost::beast;
 using tcp = net::ip::tcp;
+
+}  // namespace sluice
+
+namespace sluice::io {
 
 /// The executor of the event loops' sockets, timers and coroutines: io_context's own rather than
 /// the type-erased any_io_executor, whose copies (several per operation) cost about 0.4 µs of a
@@ -31,4 +36,4 @@ inline constexpr net::use_awaitable_t<Executor> use_awaitable{};
 /// are normal outcomes: they come back as values, not exceptions.
 inline constexpr auto use_nothrow = net::as_tuple(use_awaitable);
 
-}  // namespace sluice::proxy
+}  // namespace sluice::io

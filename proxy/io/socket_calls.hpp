@@ -13,7 +13,7 @@
 
 #include "proxy/io/net.hpp"
 
-namespace sluice::proxy {
+namespace sluice::io {
 
 // The request path's reads and writes, made through syscall(2) rather than libc's recv and
 // sendmsg. Those are thread-cancellation points, and their cancellation bookkeeping cost about
@@ -66,4 +66,4 @@ inline std::size_t send_some(int fd, std::span<const net::const_buffer> buffers,
   }
 }
 
-}  // namespace sluice::proxy
+}  // namespace sluice::io

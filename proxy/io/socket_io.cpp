@@ -5,7 +5,7 @@
 
 #include "proxy/io/socket_calls.hpp"
 
-namespace sluice::proxy {
+namespace sluice::io {
 
 SendStart send_now(Stream& stream, SendBuffers buffers) {
   SendStart start;
@@ -37,4 +37,4 @@ Awaitable<beast::error_code> send(Stream& stream, SendBuffers buffers, limiter::
   co_return co_await send_rest(stream, buffers, start.sent, timeout);
 }
 
-}  // namespace sluice::proxy
+}  // namespace sluice::io

@@ -8,7 +8,7 @@
 #include "proxy/io/net.hpp"
 #include "proxy/io/stream.hpp"
 
-namespace sluice::proxy {
+namespace sluice::io {
 
 // Writes on the request path first try once without waiting: the socket usually has room for
 // a whole head or response, and then no timer is armed and nothing goes through the event loop.
@@ -45,4 +45,4 @@ Awaitable<beast::error_code> send_rest(Stream& stream, SendBuffers buffers, std:
 /// For paths off the hot one; those use send_now and send_rest themselves.
 Awaitable<beast::error_code> send(Stream& stream, SendBuffers buffers, limiter::Duration timeout);
 
-}  // namespace sluice::proxy
+}  // namespace sluice::io

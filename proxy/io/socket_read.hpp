@@ -7,7 +7,7 @@
 #include "proxy/io/drain_aware_read.hpp"
 #endif
 
-namespace sluice::proxy {
+namespace sluice::io {
 
 /// The one place where a Stream's reads reach its socket, in one of two ways chosen when
 /// building (CMake option SLUICE_DRAIN_AWARE_READ):
@@ -41,4 +41,4 @@ class SocketReader {
 #endif
 };
 
-}  // namespace sluice::proxy
+}  // namespace sluice::io

@@ -1,6 +1,6 @@
 #include "proxy/io/stream.hpp"
 
-namespace sluice::proxy {
+namespace sluice::io {
 
 Stream::Stream(Socket socket)
     : socket_(std::move(socket)),
@@ -62,4 +62,4 @@ void Stream::on_timer(const std::shared_ptr<Deadline>& deadline, const beast::er
   deadline->socket->close(ignored);
 }
 
-}  // namespace sluice::proxy
+}  // namespace sluice::io

@@ -15,7 +15,7 @@
 #include "proxy/io/net.hpp"
 #include "proxy/io/socket_read.hpp"
 
-namespace sluice::proxy {
+namespace sluice::io {
 
 /// A TCP connection on the request path: a socket with one deadline for its reads and writes,
 /// for Beast's HTTP algorithms (an AsyncReadStream and AsyncWriteStream). It does what
@@ -133,4 +133,4 @@ class Stream {
   std::shared_ptr<Deadline> deadline_;
 };
 
-}  // namespace sluice::proxy
+}  // namespace sluice::io

@@ -1,9 +1,9 @@
 #include "proxy/live/generation.hpp"
 
-namespace sluice::proxy {
+namespace sluice::live {
 
 Generation::Generation(std::shared_ptr<const config::ProxyConfig> loaded,
-                       const Generation* previous, Metrics& metrics)
+                       const Generation* previous, telemetry::Metrics& metrics)
     : config(std::move(loaded)),
       pipeline(*config, previous ? &previous->pipeline : nullptr),
       unrouted(metrics.route("")) {
@@ -14,20 +14,21 @@ Generation::Generation(std::shared_ptr<const config::ProxyConfig> loaded,
       upstream = &*config->upstream;
     }
     upstream_counters.push_back(upstream ? metrics.upstream(upstream->url)
-                                         : std::vector<UpstreamCounters*>{});
+                                         : std::vector<telemetry::UpstreamCounters*>{});
   }
 }
 
-RouteCounters& Generation::counters_for(const config::Route* route, std::size_t loop) const {
+telemetry::RouteCounters& Generation::counters_for(const config::Route* route,
+                                                   std::size_t loop) const {
   if (route == nullptr) {
     return *unrouted[loop];
   }
   return *route_counters[static_cast<std::size_t>(route - config->routes.data())][loop];
 }
 
-UpstreamCounters& Generation::upstream_counters_for(const config::Route& route,
-                                                    std::size_t loop) const {
+telemetry::UpstreamCounters& Generation::upstream_counters_for(const config::Route& route,
+                                                               std::size_t loop) const {
   return *upstream_counters[static_cast<std::size_t>(&route - config->routes.data())][loop];
 }
 
-}  // namespace sluice::proxy
+}  // namespace sluice::live

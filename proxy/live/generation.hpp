@@ -10,7 +10,7 @@
 #include "proxy/pipeline/pipeline.hpp"
 #include "proxy/telemetry/metrics.hpp"
 
-namespace sluice::proxy {
+namespace sluice::live {
 
 /// One loaded configuration and everything built from it: the pipeline and the metric series
 /// its routes write. Immutable once built; a reload builds the next one beside it. A connection
@@ -19,18 +19,19 @@ namespace sluice::proxy {
 struct Generation {
   /// `previous` (a reload) lends its limiters' state where their definition did not change.
   Generation(std::shared_ptr<const config::ProxyConfig> loaded, const Generation* previous,
-             Metrics& metrics);
+             telemetry::Metrics& metrics);
 
   std::shared_ptr<const config::ProxyConfig> config;
   /// Refers to *config. Mutable: what changes in it is the limiters' counts, which are
   /// thread-safe; the configuration it was built from does not.
-  mutable Pipeline pipeline;
-  std::vector<std::vector<RouteCounters*>> route_counters;        ///< [route][loop]
-  std::vector<std::vector<UpstreamCounters*>> upstream_counters;  ///< [route][loop]
-  std::vector<RouteCounters*> unrouted;  ///< Requests refused before a route, and 404s.
+  mutable pipeline::Pipeline pipeline;
+  std::vector<std::vector<telemetry::RouteCounters*>> route_counters;        ///< [route][loop]
+  std::vector<std::vector<telemetry::UpstreamCounters*>> upstream_counters;  ///< [route][loop]
+  std::vector<telemetry::RouteCounters*> unrouted;  ///< Requests refused before a route, and 404s.
 
-  RouteCounters& counters_for(const config::Route* route, std::size_t loop) const;
-  UpstreamCounters& upstream_counters_for(const config::Route& route, std::size_t loop) const;
+  telemetry::RouteCounters& counters_for(const config::Route* route, std::size_t loop) const;
+  telemetry::UpstreamCounters& upstream_counters_for(const config::Route& route,
+                                                     std::size_t loop) const;
 };
 
 /// The configuration in force. A reload publishes a new generation; readers see it from their
@@ -78,4 +79,4 @@ class GenerationCache {
   std::shared_ptr<const Generation> generation_;
 };
 
-}  // namespace sluice::proxy
+}  // namespace sluice::live

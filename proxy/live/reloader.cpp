@@ -4,7 +4,7 @@
 
 #include "config/load_config.hpp"
 
-namespace sluice::proxy {
+namespace sluice::live {
 
 void apply_log_level(const std::string& level) {
   spdlog::set_level(spdlog::level::from_str(level));
@@ -67,4 +67,4 @@ ReloadReport Reloader::reload() {
   return report;
 }
 
-}  // namespace sluice::proxy
+}  // namespace sluice::live

@@ -7,7 +7,7 @@
 #include "proxy/live/generation.hpp"
 #include "proxy/telemetry/metrics.hpp"
 
-namespace sluice::proxy {
+namespace sluice::live {
 
 struct ReloadReport {
   bool ok = false;
@@ -27,7 +27,7 @@ void log_reload(const ReloadReport& report, std::string_view trigger);
 /// `admin` and `threads` take effect on the next start only; a change to them is reported.
 class Reloader {
  public:
-  Reloader(std::string path, LiveConfig& live, Metrics& metrics)
+  Reloader(std::string path, LiveConfig& live, telemetry::Metrics& metrics)
       : path_(std::move(path)), live_(live), metrics_(metrics) {}
 
   /// Serialised: two reloads at once run one after the other.
@@ -36,8 +36,8 @@ class Reloader {
  private:
   std::string path_;
   LiveConfig& live_;
-  Metrics& metrics_;
+  telemetry::Metrics& metrics_;
   std::mutex mutex_;
 };
 
-}  // namespace sluice::proxy
+}  // namespace sluice::live

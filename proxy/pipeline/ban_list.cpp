@@ -5,7 +5,7 @@
 #include "limiter/key_hash.hpp"
 #include "limiter/make_limiter.hpp"
 
-namespace sluice::proxy {
+namespace sluice::pipeline {
 
 BanList::BanList(const config::BanOptions& options, std::uint64_t max_keys)
     : strikes_(limiter::make_limiter({.algorithm = limiter::AlgorithmKind::sliding_log,
@@ -44,4 +44,4 @@ bool BanList::strike(const IpAddress& client, limiter::TimePoint now) {
   return true;
 }
 
-}  // namespace sluice::proxy
+}  // namespace sluice::pipeline

@@ -7,7 +7,7 @@
 #include "limiter/limiter.hpp"
 #include "proxy/pipeline/ip_address.hpp"
 
-namespace sluice::proxy {
+namespace sluice::pipeline {
 
 /// SPEC §2 `ban`: a client IP limited `after` times within `within` gets 403 for `for`.
 /// Built on the limiter engine, so it is sharded, bounded by max_keys and forgets idle clients:
@@ -29,4 +29,4 @@ class BanList {
   std::unique_ptr<limiter::Limiter> bans_;
 };
 
-}  // namespace sluice::proxy
+}  // namespace sluice::pipeline

@@ -1,6 +1,6 @@
 #include "proxy/pipeline/cidr_trie.hpp"
 
-namespace sluice::proxy {
+namespace sluice::pipeline {
 namespace {
 
 unsigned bit_at(const std::array<std::uint8_t, 16>& bytes, unsigned index) {
@@ -42,4 +42,4 @@ bool CidrTrie::contains(const IpAddress& address) const noexcept {
   }
 }
 
-}  // namespace sluice::proxy
+}  // namespace sluice::pipeline

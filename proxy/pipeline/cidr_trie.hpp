@@ -7,7 +7,7 @@
 #include "config/cidr.hpp"
 #include "proxy/pipeline/ip_address.hpp"
 
-namespace sluice::proxy {
+namespace sluice::pipeline {
 
 /// A set of IPv4 and IPv6 networks (the deny list), as two binary tries: a lookup walks at most
 /// 32 or 128 nodes, whatever the number of networks. Read-only once built: thread-safe.
@@ -31,4 +31,4 @@ class CidrTrie {
   std::size_t networks_ = 0;
 };
 
-}  // namespace sluice::proxy
+}  // namespace sluice::pipeline

@@ -4,7 +4,7 @@
 
 #include <string_view>
 
-namespace sluice::proxy {
+namespace sluice::pipeline {
 
 /// `text` without leading and trailing spaces and tabs (HTTP's optional whitespace).
 inline std::string_view trim_whitespace(std::string_view text) noexcept {
@@ -22,4 +22,4 @@ inline bool equal_ignoring_case(std::string_view a, std::string_view b) noexcept
   return a.size() == b.size() && strncasecmp(a.data(), b.data(), a.size()) == 0;
 }
 
-}  // namespace sluice::proxy
+}  // namespace sluice::pipeline

@@ -8,7 +8,7 @@
 
 #include "proxy/pipeline/http_text.hpp"
 
-namespace sluice::proxy {
+namespace sluice::pipeline {
 namespace {
 
 /// An address from a forwarding header entry: `1.2.3.4`, `1.2.3.4:5678`, `[::1]:80`, `"[::1]"`.
@@ -174,4 +174,4 @@ IpAddress client_address(const IpAddress& peer, std::span<const config::Cidr> tr
   return client;
 }
 
-}  // namespace sluice::proxy
+}  // namespace sluice::pipeline

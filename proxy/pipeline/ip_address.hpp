@@ -9,7 +9,7 @@
 
 #include "config/cidr.hpp"
 
-namespace sluice::proxy {
+namespace sluice::pipeline {
 
 /// An IPv4 or IPv6 address as bytes (IPv4 in the first 4).
 struct IpAddress {
@@ -35,4 +35,4 @@ struct IpAddress {
 IpAddress client_address(const IpAddress& peer, std::span<const config::Cidr> trusted,
                          std::string_view forwarded, std::string_view x_forwarded_for);
 
-}  // namespace sluice::proxy
+}  // namespace sluice::pipeline

@@ -7,7 +7,7 @@
 #include "limiter/make_limiter.hpp"
 #include "proxy/pipeline/request_key.hpp"
 
-namespace sluice::proxy {
+namespace sluice::pipeline {
 namespace {
 
 using limiter::Charge;
@@ -331,4 +331,4 @@ void Pipeline::collect_idle(limiter::TimePoint now) {
   }
 }
 
-}  // namespace sluice::proxy
+}  // namespace sluice::pipeline

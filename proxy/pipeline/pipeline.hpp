@@ -15,7 +15,7 @@
 #include "proxy/pipeline/request_view.hpp"
 #include "proxy/pipeline/route_table.hpp"
 
-namespace sluice::proxy {
+namespace sluice::pipeline {
 
 /// The seed of Charges::shared_key: fixed, so that every replica hashes a key alike. (Hash
 /// flooding is no concern there: Redis's tables seed their own hashes.)
@@ -171,4 +171,4 @@ class Pipeline {
   std::size_t kept_state_ = 0;
 };
 
-}  // namespace sluice::proxy
+}  // namespace sluice::pipeline

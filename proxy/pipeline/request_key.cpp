@@ -8,7 +8,7 @@
 
 #include "proxy/pipeline/http_text.hpp"
 
-namespace sluice::proxy {
+namespace sluice::pipeline {
 namespace {
 
 /// The value of the first `name=value` item of `text` (items separated by `separator`).
@@ -105,4 +105,4 @@ bool build_key(const config::KeySpec& spec, unsigned ipv6_prefix, const RequestV
   return true;
 }
 
-}  // namespace sluice::proxy
+}  // namespace sluice::pipeline

@@ -6,7 +6,7 @@
 #include "config/proxy_config.hpp"
 #include "proxy/pipeline/request_view.hpp"
 
-namespace sluice::proxy {
+namespace sluice::pipeline {
 
 /// Joins the parts of a composite key. It cannot occur in a valid header, cookie or client
 /// address, so one client cannot forge another's composite key ("a+b"+"c" versus "a"+"b+c").
@@ -26,4 +26,4 @@ std::optional<std::string_view> query_value(std::string_view query, std::string_
 /// The token of `Authorization: Bearer TOKEN`; nullopt for any other scheme.
 std::optional<std::string_view> bearer_token(std::string_view authorization);
 
-}  // namespace sluice::proxy
+}  // namespace sluice::pipeline

@@ -6,7 +6,7 @@
 #include "proxy/pipeline/http_text.hpp"
 #include "proxy/pipeline/ip_address.hpp"
 
-namespace sluice::proxy {
+namespace sluice::pipeline {
 
 struct Header {
   std::string_view name;
@@ -42,4 +42,4 @@ struct RequestView {
   }
 };
 
-}  // namespace sluice::proxy
+}  // namespace sluice::pipeline

@@ -4,7 +4,7 @@
 
 #include "proxy/pipeline/http_text.hpp"
 
-namespace sluice::proxy {
+namespace sluice::pipeline {
 namespace {
 
 /// The Host header without its port ("api.example.com:8080" → "api.example.com").
@@ -81,4 +81,4 @@ std::optional<std::size_t> RouteTable::match(const RequestView& request) const {
   return std::nullopt;
 }
 
-}  // namespace sluice::proxy
+}  // namespace sluice::pipeline

@@ -7,7 +7,7 @@
 #include "config/proxy_config.hpp"
 #include "proxy/pipeline/request_view.hpp"
 
-namespace sluice::proxy {
+namespace sluice::pipeline {
 
 /// The routes of a config, compiled once (regexes included). First match wins. Read-only once
 /// built: thread-safe.
@@ -28,4 +28,4 @@ class RouteTable {
   std::vector<Compiled> routes_;
 };
 
-}  // namespace sluice::proxy
+}  // namespace sluice::pipeline

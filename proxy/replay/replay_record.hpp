@@ -21,7 +21,7 @@ struct ReplayRecord {
   std::string_view method = "GET";
   std::string_view path = "/";
   std::string_view host;
-  std::array<proxy::Header, kMaxHeaders> headers{};
+  std::array<pipeline::Header, kMaxHeaders> headers{};
   std::size_t header_count = 0;
   std::optional<limiter::Permits> cost;
   double duration = 0;  ///< Seconds in flight, for concurrency limiters.

@@ -6,21 +6,21 @@
 
 namespace sluice::replay {
 
-void Counts::add(proxy::Outcome outcome, bool shadow) noexcept {
+void Counts::add(pipeline::Outcome outcome, bool shadow) noexcept {
   switch (outcome) {
-    case proxy::Outcome::allowed:
+    case pipeline::Outcome::allowed:
       ++allowed;
       break;
-    case proxy::Outcome::delayed:
+    case pipeline::Outcome::delayed:
       ++delayed;
       break;
-    case proxy::Outcome::limited:
+    case pipeline::Outcome::limited:
       ++limited;
       break;
-    case proxy::Outcome::denied:
+    case pipeline::Outcome::denied:
       ++denied;
       break;
-    case proxy::Outcome::no_route:
+    case pipeline::Outcome::no_route:
       ++no_route;
       break;
   }
@@ -44,14 +44,14 @@ ReplaySummary::ReplaySummary(const config::ProxyConfig& config) : config_(config
   rows_.push_back({"(denied)", {}, {}});
 }
 
-std::size_t ReplaySummary::row_of(const proxy::Decision& decision) const noexcept {
+std::size_t ReplaySummary::row_of(const pipeline::Decision& decision) const noexcept {
   if (decision.route != nullptr) {
     return static_cast<std::size_t>(decision.route - config_.routes.data());
   }
-  return decision.outcome == proxy::Outcome::no_route ? rows_.size() - 2 : rows_.size() - 1;
+  return decision.outcome == pipeline::Outcome::no_route ? rows_.size() - 2 : rows_.size() - 1;
 }
 
-void ReplaySummary::record(double t, const proxy::Decision& decision, bool shadow_limited) {
+void ReplaySummary::record(double t, const pipeline::Decision& decision, bool shadow_limited) {
   Row& row = rows_[row_of(decision)];
   row.totals.add(decision.outcome, shadow_limited);
   if (origin_ < 0) {

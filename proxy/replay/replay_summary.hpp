@@ -20,7 +20,7 @@ struct Counts {
   std::uint64_t no_route = 0;
   std::uint64_t shadow_limited = 0;
 
-  void add(proxy::Outcome outcome, bool shadow) noexcept;
+  void add(pipeline::Outcome outcome, bool shadow) noexcept;
   std::uint64_t total() const noexcept { return allowed + delayed + limited + denied + no_route; }
   void merge(const Counts& other) noexcept;
 };
@@ -35,7 +35,7 @@ class ReplaySummary {
 
   explicit ReplaySummary(const config::ProxyConfig& config);
 
-  void record(double t, const proxy::Decision& decision, bool shadow_limited);
+  void record(double t, const pipeline::Decision& decision, bool shadow_limited);
   /// Counts one limited request against `key` (a printable label).
   void limited_key(std::string_view key);
   void malformed(std::size_t line_number, std::string_view problem);
@@ -56,7 +56,7 @@ class ReplaySummary {
   void print(std::ostream& out) const;
 
  private:
-  std::size_t row_of(const proxy::Decision& decision) const noexcept;
+  std::size_t row_of(const pipeline::Decision& decision) const noexcept;
 
   const config::ProxyConfig& config_;
   std::vector<Row> rows_;  ///< The config's routes, then "(no route)", then "(denied)".

@@ -69,13 +69,13 @@ Replayer::Replayer(const config::ProxyConfig& config, InputFormat format)
 
 void Replayer::release_due(TimePoint now) {
   while (!releases_.empty() && releases_.top().at <= now) {
-    const proxy::Permit& permit = releases_.top().permit;
+    const pipeline::Permit& permit = releases_.top().permit;
     permit.limiter->release(permit.key, permit.cost);
     releases_.pop();
   }
 }
 
-void Replayer::hold_permits(const proxy::Decision& decision, TimePoint now) {
+void Replayer::hold_permits(const pipeline::Decision& decision, TimePoint now) {
   const auto in_flight = Duration(std::llround(record_.duration * 1e9));
   const TimePoint done = now + decision.hold + in_flight;
   for (std::size_t i = 0; i < decision.permit_count; ++i) {
@@ -87,12 +87,12 @@ void Replayer::hold_permits(const proxy::Decision& decision, TimePoint now) {
   }
 }
 
-std::string Replayer::key_label(const proxy::LimiterReport& report,
-                                const proxy::RequestView& request,
-                                const proxy::Decision& decision) {
+std::string Replayer::key_label(const pipeline::LimiterReport& report,
+                                const pipeline::RequestView& request,
+                                const pipeline::Decision& decision) {
   const config::LimiterConfig& limiter = *report.limiter;
-  proxy::build_key(limiter.key, limiter.ipv6_prefix, request, decision.client, decision.route->name,
-                   key_text_);
+  pipeline::build_key(limiter.key, limiter.ipv6_prefix, request, decision.client,
+                      decision.route->name, key_text_);
   const bool secret = std::any_of(limiter.key.parts.begin(), limiter.key.parts.end(),
                                   [](const config::KeyPart& part) { return part.secret(); });
   std::string label = limiter.name + " ";
@@ -103,13 +103,13 @@ std::string Replayer::key_label(const proxy::LimiterReport& report,
     label += "#" + std::string(hex, end);
   } else {
     for (const char c : key_text_) {
-      label += c == proxy::kKeyPartSeparator ? '+' : c;
+      label += c == pipeline::kKeyPartSeparator ? '+' : c;
     }
   }
   return label;
 }
 
-void Replayer::write(const proxy::Decision& decision, std::string& out) const {
+void Replayer::write(const pipeline::Decision& decision, std::string& out) const {
   out += "{\"i\":";
   append_number(out, index_);
   out += ",\"t\":";
@@ -121,7 +121,7 @@ void Replayer::write(const proxy::Decision& decision, std::string& out) const {
     out += "null";
   }
   out += ",\"decision\":\"";
-  out += proxy::name_of(decision.outcome);
+  out += pipeline::name_of(decision.outcome);
   out += "\",\"status\":";
   append_number(out, std::uint64_t{decision.status == 0 ? 200U : decision.status});
   out += ",\"delay\":";
@@ -129,7 +129,7 @@ void Replayer::write(const proxy::Decision& decision, std::string& out) const {
   out += ",\"limiters\":[";
   std::uint64_t remaining = UINT64_MAX;
   bool first = true;
-  for (const proxy::LimiterReport& report : decision.applied()) {
+  for (const pipeline::LimiterReport& report : decision.applied()) {
     if (report.limiter->shadow) {
       continue;
     }
@@ -148,7 +148,7 @@ void Replayer::write(const proxy::Decision& decision, std::string& out) const {
   append_number(out, whole_seconds_up(decision.retry_after));
   const auto list = [&](const char* field, bool shadow) {
     bool any = false;
-    for (const proxy::LimiterReport& report : decision.applied()) {
+    for (const pipeline::LimiterReport& report : decision.applied()) {
       if (report.limiter->shadow == shadow && !report.verdict.admitted) {
         out += any ? "," : std::string(",\"") + field + "\":[";
         append_string(out, report.limiter->name);
@@ -157,7 +157,7 @@ void Replayer::write(const proxy::Decision& decision, std::string& out) const {
     }
     out += any ? "]" : "";
   };
-  if (decision.outcome == proxy::Outcome::limited) {
+  if (decision.outcome == pipeline::Outcome::limited) {
     list("violated", false);
   } else {
     list("shadow_limited", true);
@@ -177,7 +177,7 @@ void Replayer::feed(std::string_view line, std::string& out) {
     summary_.malformed(line_number_, *problem);
     return;
   }
-  const std::optional<proxy::IpAddress> peer = proxy::IpAddress::parse(record_.ip);
+  const std::optional<pipeline::IpAddress> peer = pipeline::IpAddress::parse(record_.ip);
   if (!peer) {
     summary_.malformed(line_number_, "\"" + std::string(record_.ip) + "\" is not an IP address");
     return;
@@ -190,26 +190,26 @@ void Replayer::feed(std::string_view line, std::string& out) {
   last_ = now;
   release_due(now);
 
-  const proxy::RequestView request{.method = record_.method,
-                                   .target = record_.path,
-                                   .host = record_.host,
-                                   .headers = {record_.headers.data(), record_.header_count},
-                                   .peer = *peer};
-  const proxy::Decision decision = pipeline_.decide(request, now, record_.cost);
+  const pipeline::RequestView request{.method = record_.method,
+                                      .target = record_.path,
+                                      .host = record_.host,
+                                      .headers = {record_.headers.data(), record_.header_count},
+                                      .peer = *peer};
+  const pipeline::Decision decision = pipeline_.decide(request, now, record_.cost);
   hold_permits(decision, now);
   bool shadow_limited = false;
-  for (const proxy::LimiterReport& report : decision.applied()) {
+  for (const pipeline::LimiterReport& report : decision.applied()) {
     if (!report.verdict.admitted) {
       if (report.limiter->shadow) {
         shadow_limited = true;
-      } else if (decision.outcome == proxy::Outcome::limited) {
+      } else if (decision.outcome == pipeline::Outcome::limited) {
         summary_.limited_key(key_label(report, request, decision));
         break;  // the first refusing limiter is the one that limited
       }
     }
   }
   summary_.record(record_.t, decision,
-                  shadow_limited && decision.outcome != proxy::Outcome::limited);
+                  shadow_limited && decision.outcome != pipeline::Outcome::limited);
   write(decision, out);
   ++index_;
 }

@@ -33,18 +33,18 @@ class Replayer {
  private:
   struct PendingRelease {
     limiter::TimePoint at;
-    proxy::Permit permit;
+    pipeline::Permit permit;
     bool operator>(const PendingRelease& other) const noexcept { return at > other.at; }
   };
 
   void release_due(limiter::TimePoint now);
-  void hold_permits(const proxy::Decision& decision, limiter::TimePoint now);
+  void hold_permits(const pipeline::Decision& decision, limiter::TimePoint now);
   /// "per-ip 203.0.113.9"; secret-bearing keys as a hash ("api-key #3fa9c2e1b0d4").
-  std::string key_label(const proxy::LimiterReport& report, const proxy::RequestView& request,
-                        const proxy::Decision& decision);
-  void write(const proxy::Decision& decision, std::string& out) const;
+  std::string key_label(const pipeline::LimiterReport& report, const pipeline::RequestView& request,
+                        const pipeline::Decision& decision);
+  void write(const pipeline::Decision& decision, std::string& out) const;
 
-  proxy::Pipeline pipeline_;
+  pipeline::Pipeline pipeline_;
   ReplaySummary summary_;
   ReplayRecord record_;
   InputFormat format_;

@@ -17,14 +17,14 @@
 #include "proxy/store/memory_store.hpp"
 #include "proxy/store/redis/redis_store.hpp"
 
-namespace sluice::proxy {
+namespace sluice::server {
 namespace {
 
 /// Idle kept-alive connections per upstream and event loop (as nginx's `keepalive 64` in the
 /// benchmark; with fewer than the requests in flight, every burst closes and reopens some).
 constexpr std::size_t kIdleUpstreamConnections = 64;
 
-using Serve = Awaitable<void> (*)(Socket, LoopContext&);
+using Serve = io::Awaitable<void> (*)(io::Socket, http::LoopContext&);
 
 /// How often a loop at the connection limit looks again for a free slot.
 constexpr std::chrono::milliseconds kFullRecheck{5};
@@ -40,16 +40,17 @@ bool take_slot(std::atomic<std::size_t>& open, std::size_t limit) noexcept {
   return false;
 }
 
-Awaitable<void> pause(std::chrono::milliseconds duration) {
-  Timer timer(co_await net::this_coro::executor, duration);
-  co_await timer.async_wait(use_nothrow);
+io::Awaitable<void> pause(std::chrono::milliseconds duration) {
+  io::Timer timer(co_await net::this_coro::executor, duration);
+  co_await timer.async_wait(io::use_nothrow);
 }
 
 /// Accepts connections and serves each on this loop. With `counted`, each holds one of the
 /// configured `max_connections` slots (taken before it is accepted, given back by the session):
 /// at the limit the loop stops accepting, and new connections wait in the kernel's listen queue
 /// until one closes, as with HAProxy's `maxconn`, instead of being refused.
-Awaitable<void> accept_loop(Acceptor& acceptor, LoopContext& loop, Serve serve, bool counted) {
+io::Awaitable<void> accept_loop(io::Acceptor& acceptor, http::LoopContext& loop, Serve serve,
+                                bool counted) {
   std::atomic<std::size_t>& slots = loop.proxy.connection_slots;
   for (;;) {
     while (counted && !take_slot(slots, loop.generations.get()->config->max_connections)) {
@@ -58,7 +59,7 @@ Awaitable<void> accept_loop(Acceptor& acceptor, LoopContext& loop, Serve serve, 
         co_return;
       }
     }
-    auto [ec, socket] = co_await acceptor.async_accept(use_nothrow);
+    auto [ec, socket] = co_await acceptor.async_accept(io::use_nothrow);
     if (ec && counted) {
       slots.fetch_sub(1, std::memory_order_relaxed);
     }
@@ -76,7 +77,8 @@ Awaitable<void> accept_loop(Acceptor& acceptor, LoopContext& loop, Serve serve, 
 
 }  // namespace
 
-Server::Server(LiveConfig& live, Metrics& metrics, AccessLog& access_log, Reloader* reloader,
+Server::Server(live::LiveConfig& live, telemetry::Metrics& metrics,
+               telemetry::AccessLog& access_log, live::Reloader* reloader,
                const limiter::Clock& clock)
     : live_(live),
       state_{.live = live,
@@ -92,36 +94,37 @@ unsigned Server::threads_for(const config::ProxyConfig& config) {
 Server::~Server() { stop(limiter::Duration::zero()); }
 
 void Server::start() {
-  const std::shared_ptr<const Generation> generation = live_.current();
+  const std::shared_ptr<const live::Generation> generation = live_.current();
   const config::ProxyConfig& config = *generation->config;
   const unsigned threads = threads_for(config);
   endpoint_ = tcp::endpoint(net::ip::make_address(config.listen.host), config.listen.port);
   for (unsigned i = 0; i < threads; ++i) {
     auto loop = std::make_unique<Loop>();
-    loop->acceptor = std::make_unique<Acceptor>(loop->io);
-    loop->pool = std::make_unique<UpstreamPool>(kIdleUpstreamConnections, config.timeouts.idle);
+    loop->acceptor = std::make_unique<io::Acceptor>(loop->io);
+    loop->pool =
+        std::make_unique<http::UpstreamPool>(kIdleUpstreamConnections, config.timeouts.idle);
     loop->acceptor->open(endpoint_.protocol());
-    loop->acceptor->set_option(Acceptor::reuse_address(true));
+    loop->acceptor->set_option(io::Acceptor::reuse_address(true));
     // Every loop listens on the same port; the kernel spreads connections among them.
     const int on = 1;
     ::setsockopt(loop->acceptor->native_handle(), SOL_SOCKET, SO_REUSEPORT, &on, sizeof on);
     loop->acceptor->bind(endpoint_);
     loop->acceptor->listen(net::socket_base::max_listen_connections);
     endpoint_ = loop->acceptor->local_endpoint();  // port 0 becomes the real port
-    loop->context = std::make_unique<LoopContext>(state_, i, *loop->pool, loop->chunks);
+    loop->context = std::make_unique<http::LoopContext>(state_, i, *loop->pool, loop->chunks);
     loops_.push_back(std::move(loop));
   }
   open_store(config);
   if (config.admin) {
     Loop& first = *loops_.front();
     const tcp::endpoint admin(net::ip::make_address(config.admin->host), config.admin->port);
-    admin_ = std::make_unique<Acceptor>(first.io, admin);
-    net::co_spawn(first.io, accept_loop(*admin_, *first.context, &serve_admin, false),
+    admin_ = std::make_unique<io::Acceptor>(first.io, admin);
+    net::co_spawn(first.io, accept_loop(*admin_, *first.context, &admin::serve_admin, false),
                   net::detached);
   }
   for (std::size_t i = 0; i < loops_.size(); ++i) {
     Loop* loop = loops_[i].get();
-    net::co_spawn(loop->io, accept_loop(*loop->acceptor, *loop->context, &serve_client, true),
+    net::co_spawn(loop->io, accept_loop(*loop->acceptor, *loop->context, &http::serve_client, true),
                   net::detached);
     loop->thread = std::thread([io = &loop->io] { io->run(); });
   }
@@ -129,9 +132,9 @@ void Server::start() {
 
 void Server::open_store(const config::ProxyConfig& config) {
   if (config.store.type == config::StoreType::redis) {
-    store_ = std::make_unique<RedisStore>(config.store.redis, loops_.size());
+    store_ = std::make_unique<store::redis::RedisStore>(config.store.redis, loops_.size());
   } else {
-    store_ = std::make_unique<MemoryStore>();
+    store_ = std::make_unique<store::MemoryStore>();
   }
   state_.store = store_.get();
   // Each loop's connections are opened on that loop, before its thread runs it.
@@ -142,7 +145,7 @@ void Server::open_store(const config::ProxyConfig& config) {
       io.run_one();
     }
     io.restart();
-    opened.get();  // throws RedisError
+    opened.get();  // throws store::redis::RedisError
   }
 }
 
@@ -194,4 +197,4 @@ void Server::stop(limiter::Duration drain) {
   store_.reset();
 }
 
-}  // namespace sluice::proxy
+}  // namespace sluice::server

@@ -14,7 +14,7 @@
 #include "proxy/pipeline/pipeline.hpp"
 #include "proxy/store/store.hpp"
 
-namespace sluice::proxy {
+namespace sluice::server {
 
 /// The proxy's listening side: `threads` event loops (one per core by default), each with its
 /// own io_context and its own SO_REUSEPORT acceptor, so a connection lives on one thread and
@@ -24,8 +24,8 @@ class Server {
   /// Everything given must outlive the server. `listen`, `admin` and `threads` are read from
   /// the live configuration once, at start; `metrics` must have one slot per thread.
   /// `reloader` may be null (no POST /reload).
-  Server(LiveConfig& live, Metrics& metrics, AccessLog& access_log, Reloader* reloader,
-         const limiter::Clock& clock);
+  Server(live::LiveConfig& live, telemetry::Metrics& metrics, telemetry::AccessLog& access_log,
+         live::Reloader* reloader, const limiter::Clock& clock);
   Server(const Server&) = delete;
   Server& operator=(const Server&) = delete;
   Server(Server&&) = delete;
@@ -44,7 +44,7 @@ class Server {
   void stop(limiter::Duration drain);
   std::size_t open_connections() const noexcept { return state_.connections.load(); }
   /// Where the limiters count: memory or Redis, as the configuration says.
-  Store* store() const noexcept { return store_.get(); }
+  store::Store* store() const noexcept { return store_.get(); }
 
   /// Event-loop threads for a configuration: `threads`, or one per core when 0.
   static unsigned threads_for(const config::ProxyConfig& config);
@@ -52,30 +52,30 @@ class Server {
  private:
   struct Loop {
     /// Outlives `io`: coroutine frames destroyed with it give their buffers back.
-    ChunkPool chunks{kSpareChunks};
+    io::ChunkPool chunks{kSpareChunks};
     /// What this loop's connections share. Outlives `io` too: the sessions still open when the
     /// loop stops are destroyed with it, and they leave its idle list on the way out. (Made once
     /// `pool` exists; `pool` goes first, but a session touches it only while it runs.)
-    std::unique_ptr<LoopContext> context;
+    std::unique_ptr<http::LoopContext> context;
     /// One thread runs it and only that thread touches its sockets, so Asio may skip the
     /// per-socket locks; other threads only post to it.
     boost::asio::io_context io{BOOST_ASIO_CONCURRENCY_HINT_UNSAFE_IO};
-    std::unique_ptr<Acceptor> acceptor;
-    std::unique_ptr<UpstreamPool> pool;  ///< Holds sockets of `io`: declared after it.
+    std::unique_ptr<io::Acceptor> acceptor;
+    std::unique_ptr<http::UpstreamPool> pool;  ///< Holds sockets of `io`: declared after it.
     std::thread thread;
   };
 
   static constexpr std::size_t kSpareChunks = 64;
 
-  LiveConfig& live_;
-  ProxyState state_;
+  live::LiveConfig& live_;
+  http::ProxyState state_;
   std::vector<std::unique_ptr<Loop>> loops_;
-  std::unique_ptr<Acceptor> admin_;  ///< On the first loop.
+  std::unique_ptr<io::Acceptor> admin_;  ///< On the first loop.
   boost::asio::ip::tcp::endpoint endpoint_;
   /// Holds sockets of the loops' io_contexts: closed in stop() before they go.
-  std::unique_ptr<Store> store_;
+  std::unique_ptr<store::Store> store_;
 
   void open_store(const config::ProxyConfig& config);
 };
 
-}  // namespace sluice::proxy
+}  // namespace sluice::server

@@ -1,20 +1,23 @@
 #include "proxy/store/memory_store.hpp"
 
-namespace sluice::proxy {
+namespace sluice::store {
 
-bool MemoryStore::charge_now(std::size_t /*loop*/, const Decision& /*decision*/,
-                             const Charges& charges, limiter::TimePoint now, ChargeResult& result) {
-  result = Pipeline::charge_locally(charges, now);
+bool MemoryStore::charge_now(std::size_t /*loop*/, const pipeline::Decision& /*decision*/,
+                             const pipeline::Charges& charges, limiter::TimePoint now,
+                             pipeline::ChargeResult& result) {
+  result = pipeline::Pipeline::charge_locally(charges, now);
   return true;
 }
 
-Awaitable<ChargeResult> MemoryStore::charge(std::size_t /*loop*/, const Decision& /*decision*/,
-                                            const Charges& charges, limiter::TimePoint now) {
-  co_return Pipeline::charge_locally(charges, now);
+io::Awaitable<pipeline::ChargeResult> MemoryStore::charge(std::size_t /*loop*/,
+                                                          const pipeline::Decision& /*decision*/,
+                                                          const pipeline::Charges& charges,
+                                                          limiter::TimePoint now) {
+  co_return pipeline::Pipeline::charge_locally(charges, now);
 }
 
-void MemoryStore::release(std::size_t /*loop*/, const Decision& decision) {
-  Pipeline::release_locally(decision);
+void MemoryStore::release(std::size_t /*loop*/, const pipeline::Decision& decision) {
+  pipeline::Pipeline::release_locally(decision);
 }
 
-}  // namespace sluice::proxy
+}  // namespace sluice::store

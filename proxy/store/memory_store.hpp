@@ -2,17 +2,19 @@
 
 #include "proxy/store/store.hpp"
 
-namespace sluice::proxy {
+namespace sluice::store {
 
 /// The counters in this process's memory (SPEC §2 `store: memory`): the pipeline's own limiters,
 /// charged at once.
 class MemoryStore final : public Store {
  public:
-  bool charge_now(std::size_t loop, const Decision& decision, const Charges& charges,
-                  limiter::TimePoint now, ChargeResult& result) override;
-  Awaitable<ChargeResult> charge(std::size_t loop, const Decision& decision, const Charges& charges,
-                                 limiter::TimePoint now) override;
-  void release(std::size_t loop, const Decision& decision) override;
+  bool charge_now(std::size_t loop, const pipeline::Decision& decision,
+                  const pipeline::Charges& charges, limiter::TimePoint now,
+                  pipeline::ChargeResult& result) override;
+  io::Awaitable<pipeline::ChargeResult> charge(std::size_t loop, const pipeline::Decision& decision,
+                                               const pipeline::Charges& charges,
+                                               limiter::TimePoint now) override;
+  void release(std::size_t loop, const pipeline::Decision& decision) override;
 };
 
-}  // namespace sluice::proxy
+}  // namespace sluice::store

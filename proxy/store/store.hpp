@@ -10,7 +10,7 @@
 #include "proxy/pipeline/pipeline.hpp"
 #include "proxy/store/store_error.hpp"
 
-namespace sluice::proxy {
+namespace sluice::store {
 
 /// What a store that lives outside the process reports on the admin port (/metrics, /readyz).
 struct StoreHealth {
@@ -40,24 +40,27 @@ class Store {
 
   /// Readies loop `loop` (connections, scripts); on that loop's executor, once, before it serves.
   /// Throws StoreError when the store cannot be used.
-  virtual Awaitable<void> open(std::size_t /*loop*/) { co_return; }
+  virtual io::Awaitable<void> open(std::size_t /*loop*/) { co_return; }
   /// Lets go of loop `loop`'s resources; from that loop's thread, or once it has stopped.
   virtual void close(std::size_t /*loop*/) {}
 
   /// Answers without waiting, if it can: true with `result` filled in.
-  virtual bool charge_now(std::size_t loop, const Decision& decision, const Charges& charges,
-                          limiter::TimePoint now, ChargeResult& result) = 0;
+  virtual bool charge_now(std::size_t loop, const pipeline::Decision& decision,
+                          const pipeline::Charges& charges, limiter::TimePoint now,
+                          pipeline::ChargeResult& result) = 0;
   /// Answers after a round trip; only after charge_now() returned false for the same request.
-  virtual Awaitable<ChargeResult> charge(std::size_t loop, const Decision& decision,
-                                         const Charges& charges, limiter::TimePoint now) = 0;
+  virtual io::Awaitable<pipeline::ChargeResult> charge(std::size_t loop,
+                                                       const pipeline::Decision& decision,
+                                                       const pipeline::Charges& charges,
+                                                       limiter::TimePoint now) = 0;
   /// Gives back the concurrency permits of a finished request, wherever they are held.
-  virtual void release(std::size_t loop, const Decision& decision) = 0;
+  virtual void release(std::size_t loop, const pipeline::Decision& decision) = 0;
 
   /// nullopt for a store inside the process, which has nothing to report.
   virtual std::optional<StoreHealth> health() const { return std::nullopt; }
   /// When the store is unavailable, asks it (from loop `loop`) whether it answers again. For
   /// /readyz: a replica out of rotation gets no requests to notice the store is back with.
-  virtual Awaitable<void> probe(std::size_t /*loop*/) { co_return; }
+  virtual io::Awaitable<void> probe(std::size_t /*loop*/) { co_return; }
 };
 
-}  // namespace sluice::proxy
+}  // namespace sluice::store

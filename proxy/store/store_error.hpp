@@ -2,7 +2,7 @@
 
 #include <stdexcept>
 
-namespace sluice::proxy {
+namespace sluice::store {
 
 /// A store could not be used at start (Store::open): the message says why, naming no secret.
 class StoreError : public std::runtime_error {
@@ -10,4 +10,4 @@ class StoreError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-}  // namespace sluice::proxy
+}  // namespace sluice::store

@@ -11,7 +11,7 @@
 
 #include "proxy/telemetry/json_escape.hpp"
 
-namespace sluice::proxy {
+namespace sluice::telemetry {
 namespace {
 
 constexpr std::array<std::string_view, kMetricDecisions> kDecisionNames{
@@ -88,4 +88,4 @@ std::string AccessLog::format(config::LogFormat format, const AccessRecord& reco
   return fmt::to_string(line);
 }
 
-}  // namespace sluice::proxy
+}  // namespace sluice::telemetry

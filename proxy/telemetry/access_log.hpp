@@ -15,7 +15,7 @@ class thread_pool;
 }
 }  // namespace spdlog
 
-namespace sluice::proxy {
+namespace sluice::telemetry {
 
 /// What one line of the access log says about a request.
 struct AccessRecord {
@@ -52,4 +52,4 @@ class AccessLog {
   std::shared_ptr<spdlog::logger> logger_;
 };
 
-}  // namespace sluice::proxy
+}  // namespace sluice::telemetry

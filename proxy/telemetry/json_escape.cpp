@@ -1,6 +1,6 @@
 #include "proxy/telemetry/json_escape.hpp"
 
-namespace sluice::proxy {
+namespace sluice::telemetry {
 namespace {
 
 bool in_range(unsigned byte, unsigned low, unsigned high) noexcept {
@@ -80,4 +80,4 @@ void append_json_escaped(fmt::memory_buffer& out, std::string_view text) {
   append_text(out, text.substr(copied));
 }
 
-}  // namespace sluice::proxy
+}  // namespace sluice::telemetry

@@ -4,7 +4,7 @@
 
 #include <string_view>
 
-namespace sluice::proxy {
+namespace sluice::telemetry {
 
 /// Appends `text` as the inside of a JSON string, quotes left to the caller: the one escape rule
 /// of the fast writers (the access log, the proxy's own problem+json bodies). Any bytes give valid
@@ -13,4 +13,4 @@ namespace sluice::proxy {
 /// well-formed UTF-8 sequence becomes \ufffd. All other text is copied as it is.
 void append_json_escaped(fmt::memory_buffer& out, std::string_view text);
 
-}  // namespace sluice::proxy
+}  // namespace sluice::telemetry

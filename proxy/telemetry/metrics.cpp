@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-namespace sluice::proxy {
+namespace sluice::telemetry {
 namespace {
 
 constexpr std::array<std::string_view, kMetricDecisions> kDecisionNames{
@@ -165,4 +165,4 @@ std::string Metrics::render(const Gauges& gauges) const {
   return fmt::to_string(out);
 }
 
-}  // namespace sluice::proxy
+}  // namespace sluice::telemetry

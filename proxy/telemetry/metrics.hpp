@@ -14,7 +14,7 @@
 
 #include "limiter/clock.hpp"
 
-namespace sluice::proxy {
+namespace sluice::telemetry {
 
 /// The `decision` label of sluice_requests_total (SPEC §5), plus `no_route`.
 enum class MetricDecision : std::uint8_t {
@@ -110,4 +110,4 @@ class Metrics {
   std::atomic<std::uint64_t> reloads_failed_{0};
 };
 
-}  // namespace sluice::proxy
+}  // namespace sluice::telemetry

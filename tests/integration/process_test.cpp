@@ -23,7 +23,7 @@
 
 extern char** environ;  // NOLINT: posix_spawn passes the test's environment on
 
-namespace sluice::proxy::test_support {
+namespace sluice::test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -215,4 +215,4 @@ TEST_F(SluiceBinary, HealthAsksTheAdminPortOfTheRunningProxy) {
 }
 
 }  // namespace
-}  // namespace sluice::proxy::test_support
+}  // namespace sluice::test

@@ -111,8 +111,8 @@ routes:
   const auto run = [&] {
     for (int i = 0; i < 10'000; ++i) {
       now += 1ms;
-      const proxy::Decision decision = fixture.send(request, now);
-      ASSERT_EQ(decision.outcome, proxy::Outcome::allowed);
+      const pipeline::Decision decision = fixture.send(request, now);
+      ASSERT_EQ(decision.outcome, pipeline::Outcome::allowed);
     }
   };
   run();

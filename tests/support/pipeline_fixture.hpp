@@ -15,36 +15,36 @@ class PipelineFixture {
   explicit PipelineFixture(const std::string& yaml)
       : config_(std::make_unique<config::ProxyConfig>(config::parse_config(
             yaml, "proxy.yaml", [](std::string_view) { return std::nullopt; }))),
-        pipeline_(std::make_unique<proxy::Pipeline>(*config_)) {}
+        pipeline_(std::make_unique<pipeline::Pipeline>(*config_)) {}
 
   struct Request {
     std::string method = "GET";
     std::string target = "/";
     std::string host = "api.example.com";
-    std::vector<proxy::Header> headers = {};
+    std::vector<pipeline::Header> headers = {};
     std::string peer = "198.51.100.7";
   };
 
   /// The request as the pipeline sees it; refers to `request`.
-  static proxy::RequestView view_of(const Request& request) {
+  static pipeline::RequestView view_of(const Request& request) {
     return {.method = request.method,
             .target = request.target,
             .host = request.host,
             .headers = request.headers,
-            .peer = *proxy::IpAddress::parse(request.peer)};
+            .peer = *pipeline::IpAddress::parse(request.peer)};
   }
 
-  proxy::Decision send(const Request& request, limiter::TimePoint now,
-                       std::optional<limiter::Permits> cost = std::nullopt) {
+  pipeline::Decision send(const Request& request, limiter::TimePoint now,
+                          std::optional<limiter::Permits> cost = std::nullopt) {
     return pipeline_->decide(view_of(request), now, cost);
   }
 
-  proxy::Pipeline& pipeline() { return *pipeline_; }
+  pipeline::Pipeline& pipeline() { return *pipeline_; }
   const config::ProxyConfig& config() const { return *config_; }
 
  private:
   std::unique_ptr<config::ProxyConfig> config_;
-  std::unique_ptr<proxy::Pipeline> pipeline_;
+  std::unique_ptr<pipeline::Pipeline> pipeline_;
 };
 
 }  // namespace sluice::test

@@ -14,7 +14,7 @@
 #include "proxy/server/server.hpp"
 #include "tests/support/test_upstream.hpp"
 
-namespace sluice::proxy::test_support {
+namespace sluice::test {
 
 namespace net = boost::asio;
 namespace beast = boost::beast;
@@ -79,17 +79,17 @@ class ProxyFixture {
         limiters_and_routes;
     auto config = std::make_shared<const config::ProxyConfig>(
         config::parse_config(yaml, "test.yaml", [](std::string_view) { return std::nullopt; }));
-    metrics_ = std::make_unique<Metrics>(Server::threads_for(*config));
-    live_ = std::make_unique<LiveConfig>(
-        std::make_shared<const Generation>(config, nullptr, *metrics_));
-    server_ = std::make_unique<Server>(*live_, *metrics_, access_log_, nullptr, clock_);
+    metrics_ = std::make_unique<telemetry::Metrics>(server::Server::threads_for(*config));
+    live_ = std::make_unique<live::LiveConfig>(
+        std::make_shared<const live::Generation>(config, nullptr, *metrics_));
+    server_ = std::make_unique<server::Server>(*live_, *metrics_, access_log_, nullptr, clock_);
     server_->start();
   }
 
   unsigned short port() const { return server_->local_endpoint().port(); }
   unsigned short admin_port() const { return server_->admin_endpoint().port(); }
   sluice::test::TestUpstream& upstream() { return upstream_; }
-  Server& server() { return *server_; }
+  server::Server& server() { return *server_; }
 
   /// One request on a new connection (to the admin port if `admin`).
   http::response<http::string_body> send(http::request<http::string_body> request,
@@ -107,10 +107,10 @@ class ProxyFixture {
  private:
   sluice::test::TestUpstream upstream_;
   limiter::SystemClock clock_;
-  std::unique_ptr<Metrics> metrics_;
-  std::unique_ptr<LiveConfig> live_;
-  AccessLog access_log_;
-  std::unique_ptr<Server> server_;
+  std::unique_ptr<telemetry::Metrics> metrics_;
+  std::unique_ptr<live::LiveConfig> live_;
+  telemetry::AccessLog access_log_;
+  std::unique_ptr<server::Server> server_;
 };
 
 inline http::request<http::string_body> get(std::string target) {
@@ -121,4 +121,4 @@ inline http::request<http::string_body> post(std::string target) {
   return {http::verb::post, target, 11};
 }
 
-}  // namespace sluice::proxy::test_support
+}  // namespace sluice::test

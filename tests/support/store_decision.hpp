@@ -7,11 +7,12 @@ namespace sluice::test {
 
 /// A prepared request's charges through `store`, concluded by `pipeline`: what the session does
 /// for each request, as one awaitable.
-inline proxy::Awaitable<void> decide_through(proxy::Store& store, std::size_t loop,
-                                             proxy::Pipeline& pipeline, proxy::Decision& decision,
-                                             const proxy::Charges& charges,
-                                             limiter::TimePoint now) {
-  proxy::ChargeResult charged;
+inline io::Awaitable<void> decide_through(store::Store& store, std::size_t loop,
+                                          pipeline::Pipeline& pipeline,
+                                          pipeline::Decision& decision,
+                                          const pipeline::Charges& charges,
+                                          limiter::TimePoint now) {
+  pipeline::ChargeResult charged;
   if (!store.charge_now(loop, decision, charges, now, charged)) {
     charged = co_await store.charge(loop, decision, charges, now);
   }

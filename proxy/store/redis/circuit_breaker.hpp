@@ -4,7 +4,7 @@
 #include <chrono>
 #include <cstdint>
 
-namespace sluice::proxy {
+namespace sluice::store::redis {
 
 /// Keeps a failed store from costing its timeout on every request: the first failure opens the
 /// breaker, and while it is open requests go straight to the fallback (`on_error`) without
@@ -50,4 +50,4 @@ class CircuitBreaker {
   std::atomic<std::int64_t> probe_at_{0};
 };
 
-}  // namespace sluice::proxy
+}  // namespace sluice::store::redis

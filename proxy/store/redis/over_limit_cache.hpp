@@ -8,7 +8,7 @@
 #include "limiter/limiter.hpp"
 #include "limiter/time.hpp"
 
-namespace sluice::proxy {
+namespace sluice::store::redis {
 
 /// Keys the store said are over their limit, until they could pass again, so that a client
 /// hammering a limited key costs no store round trip (the Redis store under attack). A key that
@@ -62,4 +62,4 @@ class OverLimitCache {
   std::unique_ptr<std::array<Entry, kEntries>> entries_;
 };
 
-}  // namespace sluice::proxy
+}  // namespace sluice::store::redis

@@ -10,7 +10,7 @@
 #include "config/url.hpp"
 #include "proxy/io/net.hpp"
 
-namespace sluice::proxy {
+namespace sluice::store::redis {
 namespace {
 
 /// The error for a connection whose peer does not speak RESP.
@@ -41,24 +41,24 @@ std::string auth_failure(const RedisReply& reply, std::string_view password) {
 
 }  // namespace
 
-RedisConnection::RedisConnection(Socket socket) : socket_(std::move(socket)) {}
+RedisConnection::RedisConnection(io::Socket socket) : socket_(std::move(socket)) {}
 
 RedisConnection::~RedisConnection() = default;
 
-Awaitable<std::shared_ptr<RedisConnection>> RedisConnection::open(
+io::Awaitable<std::shared_ptr<RedisConnection>> RedisConnection::open(
     const config::RedisEndpoint& endpoint, std::string_view url, limiter::Duration timeout) {
   const std::string shown = config::redact_url(url);
   const auto executor = co_await net::this_coro::executor;
-  Resolver resolver(executor);
-  auto [resolve_error, endpoints] =
-      co_await resolver.async_resolve(endpoint.host, std::to_string(endpoint.port), use_nothrow);
+  io::Resolver resolver(executor);
+  auto [resolve_error, endpoints] = co_await resolver.async_resolve(
+      endpoint.host, std::to_string(endpoint.port), io::use_nothrow);
   if (resolve_error) {
     throw RedisError("Redis at " + shown + ": cannot resolve " + endpoint.host + ": " +
                      resolve_error.message());
   }
-  beast::basic_stream<tcp, Executor> stream(executor);
+  beast::basic_stream<tcp, io::Executor> stream(executor);
   stream.expires_after(timeout);
-  auto [connect_error, connected] = co_await stream.async_connect(endpoints, use_nothrow);
+  auto [connect_error, connected] = co_await stream.async_connect(endpoints, io::use_nothrow);
   if (connect_error) {
     throw RedisError("Redis at " + shown + ": cannot connect: " +
                      (connect_error == beast::error::timeout ? std::string("timed out")
@@ -106,8 +106,8 @@ Awaitable<std::shared_ptr<RedisConnection>> RedisConnection::open(
   co_return connection;
 }
 
-Awaitable<RedisReply> RedisConnection::command(std::span<const std::string_view> arguments,
-                                               limiter::Duration timeout) {
+io::Awaitable<RedisReply> RedisConnection::command(std::span<const std::string_view> arguments,
+                                                   limiter::Duration timeout) {
   if (broken_) {
     co_return RedisReply{.error = broken_, .value = {}};
   }
@@ -126,7 +126,7 @@ Awaitable<RedisReply> RedisConnection::command(std::span<const std::string_view>
     net::co_spawn(executor, write_loop(self), net::detached);
   }
   if (!pending->done) {  // a connection that failed meanwhile has answered it already
-    co_await pending->wake.async_wait(use_nothrow);
+    co_await pending->wake.async_wait(io::use_nothrow);
   }
   if (!pending->done) {
     pending->done = true;  // the reply, when it comes, is dropped
@@ -135,12 +135,13 @@ Awaitable<RedisReply> RedisConnection::command(std::span<const std::string_view>
   co_return std::move(pending->reply);
 }
 
-Awaitable<void> RedisConnection::write_loop(std::shared_ptr<RedisConnection> /*keep_alive*/) {
+io::Awaitable<void> RedisConnection::write_loop(std::shared_ptr<RedisConnection> /*keep_alive*/) {
   std::string sending;
   while (!unsent_.empty() && !broken_) {
     sending.clear();
     sending.swap(unsent_);  // commands added meanwhile go in the next write
-    auto [error, written] = co_await net::async_write(socket_, net::buffer(sending), use_nothrow);
+    auto [error, written] =
+        co_await net::async_write(socket_, net::buffer(sending), io::use_nothrow);
     if (error) {
       fail(error);
     }
@@ -148,10 +149,10 @@ Awaitable<void> RedisConnection::write_loop(std::shared_ptr<RedisConnection> /*k
   writing_ = false;
 }
 
-Awaitable<void> RedisConnection::read_loop(std::shared_ptr<RedisConnection> /*keep_alive*/) {
+io::Awaitable<void> RedisConnection::read_loop(std::shared_ptr<RedisConnection> /*keep_alive*/) {
   std::array<char, 16 * 1024> bytes;
   while (!broken_) {
-    auto [error, read] = co_await socket_.async_read_some(net::buffer(bytes), use_nothrow);
+    auto [error, read] = co_await socket_.async_read_some(net::buffer(bytes), io::use_nothrow);
     if (error) {
       fail(error);
       break;
@@ -202,4 +203,4 @@ void RedisConnection::fail(boost::system::error_code error) {
 
 void RedisConnection::close() { fail(net::error::operation_aborted); }
 
-}  // namespace sluice::proxy
+}  // namespace sluice::store::redis

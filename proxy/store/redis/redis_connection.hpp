@@ -17,7 +17,7 @@
 #include "proxy/store/redis/resp.hpp"
 #include "proxy/store/store_error.hpp"
 
-namespace sluice::proxy {
+namespace sluice::store::redis {
 
 /// Redis could not be used at start: refused, wrong password, wrong db, not Redis. The message
 /// names the URL with its password redacted.
@@ -41,11 +41,11 @@ class RedisConnection : public std::enable_shared_from_this<RedisConnection> {
  public:
   /// Connects within `timeout`, then sends AUTH and SELECT as `endpoint` says and checks with a
   /// PING that Redis answers. Throws RedisError, naming `url` without its password.
-  static Awaitable<std::shared_ptr<RedisConnection>> open(const config::RedisEndpoint& endpoint,
-                                                          std::string_view url,
-                                                          limiter::Duration timeout);
+  static io::Awaitable<std::shared_ptr<RedisConnection>> open(const config::RedisEndpoint& endpoint,
+                                                              std::string_view url,
+                                                              limiter::Duration timeout);
 
-  explicit RedisConnection(Socket socket);
+  explicit RedisConnection(io::Socket socket);
   RedisConnection(const RedisConnection&) = delete;
   RedisConnection& operator=(const RedisConnection&) = delete;
   RedisConnection(RedisConnection&&) = delete;
@@ -54,10 +54,10 @@ class RedisConnection : public std::enable_shared_from_this<RedisConnection> {
 
   /// Sends one command and waits up to `timeout` for its reply. A reply that comes after its
   /// command timed out is read and dropped, so the ones after it still match.
-  Awaitable<RedisReply> command(std::span<const std::string_view> arguments,
-                                limiter::Duration timeout);
+  io::Awaitable<RedisReply> command(std::span<const std::string_view> arguments,
+                                    limiter::Duration timeout);
 
-  Executor get_executor() { return socket_.get_executor(); }
+  io::Executor get_executor() { return socket_.get_executor(); }
 
   /// Why the connection is unusable (closed, reset, not RESP); empty while it works.
   boost::system::error_code broken() const noexcept { return broken_; }
@@ -67,19 +67,19 @@ class RedisConnection : public std::enable_shared_from_this<RedisConnection> {
   /// A command waiting for its reply; the reader fills it in and wakes the waiter by cancelling
   /// its timer.
   struct Pending {
-    explicit Pending(const Executor& executor) : wake(executor) {}
-    Timer wake;
+    explicit Pending(const io::Executor& executor) : wake(executor) {}
+    io::Timer wake;
     RedisReply reply;
     bool done = false;
   };
 
   /// Each loop holds the connection alive while its operation is pending.
-  Awaitable<void> write_loop(std::shared_ptr<RedisConnection> keep_alive);
-  Awaitable<void> read_loop(std::shared_ptr<RedisConnection> keep_alive);
+  io::Awaitable<void> write_loop(std::shared_ptr<RedisConnection> keep_alive);
+  io::Awaitable<void> read_loop(std::shared_ptr<RedisConnection> keep_alive);
   void complete_next(RespValue value);
   void fail(boost::system::error_code error);
 
-  Socket socket_;
+  io::Socket socket_;
   RespReader reader_;
   std::string unsent_;  ///< Commands not yet handed to the socket.
   bool writing_ = false;
@@ -88,4 +88,4 @@ class RedisConnection : public std::enable_shared_from_this<RedisConnection> {
   boost::system::error_code broken_;
 };
 
-}  // namespace sluice::proxy
+}  // namespace sluice::store::redis

@@ -8,7 +8,7 @@
 
 #include "limiter/key_hash.hpp"
 
-namespace sluice::proxy {
+namespace sluice::store::redis {
 namespace {
 
 using limiter::AlgorithmKind;
@@ -126,9 +126,9 @@ std::uint64_t redis_key_id(std::string_view limiter_name, const LimiterOptions& 
   return limiter::hash_key(limiter_name, key ^ (std::uint64_t{definition_hash(options)} << 32));
 }
 
-void DecisionCall::build(std::string_view sha, std::string_view prefix, const Decision& decision,
-                         const Charges& charges, std::uint64_t permit,
-                         std::optional<limiter::TimePoint> now) {
+void DecisionCall::build(std::string_view sha, std::string_view prefix,
+                         const pipeline::Decision& decision, const pipeline::Charges& charges,
+                         std::uint64_t permit, std::optional<limiter::TimePoint> now) {
   text_.clear();
   ends_.clear();
   const auto end_argument = [this] { ends_.push_back(text_.size()); };
@@ -177,7 +177,8 @@ void DecisionCall::build(std::string_view sha, std::string_view prefix, const De
   }
 }
 
-bool read_decision(const RespValue& reply, const Charges& charges, ChargeResult& result) {
+bool read_decision(const RespValue& reply, const pipeline::Charges& charges,
+                   pipeline::ChargeResult& result) {
   if (reply.kind != RespValue::Kind::array || reply.elements.size() != 1 + 5 * charges.count) {
     return false;
   }
@@ -207,7 +208,8 @@ bool read_decision(const RespValue& reply, const Charges& charges, ChargeResult&
   return true;
 }
 
-ReleaseCall release_call(std::string_view prefix, const Permit& permit, std::uint64_t id) {
+ReleaseCall release_call(std::string_view prefix, const pipeline::Permit& permit,
+                         std::uint64_t id) {
   ReleaseCall call;
   append_redis_key(call.key, prefix, permit.config->name, *permit.options, permit.shared_key);
   append_number(call.permit, id, 16);
@@ -215,4 +217,4 @@ ReleaseCall release_call(std::string_view prefix, const Permit& permit, std::uin
   return call;
 }
 
-}  // namespace sluice::proxy
+}  // namespace sluice::store::redis

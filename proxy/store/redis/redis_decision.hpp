@@ -10,7 +10,7 @@
 #include "proxy/pipeline/pipeline.hpp"
 #include "proxy/store/redis/resp.hpp"
 
-namespace sluice::proxy {
+namespace sluice::store::redis {
 
 /// How long Redis keeps a concurrency permit whose request never gave it back (its replica
 /// died): long enough for any request, short enough that a dead replica's permits come back.
@@ -36,8 +36,8 @@ class DecisionCall {
   /// EVALSHA `sha` over `charges` (whose limiter names are in `decision`'s reports). `now`:
   /// the time to decide at; nullopt = Redis's own clock (the proxy's way: replicas agree).
   /// `permit`: the id the request's concurrency permits are held under.
-  void build(std::string_view sha, std::string_view prefix, const Decision& decision,
-             const Charges& charges, std::uint64_t permit,
+  void build(std::string_view sha, std::string_view prefix, const pipeline::Decision& decision,
+             const pipeline::Charges& charges, std::uint64_t permit,
              std::optional<limiter::TimePoint> now = std::nullopt);
   /// The arguments, EVALSHA first; valid until the next build().
   std::span<const std::string_view> arguments() const noexcept { return arguments_; }
@@ -50,7 +50,8 @@ class DecisionCall {
 
 /// Reads the script's reply for `charges` into `result`. False when the reply is not the one
 /// the script gives (an error reply, or a script of another version).
-bool read_decision(const RespValue& reply, const Charges& charges, ChargeResult& result);
+bool read_decision(const RespValue& reply, const pipeline::Charges& charges,
+                   pipeline::ChargeResult& result);
 
 /// The arguments of release.lua for one permit of a finished request.
 struct ReleaseCall {
@@ -58,6 +59,6 @@ struct ReleaseCall {
   std::string permit;
   std::string cost;
 };
-ReleaseCall release_call(std::string_view prefix, const Permit& permit, std::uint64_t id);
+ReleaseCall release_call(std::string_view prefix, const pipeline::Permit& permit, std::uint64_t id);
 
-}  // namespace sluice::proxy
+}  // namespace sluice::store::redis

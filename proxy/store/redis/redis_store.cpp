@@ -13,7 +13,7 @@
 #include "proxy/io/net.hpp"
 #include "proxy/store/redis/redis_scripts.hpp"
 
-namespace sluice::proxy {
+namespace sluice::store::redis {
 namespace {
 
 /// Backoff between reconnection attempts: doubling, capped so that a Redis that comes back is
@@ -39,8 +39,8 @@ struct RedisStore::Loop {
   DecisionCall call;
   OverLimitCache over_limit;
   std::uint64_t permits_issued = 0;
-  LoopCounter errors;
-  LoopCounter cached_refusals;
+  telemetry::LoopCounter errors;
+  telemetry::LoopCounter cached_refusals;
   bool closed = false;
 };
 
@@ -63,7 +63,7 @@ limiter::Duration RedisStore::connect_timeout() const noexcept {
   return std::max(options_.timeout, kMinConnectTimeout);
 }
 
-Awaitable<std::shared_ptr<RedisConnection>> RedisStore::connect() {
+io::Awaitable<std::shared_ptr<RedisConnection>> RedisStore::connect() {
   auto connection =
       co_await RedisConnection::open(options_.endpoint, options_.url, connect_timeout());
   // SCRIPT LOAD on every connection: a Redis that restarted has forgotten them.
@@ -84,7 +84,7 @@ Awaitable<std::shared_ptr<RedisConnection>> RedisStore::connect() {
   co_return connection;
 }
 
-Awaitable<void> RedisStore::open(std::size_t index) {
+io::Awaitable<void> RedisStore::open(std::size_t index) {
   Loop& loop = *loops_[index];
   for (auto& connection : loop.connections) {
     connection = co_await connect();
@@ -125,9 +125,9 @@ void RedisStore::replace(Loop& loop, std::size_t slot) {
   net::co_spawn(executor, reconnect(loop, slot), net::detached);
 }
 
-Awaitable<void> RedisStore::reconnect(Loop& loop, std::size_t slot) {
+io::Awaitable<void> RedisStore::reconnect(Loop& loop, std::size_t slot) {
   auto backoff = std::chrono::milliseconds(kFirstBackoff);
-  Timer timer(co_await net::this_coro::executor);
+  io::Timer timer(co_await net::this_coro::executor);
   while (!loop.closed) {
     try {
       auto connection = co_await connect();
@@ -141,7 +141,7 @@ Awaitable<void> RedisStore::reconnect(Loop& loop, std::size_t slot) {
       // Still down (RedisError), or the socket refused an option: try again later.
     }
     timer.expires_after(backoff);
-    co_await timer.async_wait(use_nothrow);
+    co_await timer.async_wait(io::use_nothrow);
     backoff = std::min(backoff * 2, std::chrono::milliseconds(kMaxBackoff));
   }
 }
@@ -154,7 +154,7 @@ void RedisStore::failed(Loop& loop, std::string_view why) {
   }
 }
 
-Awaitable<bool> RedisStore::load_scripts(RedisConnection& connection) {
+io::Awaitable<bool> RedisStore::load_scripts(RedisConnection& connection) {
   for (const std::string_view script : {decide_script(), release_script()}) {
     const std::array<std::string_view, 3> load{"SCRIPT", "LOAD", script};
     const RedisReply loaded = co_await connection.command(load, options_.timeout);
@@ -165,8 +165,9 @@ Awaitable<bool> RedisStore::load_scripts(RedisConnection& connection) {
   co_return true;
 }
 
-Awaitable<bool> RedisStore::call(Loop& loop, const Decision& decision, const Charges& charges,
-                                 std::uint64_t permit, ChargeResult& result) {
+io::Awaitable<bool> RedisStore::call(Loop& loop, const pipeline::Decision& decision,
+                                     const pipeline::Charges& charges, std::uint64_t permit,
+                                     pipeline::ChargeResult& result) {
   for (int attempt = 0; attempt < 2; ++attempt) {
     RedisConnection* picked = pick(loop);
     if (picked == nullptr) {
@@ -207,8 +208,9 @@ Awaitable<bool> RedisStore::call(Loop& loop, const Decision& decision, const Cha
   co_return false;
 }
 
-std::vector<Permit> RedisStore::permits_of(const Decision& decision, const Charges& charges) {
-  std::vector<Permit> permits;
+std::vector<pipeline::Permit> RedisStore::permits_of(const pipeline::Decision& decision,
+                                                     const pipeline::Charges& charges) {
+  std::vector<pipeline::Permit> permits;
   for (std::size_t i = 0; i < charges.count; ++i) {
     if (charges.options[i]->algorithm == limiter::AlgorithmKind::concurrency) {
       const limiter::Charge& charge = charges.items[i];
@@ -219,13 +221,13 @@ std::vector<Permit> RedisStore::permits_of(const Decision& decision, const Charg
   return permits;
 }
 
-void RedisStore::send_releases(RedisConnection& connection, const std::vector<Permit>& permits,
-                               std::uint64_t id) {
+void RedisStore::send_releases(RedisConnection& connection,
+                               const std::vector<pipeline::Permit>& permits, std::uint64_t id) {
   if (permits.empty()) {
     return;
   }
   std::vector<ReleaseCall> calls;
-  for (const Permit& permit : permits) {
+  for (const pipeline::Permit& permit : permits) {
     calls.push_back(release_call(options_.prefix, permit, id));
   }
   net::co_spawn(connection.get_executor(),
@@ -234,8 +236,8 @@ void RedisStore::send_releases(RedisConnection& connection, const std::vector<Pe
 
 // A member, not a lambda: a coroutine lambda's captures live in the closure, which is gone
 // once co_spawn has been called; a member function's frame keeps `this` itself.
-Awaitable<void> RedisStore::run_releases(std::shared_ptr<RedisConnection> connection,
-                                         std::vector<ReleaseCall> releases) {
+io::Awaitable<void> RedisStore::run_releases(std::shared_ptr<RedisConnection> connection,
+                                             std::vector<ReleaseCall> releases) {
   for (const ReleaseCall& call : releases) {
     const std::array<std::string_view, 6> arguments{"EVALSHA", release_sha_, "1",
                                                     call.key,  call.permit,  call.cost};
@@ -247,7 +249,7 @@ Awaitable<void> RedisStore::run_releases(std::shared_ptr<RedisConnection> connec
   }
 }
 
-Awaitable<void> RedisStore::probe(std::size_t index) {
+io::Awaitable<void> RedisStore::probe(std::size_t index) {
   Loop& loop = *loops_[index];
   RedisConnection* picked = breaker_.is_open() ? pick(loop) : nullptr;
   if (picked == nullptr) {
@@ -261,25 +263,26 @@ Awaitable<void> RedisStore::probe(std::size_t index) {
   }
 }
 
-ChargeResult RedisStore::fall_back(const Charges& charges, limiter::TimePoint now) const {
+pipeline::ChargeResult RedisStore::fall_back(const pipeline::Charges& charges,
+                                             limiter::TimePoint now) const {
   switch (options_.on_error) {
     case config::OnStoreError::local:
-      return Pipeline::charge_locally(charges, now);
+      return pipeline::Pipeline::charge_locally(charges, now);
     case config::OnStoreError::allow: {
-      ChargeResult result;
-      result.counted = Counted::let_pass;
+      pipeline::ChargeResult result;
+      result.counted = pipeline::Counted::let_pass;
       return result;
     }
     case config::OnStoreError::deny:
       break;
   }
-  ChargeResult result;
-  result.counted = Counted::refuse;
+  pipeline::ChargeResult result;
+  result.counted = pipeline::Counted::refuse;
   return result;
 }
 
 std::array<std::uint64_t, limiter::kMaxChargesPerRequest> RedisStore::cache_ids(
-    const Decision& decision, const Charges& charges) {
+    const pipeline::Decision& decision, const pipeline::Charges& charges) {
   std::array<std::uint64_t, limiter::kMaxChargesPerRequest> ids{};
   for (std::size_t i = 0; i < charges.live; ++i) {
     ids[i] = redis_key_id(decision.reports[charges.report[i]].limiter->name, *charges.options[i],
@@ -288,17 +291,18 @@ std::array<std::uint64_t, limiter::kMaxChargesPerRequest> RedisStore::cache_ids(
   return ids;
 }
 
-bool RedisStore::charge_now(std::size_t index, const Decision& decision, const Charges& charges,
-                            limiter::TimePoint now, ChargeResult& result) {
+bool RedisStore::charge_now(std::size_t index, const pipeline::Decision& decision,
+                            const pipeline::Charges& charges, limiter::TimePoint now,
+                            pipeline::ChargeResult& result) {
   Loop& loop = *loops_[index];
   if (charges.count == 0) {
-    result = Pipeline::charge_locally(charges, now);
+    result = pipeline::Pipeline::charge_locally(charges, now);
     return true;
   }
   // Keys known to be over their limit are refused here, without a round trip.
   const auto ids = cache_ids(decision, charges);
   const limiter::TimePoint cache_now = simulated_now_.value_or(now);
-  result = ChargeResult{};
+  result = pipeline::ChargeResult{};
   bool cached = false;
   for (std::size_t i = 0; i < charges.live; ++i) {
     const auto refusal = loop.over_limit.refusal(ids[i], charges.items[i].cost, cache_now);
@@ -320,12 +324,14 @@ bool RedisStore::charge_now(std::size_t index, const Decision& decision, const C
   return false;
 }
 
-Awaitable<ChargeResult> RedisStore::charge(std::size_t index, const Decision& decision,
-                                           const Charges& charges, limiter::TimePoint now) {
+io::Awaitable<pipeline::ChargeResult> RedisStore::charge(std::size_t index,
+                                                         const pipeline::Decision& decision,
+                                                         const pipeline::Charges& charges,
+                                                         limiter::TimePoint now) {
   Loop& loop = *loops_[index];
   // Unique per request: the process's random base, a count per loop, the loop.
   const std::uint64_t permit = permit_base_ + (++loop.permits_issued << 16) + index;
-  ChargeResult result;
+  pipeline::ChargeResult result;
   if (!co_await call(loop, decision, charges, permit, result)) {
     co_return fall_back(charges, now);
   }
@@ -344,12 +350,12 @@ Awaitable<ChargeResult> RedisStore::charge(std::size_t index, const Decision& de
   co_return result;
 }
 
-void RedisStore::release(std::size_t index, const Decision& decision) {
+void RedisStore::release(std::size_t index, const pipeline::Decision& decision) {
   if (decision.permit_count == 0) {
     return;
   }
   if (decision.store_permit == 0) {
-    Pipeline::release_locally(decision);  // `on_error: local` took them from memory
+    pipeline::Pipeline::release_locally(decision);  // `on_error: local` took them from memory
     return;
   }
   RedisConnection* connection = pick(*loops_[index]);
@@ -385,4 +391,4 @@ std::uint64_t RedisStore::cached_refusals() const noexcept {
   return total;
 }
 
-}  // namespace sluice::proxy
+}  // namespace sluice::store::redis

@@ -17,7 +17,7 @@
 #include "proxy/store/store.hpp"
 #include "proxy/telemetry/metrics.hpp"
 
-namespace sluice::proxy {
+namespace sluice::store::redis {
 
 /// The limiters' counters in Redis, shared by every replica (SPEC §2 `store: redis`). A request's
 /// limiters are decided by one call of the decision script: one round trip, atomic, with Redis's
@@ -37,28 +37,30 @@ class RedisStore final : public Store {
 
   /// Opens loop `loop`'s connections and loads the scripts; run on that loop's executor, once,
   /// before it serves. Throws RedisError naming the URL (password redacted).
-  Awaitable<void> open(std::size_t loop) override;
+  io::Awaitable<void> open(std::size_t loop) override;
   /// Closes loop `loop`'s connections; from that loop's thread, or once it has stopped.
   void close(std::size_t loop) override;
 
   /// Answers at once a request with no charges, one refused by the over-limit cache, and,
   /// while the breaker is open, one that follows `on_error`.
-  bool charge_now(std::size_t loop, const Decision& decision, const Charges& charges,
-                  limiter::TimePoint now, ChargeResult& result) override;
+  bool charge_now(std::size_t loop, const pipeline::Decision& decision,
+                  const pipeline::Charges& charges, limiter::TimePoint now,
+                  pipeline::ChargeResult& result) override;
   /// Decides `charges` in Redis, in one call of the decision script; on failure, as `on_error`
   /// says. From loop `loop`'s thread. `now` is the proxy's clock: it serves the over-limit cache
   /// and `on_error: local`; Redis decides on its own clock.
-  Awaitable<ChargeResult> charge(std::size_t loop, const Decision& decision, const Charges& charges,
-                                 limiter::TimePoint now) override;
+  io::Awaitable<pipeline::ChargeResult> charge(std::size_t loop, const pipeline::Decision& decision,
+                                               const pipeline::Charges& charges,
+                                               limiter::TimePoint now) override;
   /// Gives back the concurrency permits of a finished request: in the background when Redis
   /// holds them (a release that fails is not retried: the permit's lease ends it,
   /// kConcurrencyLease), at once when `on_error: local` took them from the memory limiters.
-  void release(std::size_t loop, const Decision& decision) override;
+  void release(std::size_t loop, const pipeline::Decision& decision) override;
 
   std::optional<StoreHealth> health() const override;
   /// While the breaker is open, asks Redis (PING on loop `loop`) whether it answers again, and
   /// closes the breaker if it does.
-  Awaitable<void> probe(std::size_t loop) override;
+  io::Awaitable<void> probe(std::size_t loop) override;
 
   /// False while the breaker is open: Redis is failing, requests follow on_error.
   bool available() const noexcept { return !breaker_.is_open(); }
@@ -75,19 +77,21 @@ class RedisStore final : public Store {
   struct Loop;
 
   /// One decision script call for `charges`; false when Redis failed.
-  Awaitable<bool> call(Loop& loop, const Decision& decision, const Charges& charges,
-                       std::uint64_t permit, ChargeResult& result);
+  io::Awaitable<bool> call(Loop& loop, const pipeline::Decision& decision,
+                           const pipeline::Charges& charges, std::uint64_t permit,
+                           pipeline::ChargeResult& result);
   /// SCRIPT LOAD of both scripts (after NOSCRIPT); false when Redis refused.
-  Awaitable<bool> load_scripts(RedisConnection& connection);
+  io::Awaitable<bool> load_scripts(RedisConnection& connection);
   /// The concurrency permits `charges` take, as a finished request gives them back.
-  static std::vector<Permit> permits_of(const Decision& decision, const Charges& charges);
+  static std::vector<pipeline::Permit> permits_of(const pipeline::Decision& decision,
+                                                  const pipeline::Charges& charges);
   /// Gives back `permits` held under `id`, in the background, on `connection`.
-  void send_releases(RedisConnection& connection, const std::vector<Permit>& permits,
+  void send_releases(RedisConnection& connection, const std::vector<pipeline::Permit>& permits,
                      std::uint64_t id);
-  Awaitable<void> run_releases(std::shared_ptr<RedisConnection> connection,
-                               std::vector<ReleaseCall> releases);
-  Awaitable<std::shared_ptr<RedisConnection>> connect();
-  Awaitable<void> reconnect(Loop& loop, std::size_t slot);
+  io::Awaitable<void> run_releases(std::shared_ptr<RedisConnection> connection,
+                                   std::vector<ReleaseCall> releases);
+  io::Awaitable<std::shared_ptr<RedisConnection>> connect();
+  io::Awaitable<void> reconnect(Loop& loop, std::size_t slot);
   /// A working connection of the loop, round robin; nullptr when all are reconnecting.
   RedisConnection* pick(Loop& loop);
   /// Drops a broken connection and reconnects its slot in the background.
@@ -95,10 +99,10 @@ class RedisStore final : public Store {
   limiter::Duration connect_timeout() const noexcept;
   void failed(Loop& loop, std::string_view why);
   /// What `on_error` makes of a request Redis could not decide.
-  ChargeResult fall_back(const Charges& charges, limiter::TimePoint now) const;
+  pipeline::ChargeResult fall_back(const pipeline::Charges& charges, limiter::TimePoint now) const;
   /// The keys of the live charges, as the over-limit cache knows them.
   static std::array<std::uint64_t, limiter::kMaxChargesPerRequest> cache_ids(
-      const Decision& decision, const Charges& charges);
+      const pipeline::Decision& decision, const pipeline::Charges& charges);
 
   config::RedisOptions options_;
   std::string shown_url_;  ///< The URL with its password redacted.
@@ -110,4 +114,4 @@ class RedisStore final : public Store {
   std::optional<limiter::TimePoint> simulated_now_;
 };
 
-}  // namespace sluice::proxy
+}  // namespace sluice::store::redis

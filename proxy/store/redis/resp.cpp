@@ -4,7 +4,7 @@
 
 #include <stdexcept>
 
-namespace sluice::proxy {
+namespace sluice::store::redis {
 namespace {
 
 redisReader* as_reader(void* reader) noexcept { return static_cast<redisReader*>(reader); }
@@ -86,4 +86,4 @@ std::optional<RespValue> RespReader::next() {
   return convert(*reply);
 }
 
-}  // namespace sluice::proxy
+}  // namespace sluice::store::redis

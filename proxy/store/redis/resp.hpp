@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-namespace sluice::proxy {
+namespace sluice::store::redis {
 
 /// One Redis reply (RESP2): a status (`+OK`), an error (`-ERR …`), an integer, a bulk string
 /// (absent for nil) or an array of replies.
@@ -49,4 +49,4 @@ class RespReader {
   std::unique_ptr<void, Deleter> reader_;
 };
 
-}  // namespace sluice::proxy
+}  // namespace sluice::store::redis

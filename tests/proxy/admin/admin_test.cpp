@@ -16,7 +16,7 @@
 #include "tests/support/proxy_fixture.hpp"
 #include "tests/support/redis_server.hpp"
 
-namespace sluice::proxy::test_support {
+namespace sluice::test {
 namespace {
 
 using ::testing::HasSubstr;
@@ -30,11 +30,12 @@ class ReloadableProxy {
                std::to_string(counter_++) + ".yaml")) {
     write(limiters_and_routes);
     auto config = std::make_shared<const config::ProxyConfig>(config::load_config(path_.string()));
-    metrics_ = std::make_unique<Metrics>(Server::threads_for(*config));
-    live_ = std::make_unique<LiveConfig>(
-        std::make_shared<const Generation>(config, nullptr, *metrics_));
-    reloader_ = std::make_unique<Reloader>(path_.string(), *live_, *metrics_);
-    server_ = std::make_unique<Server>(*live_, *metrics_, access_log_, reloader_.get(), clock_);
+    metrics_ = std::make_unique<telemetry::Metrics>(server::Server::threads_for(*config));
+    live_ = std::make_unique<live::LiveConfig>(
+        std::make_shared<const live::Generation>(config, nullptr, *metrics_));
+    reloader_ = std::make_unique<live::Reloader>(path_.string(), *live_, *metrics_);
+    server_ =
+        std::make_unique<server::Server>(*live_, *metrics_, access_log_, reloader_.get(), clock_);
     server_->start();
   }
   ReloadableProxy(const ReloadableProxy&) = delete;
@@ -77,11 +78,11 @@ class ReloadableProxy {
   std::filesystem::path path_;
   sluice::test::TestUpstream upstream_;
   limiter::SystemClock clock_;
-  std::unique_ptr<Metrics> metrics_;
-  std::unique_ptr<LiveConfig> live_;
-  std::unique_ptr<Reloader> reloader_;
-  AccessLog access_log_;
-  std::unique_ptr<Server> server_;
+  std::unique_ptr<telemetry::Metrics> metrics_;
+  std::unique_ptr<live::LiveConfig> live_;
+  std::unique_ptr<live::Reloader> reloader_;
+  telemetry::AccessLog access_log_;
+  std::unique_ptr<server::Server> server_;
 };
 
 const std::string kOneLimiter =
@@ -273,23 +274,23 @@ TEST(AdminPort, ReloadsUnderTrafficWithoutFailingARequest) {
 }
 
 TEST(AccessLog, WritesOneEscapedLinePerRequest) {
-  const AccessRecord record{.client = "192.0.2.7",
-                            .method = "GET",
-                            .target = "/a\"b\nc",
-                            .route = "api",
-                            .decision = MetricDecision::limited,
-                            .status = 429,
-                            .key_hash = 0xabc,
-                            .upstream = {},
-                            .total = std::chrono::microseconds(1500)};
-  EXPECT_EQ(AccessLog::format(config::LogFormat::text, record),
+  const telemetry::AccessRecord record{.client = "192.0.2.7",
+                                       .method = "GET",
+                                       .target = "/a\"b\nc",
+                                       .route = "api",
+                                       .decision = telemetry::MetricDecision::limited,
+                                       .status = 429,
+                                       .key_hash = 0xabc,
+                                       .upstream = {},
+                                       .total = std::chrono::microseconds(1500)};
+  EXPECT_EQ(telemetry::AccessLog::format(config::LogFormat::text, record),
             "192.0.2.7 \"GET /a\\\"b\\u000ac\" 429 route=api decision=limited "
             "key=0000000000000abc upstream_ms=0.000 duration_ms=1.500");
-  EXPECT_EQ(AccessLog::format(config::LogFormat::json, record),
+  EXPECT_EQ(telemetry::AccessLog::format(config::LogFormat::json, record),
             R"("client":"192.0.2.7","method":"GET","target":"/a\"b\u000ac","route":"api",)"
             R"("decision":"limited","status":429,"key":"0000000000000abc","upstream_ms":0.000,)"
             R"("duration_ms":1.500})");
 }
 
 }  // namespace
-}  // namespace sluice::proxy::test_support
+}  // namespace sluice::test

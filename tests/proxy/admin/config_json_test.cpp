@@ -10,7 +10,7 @@
 
 #include "config/load_config.hpp"
 
-namespace sluice::proxy {
+namespace sluice::admin {
 namespace {
 
 namespace json = boost::json;
@@ -70,4 +70,4 @@ routes: [{name: all, limiters: [bucket, warm], respond: {status: 204}}]
 }
 
 }  // namespace
-}  // namespace sluice::proxy
+}  // namespace sluice::admin

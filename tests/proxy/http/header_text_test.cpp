@@ -7,7 +7,7 @@
 #include <string>
 #include <string_view>
 
-namespace sluice::proxy {
+namespace sluice::http {
 namespace {
 
 std::string text_of(const HeadText& head) { return {head.data(), head.size()}; }
@@ -62,4 +62,4 @@ TEST(HeaderText, AppendsToAnyBufferAndGrowsPastTheInlineStorage) {
 }
 
 }  // namespace
-}  // namespace sluice::proxy
+}  // namespace sluice::http

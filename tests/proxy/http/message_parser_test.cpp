@@ -11,7 +11,7 @@
 #include <string>
 #include <string_view>
 
-namespace sluice::proxy {
+namespace sluice::http {
 namespace {
 
 namespace http = boost::beast::http;
@@ -187,4 +187,4 @@ TEST(MessageParser, BeastsChecksStillRefuseBadFraming) {
 }
 
 }  // namespace
-}  // namespace sluice::proxy
+}  // namespace sluice::http

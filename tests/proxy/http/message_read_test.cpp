@@ -16,7 +16,7 @@
 #include "proxy/http/message_parser.hpp"
 #include "tests/support/event_loop.hpp"
 
-namespace sluice::proxy {
+namespace sluice::http {
 namespace {
 
 using namespace std::chrono_literals;
@@ -24,34 +24,35 @@ using namespace std::chrono_literals;
 /// A connected pair of sockets on loopback: `ours` reads what `peer` writes.
 struct SocketPair {
   explicit SocketPair(net::io_context& io) : peer(io) {
-    Acceptor acceptor(io, tcp::endpoint(net::ip::make_address("127.0.0.1"), 0));
+    io::Acceptor acceptor(io, tcp::endpoint(net::ip::make_address("127.0.0.1"), 0));
     peer.connect(acceptor.local_endpoint());
     peer.set_option(tcp::no_delay(true));
     ours.emplace(acceptor.accept());
   }
-  Socket peer;
-  std::optional<Socket> ours;
+  io::Socket peer;
+  std::optional<io::Socket> ours;
 };
 
 /// Reads with MessageRead as the proxy does, counting the reads that reached the socket.
 template <bool isRequest>
-Awaitable<beast::error_code> read_message(Socket& socket, beast::flat_buffer& buffer,
-                                          http::basic_parser<isRequest>& parser,
-                                          typename MessageRead<isRequest>::Until until,
-                                          int& socket_reads) {
+io::Awaitable<beast::error_code> read_message(io::Socket& socket, beast::flat_buffer& buffer,
+                                              http::basic_parser<isRequest>& parser,
+                                              typename MessageRead<isRequest>::Until until,
+                                              int& socket_reads) {
   beast::error_code ec;
   for (MessageRead read(buffer, parser, until); read.wants_bytes(ec);) {
     ++socket_reads;
-    auto [error, n] = co_await socket.async_read_some(read.room(), use_nothrow);
+    auto [error, n] = co_await socket.async_read_some(read.room(), io::use_nothrow);
     read.received(n, error, ec);
   }
   co_return ec;
 }
 
-Awaitable<void> write_later(Socket& socket, std::chrono::milliseconds delay, std::string text) {
-  Timer timer(co_await net::this_coro::executor, delay);
-  co_await timer.async_wait(use_nothrow);
-  co_await net::async_write(socket, net::buffer(text), use_nothrow);
+io::Awaitable<void> write_later(io::Socket& socket, std::chrono::milliseconds delay,
+                                std::string text) {
+  io::Timer timer(co_await net::this_coro::executor, delay);
+  co_await timer.async_wait(io::use_nothrow);
+  co_await net::async_write(socket, net::buffer(text), io::use_nothrow);
 }
 
 class MessageReadOnLoopback : public ::testing::Test {
@@ -66,7 +67,7 @@ class MessageReadOnLoopback : public ::testing::Test {
 constexpr auto kHead = MessageRead<true>::Until::header_done;
 
 TEST_F(MessageReadOnLoopback, AHeadInTwoPiecesIsReadWholeAndTheNextRequestNeedsNoRead) {
-  loop.run([&]() -> Awaitable<void> {
+  loop.run([&]() -> io::Awaitable<void> {
     net::co_spawn(loop.io(), write_later(sockets.peer, 0ms, "GET /a HTTP/1.1\r\nHo"),
                   net::detached);
     net::co_spawn(
@@ -91,17 +92,17 @@ TEST_F(MessageReadOnLoopback, AHeadInTwoPiecesIsReadWholeAndTheNextRequestNeedsN
 }
 
 TEST_F(MessageReadOnLoopback, EndOfStreamBeforeAnyByteIsEndOfStreamAndInAHeadIsPartial) {
-  loop.run([&]() -> Awaitable<void> {
-    sockets.peer.shutdown(Socket::shutdown_send);
+  loop.run([&]() -> io::Awaitable<void> {
+    sockets.peer.shutdown(io::Socket::shutdown_send);
     RequestParser parser(head);
     EXPECT_EQ(co_await read_message(*sockets.ours, buffer, parser, kHead, socket_reads),
               http::error::end_of_stream);
   });
   SocketPair other(loop.io());
-  loop.run([&]() -> Awaitable<void> {
+  loop.run([&]() -> io::Awaitable<void> {
     co_await net::async_write(other.peer, net::buffer(std::string("GET / HTTP/1.1\r\nHo")),
-                              use_nothrow);
-    other.peer.shutdown(Socket::shutdown_send);
+                              io::use_nothrow);
+    other.peer.shutdown(io::Socket::shutdown_send);
     RequestParser parser(head);
     beast::flat_buffer fresh;
     EXPECT_EQ(co_await read_message(*other.ours, fresh, parser, kHead, socket_reads),
@@ -110,10 +111,11 @@ TEST_F(MessageReadOnLoopback, EndOfStreamBeforeAnyByteIsEndOfStreamAndInAHeadIsP
 }
 
 TEST_F(MessageReadOnLoopback, ABodyThatRunsToTheEndOfStreamIsDoneThere) {
-  loop.run([&]() -> Awaitable<void> {
-    co_await net::async_write(
-        sockets.peer, net::buffer(std::string("HTTP/1.1 200 OK\r\n\r\nsome body")), use_nothrow);
-    sockets.peer.shutdown(Socket::shutdown_send);
+  loop.run([&]() -> io::Awaitable<void> {
+    co_await net::async_write(sockets.peer,
+                              net::buffer(std::string("HTTP/1.1 200 OK\r\n\r\nsome body")),
+                              io::use_nothrow);
+    sockets.peer.shutdown(io::Socket::shutdown_send);
     ResponseParser parser(head);
     EXPECT_FALSE(co_await read_message(*sockets.ours, buffer, parser,
                                        MessageRead<false>::Until::header_done, socket_reads));
@@ -135,11 +137,11 @@ TEST_F(MessageReadOnLoopback, ABodyThatRunsToTheEndOfStreamIsDoneThere) {
 }
 
 TEST_F(MessageReadOnLoopback, AHeadLargerThanTheBufferIsABufferOverflow) {
-  loop.run([&]() -> Awaitable<void> {
+  loop.run([&]() -> io::Awaitable<void> {
     co_await net::async_write(
         sockets.peer,
         net::buffer("GET / HTTP/1.1\r\nX-Long: " + std::string(200, 'x') + "\r\n\r\n"),
-        use_nothrow);
+        io::use_nothrow);
     beast::flat_buffer small(64);
     RequestParser parser(head);
     EXPECT_EQ(co_await read_message(*sockets.ours, small, parser, kHead, socket_reads),
@@ -148,4 +150,4 @@ TEST_F(MessageReadOnLoopback, AHeadLargerThanTheBufferIsABufferOverflow) {
 }
 
 }  // namespace
-}  // namespace sluice::proxy
+}  // namespace sluice::http

@@ -9,7 +9,7 @@
 
 #include "tests/support/proxy_fixture.hpp"
 
-namespace sluice::proxy::test_support {
+namespace sluice::test {
 namespace {
 
 using ::testing::HasSubstr;
@@ -147,4 +147,4 @@ TEST(LargeBody, AGibibyteDownloadStreamsThroughWithFlatMemory) {
 }
 
 }  // namespace
-}  // namespace sluice::proxy::test_support
+}  // namespace sluice::test

@@ -10,7 +10,7 @@
 #include "tests/support/manual_clock.hpp"
 #include "tests/support/pipeline_fixture.hpp"
 
-namespace sluice::proxy {
+namespace sluice::http {
 namespace {
 
 using namespace std::chrono_literals;
@@ -36,7 +36,7 @@ std::string head_of(const OwnResponse& response) {
   return {response.head.data(), response.head.size()};
 }
 
-std::string limit_fields(const Decision& decision, LimitsHeaders headers) {
+std::string limit_fields(const pipeline::Decision& decision, LimitsHeaders headers) {
   HeadText head;
   write_limit_headers(head, decision, headers);
   return {head.data(), head.size()};
@@ -46,8 +46,8 @@ TEST(OwnResponse, AnswersALimitedRequestWithItsViolatedPoliciesAndLimits) {
   test::PipelineFixture fixture(kConfig);
   fixture.send(kKeyed, at(0s));
   fixture.send(kKeyed, at(10s));
-  const Decision limited = fixture.send(kKeyed, at(10s));
-  ASSERT_EQ(limited.outcome, Outcome::limited);
+  const pipeline::Decision limited = fixture.send(kKeyed, at(10s));
+  ASSERT_EQ(limited.outcome, pipeline::Outcome::limited);
   OwnResponse out;
   own_response(out, limited, 11, true, LimitsHeaders::both);
   const std::string body =
@@ -75,8 +75,8 @@ TEST(OwnResponse, AnswersALimitedRequestWithItsViolatedPoliciesAndLimits) {
 
 TEST(OwnResponse, WritesOnlyTheFieldsItsModeNames) {
   test::PipelineFixture fixture(kConfig);
-  const Decision allowed = fixture.send(kKeyed, at(0s));
-  ASSERT_EQ(allowed.outcome, Outcome::allowed);
+  const pipeline::Decision allowed = fixture.send(kKeyed, at(0s));
+  ASSERT_EQ(allowed.outcome, pipeline::Outcome::allowed);
   EXPECT_EQ(limit_fields(allowed, LimitsHeaders::draft),
             "RateLimit-Policy: \"per-ip\";q=2;w=60, \"bucket\";q=20;w=2\r\n"
             "RateLimit: \"per-ip\";r=1;t=60, \"bucket\";r=19;t=1\r\n");
@@ -103,7 +103,7 @@ limiters:
   audit: {algorithm: fixed_window, limit: 1, window: 1m, shadow: true}
 routes: [{name: all, limiters: [audit]}]
 )");
-  const Decision decision = fixture.send({}, at(0s));
+  const pipeline::Decision decision = fixture.send({}, at(0s));
   ASSERT_EQ(decision.applied().size(), 1U);
   EXPECT_FALSE(writes_limit_headers(decision, LimitsHeaders::both));
   EXPECT_EQ(limit_fields(decision, LimitsHeaders::both), "");
@@ -120,21 +120,21 @@ limiters:
   inflight: {algorithm: concurrency, limit: 3}
 routes: [{name: all, limiters: [log, default-burst, warm, leaky, inflight]}]
 )");
-  const Decision decision = fixture.send({}, at(0s));
-  ASSERT_EQ(decision.outcome, Outcome::allowed);
+  const pipeline::Decision decision = fixture.send({}, at(0s));
+  ASSERT_EQ(decision.outcome, pipeline::Outcome::allowed);
   const std::string fields = limit_fields(decision, LimitsHeaders::draft);
   // A window's limit over its length in whole seconds, rounded up; a bucket's burst over the
   // time it takes to refill it; a warming bucket's rate per second; concurrency: no window.
   EXPECT_EQ(fields.substr(0, fields.find("\r\n")),
             "RateLimit-Policy: \"log\";q=100;w=2, \"default-burst\";q=1;w=2, \"warm\";q=2;w=1, "
             "\"leaky\";q=5;w=1, \"inflight\";q=3");
-  Pipeline::release_locally(decision);
+  pipeline::Pipeline::release_locally(decision);
 }
 
 TEST(OwnResponse, Answers403AndGivesABannedClientItsWait) {
   test::PipelineFixture fixture(kConfig + "ban: {after: 1, within: 1m, for: 10m}\n");
-  const Decision denied = fixture.send({.peer = "203.0.113.5"}, at(0s));
-  ASSERT_EQ(denied.outcome, Outcome::denied);
+  const pipeline::Decision denied = fixture.send({.peer = "203.0.113.5"}, at(0s));
+  ASSERT_EQ(denied.outcome, pipeline::Outcome::denied);
   OwnResponse out;
   own_response(out, denied, 11, false, LimitsHeaders::both);
   EXPECT_EQ(out.body, R"({"type":"about:blank","title":"Forbidden","status":403})");
@@ -145,7 +145,7 @@ TEST(OwnResponse, Answers403AndGivesABannedClientItsWait) {
   fixture.send(kKeyed, at(0s));
   fixture.send(kKeyed, at(0s));
   fixture.send(kKeyed, at(0s));  // limited: the strike that bans
-  const Decision banned = fixture.send(kKeyed, at(1s));
+  const pipeline::Decision banned = fixture.send(kKeyed, at(1s));
   ASSERT_TRUE(banned.banned);
   own_response(out, banned, 11, true, LimitsHeaders::both);
   EXPECT_EQ(out.body, R"({"type":"about:blank","title":"Forbidden","status":403})");
@@ -156,7 +156,7 @@ TEST(OwnResponse, Answers403AndGivesABannedClientItsWait) {
 
 TEST(OwnResponse, Answers404AndARoutesOwnResponseInTheClientsVersion) {
   test::PipelineFixture fixture(kConfig);
-  const Decision missing = fixture.send({.target = "/nowhere"}, at(0s));
+  const pipeline::Decision missing = fixture.send({.target = "/nowhere"}, at(0s));
   OwnResponse out;
   own_response(out, missing, 11, true, LimitsHeaders::both);
   EXPECT_EQ(out.body, R"({"type":"about:blank","title":"Not Found","status":404})");
@@ -164,7 +164,7 @@ TEST(OwnResponse, Answers404AndARoutesOwnResponseInTheClientsVersion) {
             "HTTP/1.1 404 Not Found\r\nServer: sluice\r\nContent-Type: application/problem+json\r\n"
             "Content-Length: 55\r\n\r\n");
 
-  const Decision status = fixture.send({.target = "/status"}, at(0s));
+  const pipeline::Decision status = fixture.send({.target = "/status"}, at(0s));
   own_response(out, status, 10, true, LimitsHeaders::both);
   EXPECT_EQ(out.body, "ok\n");
   EXPECT_EQ(head_of(out),
@@ -199,4 +199,4 @@ TEST(RetryAfter, IsWholeSecondsRoundedUpAndAtLeastOne) {
 }
 
 }  // namespace
-}  // namespace sluice::proxy
+}  // namespace sluice::http

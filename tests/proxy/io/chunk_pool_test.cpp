@@ -7,7 +7,7 @@
 #include <optional>
 #include <utility>
 
-namespace sluice::proxy {
+namespace sluice::io {
 namespace {
 
 TEST(ChunkPool, LendsWholeChunksAndTakesThemBack) {
@@ -62,4 +62,4 @@ TEST(ChunkPool, AMovedLeaseGivesItsChunkBackOnce) {
 }
 
 }  // namespace
-}  // namespace sluice::proxy
+}  // namespace sluice::io

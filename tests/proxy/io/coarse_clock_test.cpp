@@ -6,7 +6,7 @@
 #include <chrono>
 #include <thread>
 
-namespace sluice::proxy {
+namespace sluice::io {
 namespace {
 
 using namespace std::chrono_literals;
@@ -32,4 +32,4 @@ TEST(CoarseClock, NeverStepsBackAndMoves) {
 }
 
 }  // namespace
-}  // namespace sluice::proxy
+}  // namespace sluice::io

@@ -15,7 +15,7 @@
 
 #include "tests/support/event_loop.hpp"
 
-namespace sluice::proxy {
+namespace sluice::io {
 namespace {
 
 using namespace std::chrono_literals;
@@ -248,4 +248,4 @@ TEST_F(StreamOnLoopback, ManyExchangesOfEverySizeArriveWhole) {
 }
 
 }  // namespace
-}  // namespace sluice::proxy
+}  // namespace sluice::io

@@ -6,7 +6,7 @@
 
 #include "tests/support/manual_clock.hpp"
 
-namespace sluice::proxy {
+namespace sluice::pipeline {
 namespace {
 
 using namespace std::chrono_literals;
@@ -73,4 +73,4 @@ TEST(BanList, BansEachAddressApart) {
 }
 
 }  // namespace
-}  // namespace sluice::proxy
+}  // namespace sluice::pipeline

@@ -5,7 +5,7 @@
 #include "proxy/pipeline/cidr_trie.hpp"
 #include "proxy/pipeline/ip_address.hpp"
 
-namespace sluice::proxy {
+namespace sluice::pipeline {
 namespace {
 
 IpAddress ip(std::string_view text) { return *IpAddress::parse(text); }
@@ -79,4 +79,4 @@ TEST(CidrTrie, FindsAddressesInAnyOfItsNetworks) {
 }
 
 }  // namespace
-}  // namespace sluice::proxy
+}  // namespace sluice::pipeline

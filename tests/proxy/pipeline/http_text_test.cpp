@@ -4,7 +4,7 @@
 
 #include <gtest/gtest.h>
 
-namespace sluice::proxy {
+namespace sluice::pipeline {
 namespace {
 
 TEST(TrimWhitespace, DropsSpacesAndTabsAtBothEndsOnly) {
@@ -28,4 +28,4 @@ TEST(EqualIgnoringCase, ComparesAsciiLettersWithoutCase) {
 }
 
 }  // namespace
-}  // namespace sluice::proxy
+}  // namespace sluice::pipeline

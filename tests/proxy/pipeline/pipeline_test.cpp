@@ -8,7 +8,7 @@
 #include "tests/support/manual_clock.hpp"
 #include "tests/support/pipeline_fixture.hpp"
 
-namespace sluice::proxy {
+namespace sluice::pipeline {
 namespace {
 
 using namespace std::chrono_literals;
@@ -242,4 +242,4 @@ routes: [{name: all, match: {path_regex: "^/api/"}, limiters: [per-ip, per-key]}
 }
 
 }  // namespace
-}  // namespace sluice::proxy
+}  // namespace sluice::pipeline

@@ -6,7 +6,7 @@
 
 #include "config/read_limiters.hpp"
 
-namespace sluice::proxy {
+namespace sluice::pipeline {
 namespace {
 
 config::KeySpec key(std::string_view text) {
@@ -84,4 +84,4 @@ TEST(KeyParts, ReadCookiesQueriesAndBearerTokens) {
 }
 
 }  // namespace
-}  // namespace sluice::proxy
+}  // namespace sluice::pipeline

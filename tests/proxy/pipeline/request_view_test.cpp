@@ -6,7 +6,7 @@
 
 #include <vector>
 
-namespace sluice::proxy {
+namespace sluice::pipeline {
 namespace {
 
 RequestView view_of(std::string_view target, const std::vector<Header>& headers = {}) {
@@ -36,4 +36,4 @@ TEST(RequestView, FindsTheFirstHeaderOfANameWhateverItsCase) {
 }
 
 }  // namespace
-}  // namespace sluice::proxy
+}  // namespace sluice::pipeline

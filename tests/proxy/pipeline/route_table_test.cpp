@@ -5,7 +5,7 @@
 #include "tests/support/manual_clock.hpp"
 #include "tests/support/pipeline_fixture.hpp"
 
-namespace sluice::proxy {
+namespace sluice::pipeline {
 namespace {
 
 using Request = test::PipelineFixture::Request;
@@ -49,4 +49,4 @@ TEST(RouteTable, MatchesThePathWithoutTheQuery) {
 }
 
 }  // namespace
-}  // namespace sluice::proxy
+}  // namespace sluice::pipeline

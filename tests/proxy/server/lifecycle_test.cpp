@@ -10,7 +10,7 @@
 
 #include "tests/support/proxy_fixture.hpp"
 
-namespace sluice::proxy::test_support {
+namespace sluice::test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -124,4 +124,4 @@ TEST(Proxy, AnswersAnHttp10ClientInHttp10AndClosesAfterAnUnframedBody) {
 }
 
 }  // namespace
-}  // namespace sluice::proxy::test_support
+}  // namespace sluice::test

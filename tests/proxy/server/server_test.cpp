@@ -13,7 +13,7 @@
 
 #include "tests/support/proxy_fixture.hpp"
 
-namespace sluice::proxy::test_support {
+namespace sluice::test {
 namespace {
 
 using ::testing::HasSubstr;
@@ -226,4 +226,4 @@ TEST(AdminPort, AnswersHealthReadinessAndKeyState) {
 }
 
 }  // namespace
-}  // namespace sluice::proxy::test_support
+}  // namespace sluice::test

@@ -8,7 +8,7 @@
 #include "tests/support/manual_clock.hpp"
 #include "tests/support/pipeline_fixture.hpp"
 
-namespace sluice::proxy {
+namespace sluice::store {
 namespace {
 
 using namespace std::chrono_literals;
@@ -21,28 +21,32 @@ class MemoryStoreFixture {
   explicit MemoryStoreFixture(const std::string& yaml) : pipeline_(yaml) {}
 
   /// The request's charges, prepared at `now`; fails the test if the pipeline decided alone.
-  Charges prepare(Decision& decision, limiter::TimePoint now, const Request& request = {}) {
-    Charges charges;
+  pipeline::Charges prepare(pipeline::Decision& decision, limiter::TimePoint now,
+                            const Request& request = {}) {
+    pipeline::Charges charges;
     EXPECT_TRUE(pipeline_.pipeline().prepare(test::PipelineFixture::view_of(request), now,
                                              std::nullopt, decision, charges));
     return charges;
   }
 
   /// charge_now(), which the memory store always answers, then conclude().
-  ChargeResult charge_now(Decision& decision, limiter::TimePoint now, const Request& request = {}) {
-    const Charges charges = prepare(decision, now, request);
-    ChargeResult result;
+  pipeline::ChargeResult charge_now(pipeline::Decision& decision, limiter::TimePoint now,
+                                    const Request& request = {}) {
+    const pipeline::Charges charges = prepare(decision, now, request);
+    pipeline::ChargeResult result;
     EXPECT_TRUE(store_.charge_now(0, decision, charges, now, result));
     pipeline_.pipeline().conclude(decision, charges, result, now);
     return result;
   }
 
   /// charge(), awaited on an event loop, then conclude().
-  ChargeResult charge(Decision& decision, limiter::TimePoint now, const Request& request = {}) {
-    const Charges charges = prepare(decision, now, request);
-    ChargeResult result;
-    loop_.run(
-        [&]() -> Awaitable<void> { result = co_await store_.charge(1, decision, charges, now); });
+  pipeline::ChargeResult charge(pipeline::Decision& decision, limiter::TimePoint now,
+                                const Request& request = {}) {
+    const pipeline::Charges charges = prepare(decision, now, request);
+    pipeline::ChargeResult result;
+    loop_.run([&]() -> io::Awaitable<void> {
+      result = co_await store_.charge(1, decision, charges, now);
+    });
     pipeline_.pipeline().conclude(decision, charges, result, now);
     return result;
   }
@@ -64,23 +68,24 @@ limiters:
 routes: [{name: all, limiters: [per-ip]}]
 )");
   for (std::uint64_t left : {2U, 1U, 0U}) {
-    Decision decision;
-    const ChargeResult result = fixture.charge_now(decision, at(10s));
-    EXPECT_EQ(result.counted, Counted::yes);
+    pipeline::Decision decision;
+    const pipeline::ChargeResult result = fixture.charge_now(decision, at(10s));
+    EXPECT_EQ(result.counted, pipeline::Counted::yes);
     EXPECT_TRUE(result.live_admitted);
     EXPECT_EQ(result.store_permit, 0U);
     EXPECT_EQ(result.outcomes[0].status.remaining, left);
-    EXPECT_EQ(decision.outcome, Outcome::allowed);
+    EXPECT_EQ(decision.outcome, pipeline::Outcome::allowed);
   }
-  Decision refused;
-  const ChargeResult result = fixture.charge_now(refused, at(15s));
+  pipeline::Decision refused;
+  const pipeline::ChargeResult result = fixture.charge_now(refused, at(15s));
   EXPECT_FALSE(result.live_admitted);
   EXPECT_EQ(result.outcomes[0].verdict.retry_after, 45s);
-  EXPECT_EQ(refused.outcome, Outcome::limited);
+  EXPECT_EQ(refused.outcome, pipeline::Outcome::limited);
   EXPECT_EQ(refused.status, 429U);
   // The pipeline's own decision counts in the same place.
-  EXPECT_EQ(fixture.pipeline().send({}, at(16s)).outcome, Outcome::limited);
-  EXPECT_EQ(fixture.pipeline().send({.peer = "192.0.2.1"}, at(16s)).outcome, Outcome::allowed);
+  EXPECT_EQ(fixture.pipeline().send({}, at(16s)).outcome, pipeline::Outcome::limited);
+  EXPECT_EQ(fixture.pipeline().send({.peer = "192.0.2.1"}, at(16s)).outcome,
+            pipeline::Outcome::allowed);
 }
 
 TEST(MemoryStore, TheAwaitablePathCountsOnTheSameLimiters) {
@@ -91,16 +96,16 @@ limiters:
 routes: [{name: all, limiters: [bucket]}]
 )");
   for (std::uint64_t left : {3U, 2U, 1U, 0U}) {
-    Decision decision;
-    const ChargeResult result =
+    pipeline::Decision decision;
+    const pipeline::ChargeResult result =
         left % 2 == 0 ? fixture.charge(decision, at(0s)) : fixture.charge_now(decision, at(0s));
     EXPECT_TRUE(result.live_admitted) << left;
     EXPECT_EQ(result.outcomes[0].status.remaining, left);
   }
-  Decision refused;
+  pipeline::Decision refused;
   EXPECT_FALSE(fixture.charge(refused, at(30s)).live_admitted);
   EXPECT_EQ(refused.retry_after, 30s);  // the next token, a minute after the burst
-  Decision refilled;
+  pipeline::Decision refilled;
   EXPECT_TRUE(fixture.charge(refilled, at(1min)).live_admitted);
 }
 
@@ -112,13 +117,13 @@ limiters:
   audit: {algorithm: fixed_window, limit: 5, window: 1h, shadow: true}
 routes: [{name: all, limiters: [live, audit]}]
 )");
-  Decision first;
-  const ChargeResult admitted = fixture.charge_now(first, at(0s));
+  pipeline::Decision first;
+  const pipeline::ChargeResult admitted = fixture.charge_now(first, at(0s));
   EXPECT_TRUE(admitted.live_admitted);
   EXPECT_TRUE(admitted.shadow_admitted);
   EXPECT_EQ(admitted.outcomes[1].status.remaining, 4U);
-  Decision second;
-  const ChargeResult refused = fixture.charge_now(second, at(1s));
+  pipeline::Decision second;
+  const pipeline::ChargeResult refused = fixture.charge_now(second, at(1s));
   EXPECT_FALSE(refused.live_admitted);
   EXPECT_FALSE(refused.shadow_admitted);
   EXPECT_EQ(fixture.pipeline().pipeline().peek("audit", "198.51.100.7", at(1s))->remaining, 4U);
@@ -131,20 +136,20 @@ limiters:
   inflight: {algorithm: concurrency, limit: 1}
 routes: [{name: all, limiters: [inflight]}]
 )");
-  Decision first;
+  pipeline::Decision first;
   fixture.charge_now(first, at(0s));
-  ASSERT_EQ(first.outcome, Outcome::allowed);
+  ASSERT_EQ(first.outcome, pipeline::Outcome::allowed);
   EXPECT_EQ(first.permit_count, 1U);
   EXPECT_EQ(first.store_permit, 0U);  // held by the memory limiter, not by a store
-  Decision second;
+  pipeline::Decision second;
   fixture.charge_now(second, at(0s));
-  EXPECT_EQ(second.outcome, Outcome::limited);
+  EXPECT_EQ(second.outcome, pipeline::Outcome::limited);
   EXPECT_EQ(second.permit_count, 0U);
   fixture.store().release(0, first);
   EXPECT_EQ(fixture.pipeline().pipeline().peek("inflight", "198.51.100.7", at(0s))->remaining, 1U);
-  Decision third;
+  pipeline::Decision third;
   fixture.charge_now(third, at(0s));
-  EXPECT_EQ(third.outcome, Outcome::allowed);
+  EXPECT_EQ(third.outcome, pipeline::Outcome::allowed);
   fixture.store().release(0, third);
 }
 
@@ -154,4 +159,4 @@ TEST(MemoryStore, HasNoHealthToReport) {
 }
 
 }  // namespace
-}  // namespace sluice::proxy
+}  // namespace sluice::store

@@ -6,7 +6,7 @@
 #include <boost/json/parse.hpp>
 #include <boost/json/value.hpp>
 
-namespace sluice::proxy {
+namespace sluice::telemetry {
 namespace {
 
 TEST(AccessLogJson, ParsesWhateverTheRequestSent) {
@@ -34,4 +34,4 @@ TEST(AccessLogJson, ParsesWhateverTheRequestSent) {
 }
 
 }  // namespace
-}  // namespace sluice::proxy
+}  // namespace sluice::telemetry

@@ -8,7 +8,7 @@
 #include <boost/json/value.hpp>
 #include <string>
 
-namespace sluice::proxy {
+namespace sluice::telemetry {
 namespace {
 
 std::string escaped(std::string_view text) {
@@ -88,4 +88,4 @@ TEST(JsonEscape, GivesJsonThatParsesForAnyTwoBytes) {
 }
 
 }  // namespace
-}  // namespace sluice::proxy
+}  // namespace sluice::telemetry

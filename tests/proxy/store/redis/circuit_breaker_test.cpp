@@ -4,7 +4,7 @@
 
 #include <gtest/gtest.h>
 
-namespace sluice::proxy {
+namespace sluice::store::redis {
 namespace {
 
 using namespace std::chrono_literals;
@@ -68,4 +68,4 @@ TEST(CircuitBreaker, ASuccessfulProbeClosesItOnce) {
 }
 
 }  // namespace
-}  // namespace sluice::proxy
+}  // namespace sluice::store::redis

@@ -6,7 +6,7 @@
 
 #include "tests/support/manual_clock.hpp"
 
-namespace sluice::proxy {
+namespace sluice::store::redis {
 namespace {
 
 using namespace std::chrono_literals;
@@ -76,4 +76,4 @@ TEST(OverLimitCache, KeysSharingASlotReplaceEachOtherAndAreNeverMistaken) {
 }
 
 }  // namespace
-}  // namespace sluice::proxy
+}  // namespace sluice::store::redis

@@ -15,7 +15,7 @@
 #include "tests/support/redis_server.hpp"
 #include "tests/support/test_upstream.hpp"
 
-namespace sluice::proxy {
+namespace sluice::store::redis {
 namespace {
 
 namespace net = boost::asio;
@@ -35,7 +35,7 @@ class Loop : public test::EventLoop {
  public:
   std::shared_ptr<RedisConnection> open(const std::string& url) {
     std::shared_ptr<RedisConnection> connection;
-    run([&]() -> Awaitable<void> {
+    run([&]() -> io::Awaitable<void> {
       connection = co_await RedisConnection::open(endpoint_of(url), url, 1s);
     });
     return connection;
@@ -44,7 +44,7 @@ class Loop : public test::EventLoop {
   /// Opening a connection must fail; returns the message.
   std::string open_error(const std::string& url, limiter::Duration timeout = 1s) {
     std::string message;
-    run([&]() -> Awaitable<void> {
+    run([&]() -> io::Awaitable<void> {
       try {
         auto connection = co_await RedisConnection::open(endpoint_of(url), url, timeout);
         connection->close();
@@ -59,7 +59,7 @@ class Loop : public test::EventLoop {
   RedisReply call(RedisConnection& connection, std::vector<std::string_view> arguments,
                   limiter::Duration timeout = 1s) {
     RedisReply reply;
-    run([&]() -> Awaitable<void> { reply = co_await connection.command(arguments, timeout); });
+    run([&]() -> io::Awaitable<void> { reply = co_await connection.command(arguments, timeout); });
     return reply;
   }
 };
@@ -74,7 +74,7 @@ TEST(RedisConnection, PipelinesConcurrentCommandsAndMatchesRepliesInOrder) {
   for (std::size_t i = 0; i < got.size(); ++i) {
     net::co_spawn(
         loop.io(),
-        [&, i]() -> Awaitable<void> {
+        [&, i]() -> io::Awaitable<void> {
           const std::array<std::string_view, 2> incr{"INCR", "counter"};
           const RedisReply reply = co_await connection->command(incr, 1s);
           EXPECT_FALSE(reply.error) << reply.error.message();
@@ -232,4 +232,4 @@ TEST(RedisConnection, TimesOutWhileRedisHangsAndRecoversWhenItResumes) {
 }
 
 }  // namespace
-}  // namespace sluice::proxy
+}  // namespace sluice::store::redis

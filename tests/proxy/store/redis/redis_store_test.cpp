@@ -19,7 +19,7 @@
 #include "tests/support/redis_server.hpp"
 #include "tests/support/store_decision.hpp"
 
-namespace sluice::proxy {
+namespace sluice::store::redis {
 namespace {
 
 namespace net = boost::asio;
@@ -46,36 +46,36 @@ class StoreFixture {
   StoreFixture& operator=(StoreFixture&&) = delete;
   ~StoreFixture() { store_.close(0); }
 
-  Decision memory(const Request& request, TimePoint now,
-                  std::optional<limiter::Permits> cost = std::nullopt) {
+  pipeline::Decision memory(const Request& request, TimePoint now,
+                            std::optional<limiter::Permits> cost = std::nullopt) {
     return memory_.send(request, now, cost);
   }
 
   /// Through the Redis store, deciding at `now` (a simulated clock), or at Redis's own time.
-  Decision redis(const Request& request, std::optional<TimePoint> now,
-                 std::optional<limiter::Permits> cost = std::nullopt) {
-    Decision decision;
-    Charges charges;
+  pipeline::Decision redis(const Request& request, std::optional<TimePoint> now,
+                           std::optional<limiter::Permits> cost = std::nullopt) {
+    pipeline::Decision decision;
+    pipeline::Charges charges;
     const TimePoint local = now.value_or(limiter::SystemClock().now());
     if (shared_.pipeline().prepare(test::PipelineFixture::view_of(request), local, cost, decision,
                                    charges)) {
       store_.decide_at(now);
-      loop_.run([&]() -> Awaitable<void> {
+      loop_.run([&]() -> io::Awaitable<void> {
         co_await test::decide_through(store_, 0, shared_.pipeline(), decision, charges, local);
       });
     }
     return decision;
   }
 
-  void release(const Decision& memory, const Decision& redis) {
-    Pipeline::release_locally(memory);
+  void release(const pipeline::Decision& memory, const pipeline::Decision& redis) {
+    pipeline::Pipeline::release_locally(memory);
     store_.release(0, redis);
     loop_.poll();
   }
 
   RedisStore& store() { return store_; }
   test::EventLoop& loop() { return loop_; }
-  Pipeline& shared_pipeline() { return shared_.pipeline(); }
+  pipeline::Pipeline& shared_pipeline() { return shared_.pipeline(); }
 
  private:
   test::PipelineFixture memory_;
@@ -95,8 +95,8 @@ Duration in_microseconds(Duration d) {
 /// `cached`: the store refused from its over-limit cache. The refusal must be the same; its
 /// retry-after is the one Redis gave, which later admissions of smaller costs (or, live, other
 /// replicas) may have pushed back: never later than the truth. Its headers may lag.
-void expect_same(const Decision& redis, const Decision& memory, const std::string& where,
-                 bool cached) {
+void expect_same(const pipeline::Decision& redis, const pipeline::Decision& memory,
+                 const std::string& where, bool cached) {
   SCOPED_TRACE(where);
   EXPECT_EQ(name_of(redis.outcome), name_of(memory.outcome));
   EXPECT_EQ(redis.status, memory.status);
@@ -108,8 +108,8 @@ void expect_same(const Decision& redis, const Decision& memory, const std::strin
   EXPECT_EQ(redis.retry_after, in_microseconds(memory.retry_after));
   ASSERT_EQ(redis.applied().size(), memory.applied().size());
   for (std::size_t i = 0; i < redis.applied().size(); ++i) {
-    const LimiterReport& r = redis.applied()[i];
-    const LimiterReport& m = memory.applied()[i];
+    const pipeline::LimiterReport& r = redis.applied()[i];
+    const pipeline::LimiterReport& m = memory.applied()[i];
     EXPECT_EQ(r.limiter->name, m.limiter->name);
     EXPECT_EQ(r.verdict.admitted, m.verdict.admitted);
     EXPECT_EQ(r.verdict.hold, in_microseconds(m.verdict.hold));
@@ -141,7 +141,7 @@ TEST_P(SameDecisions, AsTheMemoryStoreOnTheSameTraffic) {
   StoreFixture fixture(config_for(algorithm, mode), "url: \"" + server.url() + "\"");
   const std::array<Duration, 9> steps{0us, 0us, 1us, 37ms, 100ms, 250ms, 499'999us, 1s, 3s};
   std::mt19937 random(2026);
-  std::deque<std::pair<Decision, Decision>> held;
+  std::deque<std::pair<pipeline::Decision, pipeline::Decision>> held;
   TimePoint now = at(0s);
   int limited = 0;  // or delayed
   int cached_answers = 0;
@@ -149,13 +149,13 @@ TEST_P(SameDecisions, AsTheMemoryStoreOnTheSameTraffic) {
     now += steps[random() % steps.size()];
     const auto cost = static_cast<limiter::Permits>(1 + random() % 2);
     const Request request{.peer = i % 5 == 0 ? "198.51.100.9" : "198.51.100.7"};
-    const Decision memory = fixture.memory(request, now, cost);
+    const pipeline::Decision memory = fixture.memory(request, now, cost);
     const std::uint64_t cached_before = fixture.store().cached_refusals();
-    const Decision redis = fixture.redis(request, now, cost);
+    const pipeline::Decision redis = fixture.redis(request, now, cost);
     const bool cached = fixture.store().cached_refusals() != cached_before;
     cached_answers += cached ? 1 : 0;
     expect_same(redis, memory, "request " + std::to_string(i), cached);
-    limited += memory.outcome != Outcome::allowed ? 1 : 0;
+    limited += memory.outcome != pipeline::Outcome::allowed ? 1 : 0;
     if (memory.permit_count != 0) {
       held.emplace_back(memory, redis);
     }
@@ -211,17 +211,17 @@ routes:
 )",
                        "url: \"" + server.url() + "\"");
   const Request keyed{.headers = {{"X-Api-Key", "k1"}}};
-  EXPECT_EQ(fixture.redis(keyed, at(0s)).outcome, Outcome::allowed);
-  EXPECT_EQ(fixture.redis(keyed, at(0s)).outcome, Outcome::allowed);
-  const Decision refused = fixture.redis(keyed, at(0s));
-  EXPECT_EQ(refused.outcome, Outcome::limited);
+  EXPECT_EQ(fixture.redis(keyed, at(0s)).outcome, pipeline::Outcome::allowed);
+  EXPECT_EQ(fixture.redis(keyed, at(0s)).outcome, pipeline::Outcome::allowed);
+  const pipeline::Decision refused = fixture.redis(keyed, at(0s));
+  EXPECT_EQ(refused.outcome, pipeline::Outcome::limited);
   EXPECT_EQ(refused.retry_after, 60s);      // one token at 1/m
   ASSERT_EQ(refused.applied().size(), 2U);  // shadow limiters of a refused request: not charged
   EXPECT_EQ(refused.applied()[0].status.remaining, 8U);  // per-ip was not charged for it
   EXPECT_FALSE(refused.applied()[1].verdict.admitted);
   // Without the header only per-ip applies; the shadow limiter refused, but only reports it.
-  const Decision keyless = fixture.redis({}, at(0s));
-  EXPECT_EQ(keyless.outcome, Outcome::allowed);
+  const pipeline::Decision keyless = fixture.redis({}, at(0s));
+  EXPECT_EQ(keyless.outcome, pipeline::Outcome::allowed);
   ASSERT_EQ(keyless.applied().size(), 2U);
   EXPECT_EQ(keyless.applied()[0].status.remaining, 7U);
   EXPECT_FALSE(keyless.applied()[1].verdict.admitted);
@@ -236,17 +236,17 @@ limiters:
 routes: [{name: api, limiters: [per-ip]}]
 )",
                        "url: \"" + server.url() + "\"");
-  EXPECT_EQ(fixture.redis({}, at(1s)).outcome, Outcome::allowed);
-  EXPECT_EQ(fixture.redis({}, at(1s)).outcome, Outcome::allowed);
+  EXPECT_EQ(fixture.redis({}, at(1s)).outcome, pipeline::Outcome::allowed);
+  EXPECT_EQ(fixture.redis({}, at(1s)).outcome, pipeline::Outcome::allowed);
   EXPECT_EQ(fixture.redis({}, at(2s)).retry_after, 8s);  // from Redis
   EXPECT_EQ(fixture.store().cached_refusals(), 0U);
-  const Decision cached = fixture.redis({}, at(3s));
-  EXPECT_EQ(cached.outcome, Outcome::limited);
+  const pipeline::Decision cached = fixture.redis({}, at(3s));
+  EXPECT_EQ(cached.outcome, pipeline::Outcome::limited);
   EXPECT_EQ(cached.retry_after, 7s);
   EXPECT_EQ(fixture.store().cached_refusals(), 1U);
   // Another key is not refused by the cache; the cached key passes again at its reset.
-  EXPECT_EQ(fixture.redis({.peer = "198.51.100.8"}, at(3s)).outcome, Outcome::allowed);
-  EXPECT_EQ(fixture.redis({}, at(10s)).outcome, Outcome::allowed);
+  EXPECT_EQ(fixture.redis({.peer = "198.51.100.8"}, at(3s)).outcome, pipeline::Outcome::allowed);
+  EXPECT_EQ(fixture.redis({}, at(10s)).outcome, pipeline::Outcome::allowed);
   EXPECT_EQ(fixture.store().cached_refusals(), 1U);
 }
 
@@ -271,9 +271,9 @@ routes: [{name: api, limiters: [per-ip]}]
 )";
 
 /// Through the store on Redis's clock, timed.
-std::pair<Decision, Duration> timed(StoreFixture& fixture, const Request& request = {}) {
+std::pair<pipeline::Decision, Duration> timed(StoreFixture& fixture, const Request& request = {}) {
   const auto started = std::chrono::steady_clock::now();
-  Decision decision = fixture.redis(request, std::nullopt);
+  pipeline::Decision decision = fixture.redis(request, std::nullopt);
   return {decision, std::chrono::steady_clock::now() - started};
 }
 
@@ -294,17 +294,18 @@ class OnError : public ::testing::TestWithParam<std::string> {
  protected:
   /// What on_error makes of the nth request of a client allowed two per hour (the memory
   /// limiters have seen only the requests made while Redis was down).
-  static void expect_fallback(const Decision& decision, int nth_while_down) {
+  static void expect_fallback(const pipeline::Decision& decision, int nth_while_down) {
     const std::string& on_error = GetParam();
     if (on_error == "allow") {
-      EXPECT_EQ(decision.outcome, Outcome::allowed);
+      EXPECT_EQ(decision.outcome, pipeline::Outcome::allowed);
       EXPECT_EQ(decision.applied().size(), 0U);  // nothing was counted: no headers
     } else if (on_error == "deny") {
-      EXPECT_EQ(decision.outcome, Outcome::denied);
+      EXPECT_EQ(decision.outcome, pipeline::Outcome::denied);
       EXPECT_EQ(decision.status, 503U);
       EXPECT_EQ(decision.retry_after, 1s);
     } else {
-      EXPECT_EQ(decision.outcome, nth_while_down < 2 ? Outcome::allowed : Outcome::limited);
+      EXPECT_EQ(decision.outcome,
+                nth_while_down < 2 ? pipeline::Outcome::allowed : pipeline::Outcome::limited);
     }
   }
 };
@@ -313,7 +314,7 @@ TEST_P(OnError, RedisHungCostsTheTimeoutOnceThenRecoversWithinASecond) {
   test::RedisServer server;
   StoreFixture fixture(kTwoPerHour, "url: \"" + server.url() + "\", timeout: " +
                                         std::string(kTimeoutText) + ", on_error: " + GetParam());
-  EXPECT_EQ(timed(fixture).first.outcome, Outcome::allowed);
+  EXPECT_EQ(timed(fixture).first.outcome, pipeline::Outcome::allowed);
   server.pause();
   int slow = 0;
   for (int i = 0; i < 20; ++i) {
@@ -330,23 +331,23 @@ TEST_P(OnError, RedisHungCostsTheTimeoutOnceThenRecoversWithinASecond) {
   EXPECT_LT(time_to_recover(fixture, 3s), 1s);
   // Redis kept its count, and counted the request that timed out when it woke up: a request
   // whose answer never came may still have been counted.
-  EXPECT_EQ(timed(fixture).first.outcome, Outcome::limited);
+  EXPECT_EQ(timed(fixture).first.outcome, pipeline::Outcome::limited);
 }
 
 TEST(RedisStore, RequestsInFlightWhenRedisHangsWaitNoLongerThanTheTimeout) {
   test::RedisServer server;
   StoreFixture fixture(kTwoPerHour, "url: \"" + server.url() + "\", timeout: " +
                                         std::string(kTimeoutText) + ", on_error: allow");
-  EXPECT_EQ(timed(fixture).first.outcome, Outcome::allowed);
+  EXPECT_EQ(timed(fixture).first.outcome, pipeline::Outcome::allowed);
   server.pause();
   // 50 requests of 50 clients at once, all sent to a Redis that no longer answers.
   constexpr std::size_t kInFlight = 50;
-  std::vector<Decision> decisions(kInFlight);
-  std::vector<Charges> charges(kInFlight);
+  std::vector<pipeline::Decision> decisions(kInFlight);
+  std::vector<pipeline::Charges> charges(kInFlight);
   std::vector<Duration> took(kInFlight);
   std::vector<Request> requests(kInFlight);
   std::size_t done = 0;
-  Pipeline& pipeline = fixture.shared_pipeline();
+  pipeline::Pipeline& pipeline = fixture.shared_pipeline();
   for (std::size_t i = 0; i < kInFlight; ++i) {
     requests[i].peer = "198.51.100." + std::to_string(i + 1);
     const TimePoint now = limiter::SystemClock().now();
@@ -354,7 +355,7 @@ TEST(RedisStore, RequestsInFlightWhenRedisHangsWaitNoLongerThanTheTimeout) {
                                  decisions[i], charges[i]));
     net::co_spawn(
         fixture.loop().io(),
-        [&, i, now]() -> Awaitable<void> {
+        [&, i, now]() -> io::Awaitable<void> {
           const auto started = std::chrono::steady_clock::now();
           co_await test::decide_through(fixture.store(), 0, pipeline, decisions[i], charges[i],
                                         now);
@@ -367,7 +368,7 @@ TEST(RedisStore, RequestsInFlightWhenRedisHangsWaitNoLongerThanTheTimeout) {
   }
   for (std::size_t i = 0; i < kInFlight; ++i) {
     SCOPED_TRACE("request " + std::to_string(i));
-    EXPECT_EQ(decisions[i].outcome, Outcome::allowed);
+    EXPECT_EQ(decisions[i].outcome, pipeline::Outcome::allowed);
     EXPECT_LE(took[i], kTimeout + kSlack);
   }
   EXPECT_EQ(fixture.store().errors(), kInFlight);  // each one timed out once
@@ -386,11 +387,11 @@ routes: [{name: api, limiters: [one]}]
 TEST(RedisStore, ReleasesPermitsAfterTheScriptsWereFlushed) {
   test::RedisServer server;
   StoreFixture fixture(kOneAtATime, "url: \"" + server.url() + "\"");
-  const Decision first = fixture.redis({}, std::nullopt);
-  EXPECT_EQ(first.outcome, Outcome::allowed);
-  EXPECT_EQ(fixture.redis({}, std::nullopt).outcome, Outcome::limited);
+  const pipeline::Decision first = fixture.redis({}, std::nullopt);
+  EXPECT_EQ(first.outcome, pipeline::Outcome::allowed);
+  EXPECT_EQ(fixture.redis({}, std::nullopt).outcome, pipeline::Outcome::limited);
   // Redis forgets the scripts (SCRIPT FLUSH, a failover): the release must load them again.
-  fixture.loop().run([&]() -> Awaitable<void> {
+  fixture.loop().run([&]() -> io::Awaitable<void> {
     auto connection = co_await RedisConnection::open(fixture.store().options().endpoint,
                                                      fixture.store().options().url, 1s);
     const std::array<std::string_view, 2> flush{"SCRIPT", "FLUSH"};
@@ -399,7 +400,7 @@ TEST(RedisStore, ReleasesPermitsAfterTheScriptsWereFlushed) {
   });
   fixture.store().release(0, first);
   fixture.loop().run_for(200ms);
-  EXPECT_EQ(fixture.redis({}, std::nullopt).outcome, Outcome::allowed);
+  EXPECT_EQ(fixture.redis({}, std::nullopt).outcome, pipeline::Outcome::allowed);
 }
 
 TEST(RedisStore, GivesBackThePermitsOfADecisionThatTimedOut) {
@@ -408,19 +409,20 @@ TEST(RedisStore, GivesBackThePermitsOfADecisionThatTimedOut) {
                                         std::string(kTimeoutText) + ", on_error: allow");
   server.pause();
   // Sent, unanswered: when Redis wakes up it takes the permit, then gives it back.
-  EXPECT_EQ(fixture.redis({}, std::nullopt).outcome, Outcome::allowed);  // on_error: allow
+  EXPECT_EQ(fixture.redis({}, std::nullopt).outcome,
+            pipeline::Outcome::allowed);  // on_error: allow
   server.resume();
   EXPECT_LT(time_to_recover(fixture, 3s), 1s);
-  const Decision next = fixture.redis({}, std::nullopt);
-  EXPECT_EQ(next.outcome, Outcome::allowed);  // the permit did not leak
-  EXPECT_EQ(fixture.redis({}, std::nullopt).outcome, Outcome::limited);
+  const pipeline::Decision next = fixture.redis({}, std::nullopt);
+  EXPECT_EQ(next.outcome, pipeline::Outcome::allowed);  // the permit did not leak
+  EXPECT_EQ(fixture.redis({}, std::nullopt).outcome, pipeline::Outcome::limited);
 }
 
 TEST_P(OnError, RedisKilledFailsFastAndARestartedOneIsFoundWithinASecond) {
   test::RedisServer server;
   StoreFixture fixture(kTwoPerHour, "url: \"" + server.url() + "\", timeout: " +
                                         std::string(kTimeoutText) + ", on_error: " + GetParam());
-  EXPECT_EQ(timed(fixture).first.outcome, Outcome::allowed);
+  EXPECT_EQ(timed(fixture).first.outcome, pipeline::Outcome::allowed);
   server.kill();
   for (int i = 0; i < 20; ++i) {
     const auto [decision, took] = timed(fixture);
@@ -431,9 +433,9 @@ TEST_P(OnError, RedisKilledFailsFastAndARestartedOneIsFoundWithinASecond) {
   EXPECT_FALSE(fixture.store().available());
   server.start();  // a new Redis on the same port, empty
   EXPECT_LT(time_to_recover(fixture, 3s), 1s);
-  EXPECT_EQ(timed(fixture).first.outcome, Outcome::allowed);
-  EXPECT_EQ(timed(fixture).first.outcome, Outcome::allowed);
-  EXPECT_EQ(timed(fixture).first.outcome, Outcome::limited);
+  EXPECT_EQ(timed(fixture).first.outcome, pipeline::Outcome::allowed);
+  EXPECT_EQ(timed(fixture).first.outcome, pipeline::Outcome::allowed);
+  EXPECT_EQ(timed(fixture).first.outcome, pipeline::Outcome::limited);
 }
 
 INSTANTIATE_TEST_SUITE_P(Policies, OnError, ::testing::Values("allow", "deny", "local"),
@@ -458,10 +460,10 @@ TEST_P(SharedLimit, TwoReplicasAdmitExactlyTheLimitTogether) {
     replicas.emplace_back([&, r] {
       StoreFixture replica(yaml, store);
       connected.arrive_and_wait();  // both start at once
-      std::vector<Decision> decisions(kPerReplica);
-      std::vector<Charges> charges(kPerReplica);
+      std::vector<pipeline::Decision> decisions(kPerReplica);
+      std::vector<pipeline::Charges> charges(kPerReplica);
       std::size_t done = 0;
-      Pipeline& pipeline = replica.shared_pipeline();
+      pipeline::Pipeline& pipeline = replica.shared_pipeline();
       const Request request{};
       for (std::size_t i = 0; i < kPerReplica; ++i) {
         const TimePoint now = limiter::SystemClock().now();
@@ -477,8 +479,8 @@ TEST_P(SharedLimit, TwoReplicasAdmitExactlyTheLimitTogether) {
           }
         }
       }
-      for (const Decision& decision : decisions) {
-        admitted[r] += decision.outcome == Outcome::allowed ? 1 : 0;
+      for (const pipeline::Decision& decision : decisions) {
+        admitted[r] += decision.outcome == pipeline::Outcome::allowed ? 1 : 0;
       }
     });
   }
@@ -500,4 +502,4 @@ INSTANTIATE_TEST_SUITE_P(
     [](const auto& test) { return test.param.name; });
 
 }  // namespace
-}  // namespace sluice::proxy
+}  // namespace sluice::store::redis

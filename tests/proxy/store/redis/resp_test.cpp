@@ -9,7 +9,7 @@
 #include <string>
 #include <string_view>
 
-namespace sluice::proxy {
+namespace sluice::store::redis {
 namespace {
 
 using Kind = RespValue::Kind;
@@ -120,4 +120,4 @@ TEST(RespReader, RefusesBytesThatAreNotRespAtAll) {
 }
 
 }  // namespace
-}  // namespace sluice::proxy
+}  // namespace sluice::store::redis
