@@ -111,24 +111,41 @@ struct WholeMessage {
   }
 };
 
+/// The side a message is read from: its stream, what was read from it and not parsed yet, and
+/// the deadline of each read.
+struct Source {
+  io::Stream& stream;
+  beast::flat_buffer& buffer;
+  limiter::Duration timeout;
+};
+
+/// The side a message is written to, and the deadline of each write.
+struct Sink {
+  io::Stream& stream;
+  limiter::Duration timeout;
+};
+
+/// How a pump ended: clear, or the error and which side it came from.
+struct Pumped {
+  beast::error_code error;
+  bool read_failed = false;  ///< The source failed (else the sink, if `error`).
+};
+
 /// Streams a message from `in` (its parser, past the header) to `out`, after `head`. Each write
 /// carries what is ready: the head (the first time), a body piece in its chunk framing when
 /// `chunked`, and the last chunk once the body is over. Each read and write has its own
 /// deadline, so a large body may take as long as it keeps moving; a piece is passed on as soon
 /// as it arrives (a streamed response is not held back).
 template <class Parser>
-io::Awaitable<beast::error_code> pump(io::Stream& in, limiter::Duration in_timeout,
-                                      beast::flat_buffer& in_buffer, Parser& parser,
-                                      io::Stream& out, limiter::Duration out_timeout,
-                                      const HeadText& head, bool chunked, std::span<char> chunk,
-                                      bool& read_failed) {
+io::Awaitable<Pumped> pump(Source in, Parser& parser, Sink out, const HeadText& head, bool chunked,
+                           std::span<char> chunk) {
   static constexpr std::string_view kCrlf = "\r\n";
   static constexpr std::string_view kLastChunk = "0\r\n\r\n";
   const bool has_body = !parser.is_done();
   // Beast reads no more than the buffer's free capacity (at least 512 bytes): without room, a
   // body would move 512 bytes per system call.
-  if (has_body && in_buffer.capacity() < kRelayBuffer) {
-    in_buffer.reserve(std::min(kRelayBuffer, in_buffer.max_size()));
+  if (has_body && in.buffer.capacity() < kRelayBuffer) {
+    in.buffer.reserve(std::min(kRelayBuffer, in.buffer.max_size()));
   }
   std::array<char, 24> size_line{};
   bool head_sent = false;
@@ -138,17 +155,16 @@ io::Awaitable<beast::error_code> pump(io::Stream& in, limiter::Duration in_timeo
       parser.body_into(chunk);
       beast::error_code ec;
       // A body piece that came in with what was read before is parsed without waiting.
-      MessageRead read(in_buffer, parser, MessageRead<Parser::is_request::value>::Until::progress);
+      MessageRead read(in.buffer, parser, MessageRead<Parser::is_request::value>::Until::progress);
       if (read.wants_bytes(ec)) {
-        in.expires_after(in_timeout);
+        in.stream.expires_after(in.timeout);
         do {
-          auto [error, n] = co_await in.async_read_some(read.room(), io::use_nothrow);
+          auto [error, n] = co_await in.stream.async_read_some(read.room(), io::use_nothrow);
           read.received(n, error, ec);
         } while (read.wants_bytes(ec));
       }
       if (ec && ec != http::error::need_buffer) {
-        read_failed = true;
-        co_return ec;
+        co_return Pumped{.error = ec, .read_failed = true};
       }
       piece = chunk.size() - parser.room_left();
     }
@@ -172,18 +188,18 @@ io::Awaitable<beast::error_code> pump(io::Stream& in, limiter::Duration in_timeo
       pieces[count++] = net::buffer(kLastChunk.data(), kLastChunk.size());
     }
     if (count > 0) {
-      const io::SendStart start = send_now(out, pieces);
+      const io::SendStart start = send_now(out.stream, pieces);
       beast::error_code ec = start.error;
       if (!start.finished) {
-        ec = co_await send_rest(out, pieces, start.sent, out_timeout);
+        ec = co_await send_rest(out.stream, pieces, start.sent, out.timeout);
       }
       if (ec) {
-        co_return ec;
+        co_return Pumped{.error = ec};
       }
       head_sent = true;
     }
   } while (!parser.is_done());
-  co_return beast::error_code{};
+  co_return Pumped{};
 }
 
 UpstreamFailure failure_of(const beast::error_code& ec) noexcept {
@@ -354,8 +370,11 @@ io::Awaitable<UpstreamSend> send_upstream(ClientConnection& downstream, const Ex
         send_error = co_await send_rest(server, whole.pieces, start.sent, timeouts.upstream);
       }
     } else {
-      send_error = co_await pump(client, timeouts.idle, client_buffer, parser, server,
-                                 timeouts.upstream, head, parser.chunked(), chunk, client_failed);
+      const Pumped pumped =
+          co_await pump(Source{client, client_buffer, timeouts.idle}, parser,
+                        Sink{server, timeouts.upstream}, head, parser.chunked(), chunk);
+      send_error = pumped.error;
+      client_failed = pumped.read_failed;
     }
     if (send_error) {
       if (client_failed) {
@@ -484,8 +503,10 @@ io::Awaitable<RelayOutcome> relay(ClientConnection& downstream, const Exchange& 
       ec = co_await send_rest(client, whole.pieces, start.sent, timeouts.idle);
     }
   } else {
-    ec = co_await pump(server, timeouts.upstream, server_buffer, response, client, timeouts.idle,
-                       head, chunked, chunk.bytes(), upstream_failed);
+    const Pumped pumped = co_await pump(Source{server, server_buffer, timeouts.upstream}, response,
+                                        Sink{client, timeouts.idle}, head, chunked, chunk.bytes());
+    ec = pumped.error;
+    upstream_failed = pumped.read_failed;
   }
   if (!ec && response.keep_alive() && response.is_done()) {
     loop.pool.give_back(exchange.upstream(), std::move(connection));
