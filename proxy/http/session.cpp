@@ -219,6 +219,12 @@ io::Awaitable<void> serve_client(io::Socket socket, LoopContext& loop) {
     }
     // A body left unread would be taken for the next request: only keep alive without one.
     exchange.keep_alive = parser.keep_alive() && !proxy.draining.load(std::memory_order_relaxed);
+    if (decision.hold > limiter::Duration::zero()) {
+      // Delay mode: a timer, never a blocked thread. Held is held, whoever answers: a route
+      // that responds itself waits as long as one that forwards.
+      io::Timer hold(co_await net::this_coro::executor, decision.hold);
+      co_await hold.async_wait(io::use_nothrow);
+    }
     const bool forward = (decision.outcome == pipeline::Outcome::allowed ||
                           decision.outcome == pipeline::Outcome::delayed) &&
                          !decision.route->respond;
@@ -239,11 +245,6 @@ io::Awaitable<void> serve_client(io::Socket socket, LoopContext& loop) {
         break;
       }
       continue;
-    }
-    if (decision.hold > limiter::Duration::zero()) {
-      // Delay mode: a timer, never a blocked thread.
-      io::Timer hold(co_await net::this_coro::executor, decision.hold);
-      co_await hold.async_wait(io::use_nothrow);
     }
     const RelayOutcome outcome = co_await relay(client, exchange, loop);
     // The permits go back once the response is over, or the client has gone.

@@ -53,11 +53,16 @@ TEST(ConnectionLimit, NewConnectionsWaitUntilOneCloses) {
   EXPECT_EQ(proxy.upstream().requests(), 3);
 }
 
-TEST(DelayMode, ForwardsHeldRequestsOfOneKeyInArrivalOrderAtTheRate) {
-  ProxyFixture proxy(R"(
+/// Delay mode on a route that forwards, and on one that answers itself: held is held, whoever
+/// answers.
+class DelayMode : public testing::TestWithParam<const char*> {};
+
+TEST_P(DelayMode, AnswersHeldRequestsOfOneKeyInArrivalOrderAtTheRate) {
+  ProxyFixture proxy(std::string(R"(
 limiters:
   shaped: {algorithm: leaky_bucket, rate: 4/s, burst: 3, mode: delay, max_delay: 2s, key: "header:X-Client"}
-routes: [{name: all, limiters: [shaped]}])");
+routes: [{name: all, limiters: [shaped])") +
+                     GetParam() + "}]");
   constexpr int kRequests = 4;
   std::vector<std::future<std::chrono::steady_clock::time_point>> answered;
   for (int i = 0; i < kRequests; ++i) {
@@ -82,6 +87,12 @@ routes: [{name: all, limiters: [shaped]}])");
     EXPECT_GT(times[i] - times[i - 1], 150ms) << "request " << i;
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(Routes, DelayMode,
+                         testing::Values("", ", respond: {status: 200, body: \"ok\\n\"}"),
+                         [](const testing::TestParamInfo<const char*>& route) {
+                           return std::string(*route.param == '\0' ? "forwarded" : "responding");
+                         });
 
 constexpr const char* kOnePerClient = R"(
 limiters:
