@@ -94,9 +94,11 @@ struct KeyPart {
   Kind kind = Kind::ip;
   std::string name;  ///< The header, cookie or query parameter.
 
-  /// Secret-bearing parts are hashed before they are logged or stored.
+  /// Secret-bearing parts are hashed before they are logged or stored. A query parameter
+  /// counts as one: it is where API keys travel when they are not in a header.
   bool secret() const noexcept {
-    return kind == Kind::header || kind == Kind::bearer || kind == Kind::cookie;
+    return kind == Kind::header || kind == Kind::bearer || kind == Kind::cookie ||
+           kind == Kind::query;
   }
 };
 

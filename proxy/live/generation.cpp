@@ -1,5 +1,7 @@
 #include "proxy/live/generation.hpp"
 
+#include <algorithm>
+
 namespace sluice::live {
 
 Generation::Generation(std::shared_ptr<const config::ProxyConfig> loaded,
@@ -15,6 +17,14 @@ Generation::Generation(std::shared_ptr<const config::ProxyConfig> loaded,
     }
     upstream_counters.push_back(upstream ? metrics.upstream(upstream->url)
                                          : std::vector<telemetry::UpstreamCounters*>{});
+  }
+  for (const config::LimiterConfig& limiter : config->limiters) {
+    for (const config::KeyPart& part : limiter.key.parts) {
+      if (part.kind == config::KeyPart::Kind::query &&
+          std::find(secret_query.begin(), secret_query.end(), part.name) == secret_query.end()) {
+        secret_query.push_back(part.name);
+      }
+    }
   }
 }
 

@@ -28,6 +28,8 @@ struct Generation {
   std::vector<std::vector<telemetry::RouteCounters*>> route_counters;        ///< [route][loop]
   std::vector<std::vector<telemetry::UpstreamCounters*>> upstream_counters;  ///< [route][loop]
   std::vector<telemetry::RouteCounters*> unrouted;  ///< Requests refused before a route, and 404s.
+  /// The query parameters some limiter keys on: the access log hides their values.
+  std::vector<std::string> secret_query;
 
   telemetry::RouteCounters& counters_for(const config::Route* route, std::size_t loop) const;
   telemetry::UpstreamCounters& upstream_counters_for(const config::Route& route,

@@ -6,6 +6,7 @@
 #include <spdlog/async_logger.h>
 #include <spdlog/sinks/stdout_sinks.h>
 
+#include <algorithm>
 #include <array>
 #include <iterator>
 
@@ -22,6 +23,36 @@ double milliseconds(limiter::Duration duration) {
   return std::chrono::duration<double, std::milli>(duration).count();
 }
 
+/// The request target, escaped, with the value of each query parameter named in `secret` shown
+/// as `***`.
+void append_target(fmt::memory_buffer& out, std::string_view target,
+                   std::span<const std::string> secret) {
+  const std::size_t mark = target.find('?');
+  if (secret.empty() || mark == std::string_view::npos) {
+    append_json_escaped(out, target);
+    return;
+  }
+  append_json_escaped(out, target.substr(0, mark + 1));
+  std::string_view query = target.substr(mark + 1);
+  for (;;) {
+    const std::size_t end = query.find('&');
+    const std::string_view item = query.substr(0, end);
+    const std::size_t equals = item.find('=');
+    if (equals != std::string_view::npos &&
+        std::find(secret.begin(), secret.end(), item.substr(0, equals)) != secret.end()) {
+      append_json_escaped(out, item.substr(0, equals + 1));
+      out.append(std::string_view("***"));
+    } else {
+      append_json_escaped(out, item);
+    }
+    if (end == std::string_view::npos) {
+      return;
+    }
+    out.push_back('&');
+    query.remove_prefix(end + 1);
+  }
+}
+
 void format_into(fmt::memory_buffer& out, config::LogFormat format, const AccessRecord& r) {
   const std::string_view decision = kDecisionNames[static_cast<std::size_t>(r.decision)];
   auto to = std::back_inserter(out);
@@ -31,7 +62,7 @@ void format_into(fmt::memory_buffer& out, config::LogFormat format, const Access
     fmt::format_to(to, R"(","method":")");
     append_json_escaped(out, r.method);
     fmt::format_to(to, R"(","target":")");
-    append_json_escaped(out, r.target);
+    append_target(out, r.target, r.secret_query);
     fmt::format_to(to, R"(","route":")");
     append_json_escaped(out, r.route);
     fmt::format_to(to,
@@ -43,7 +74,7 @@ void format_into(fmt::memory_buffer& out, config::LogFormat format, const Access
   fmt::format_to(to, "{} \"", r.client);
   append_json_escaped(out, r.method);
   out.push_back(' ');
-  append_json_escaped(out, r.target);
+  append_target(out, r.target, r.secret_query);
   fmt::format_to(to, "\" {} route={} decision={} key={:016x} upstream_ms={:.3f} duration_ms={:.3f}",
                  r.status, r.route.empty() ? "-" : r.route, decision, r.key_hash,
                  milliseconds(r.upstream), milliseconds(r.total));

@@ -2,6 +2,8 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
+#include <string>
 #include <string_view>
 
 #include "config/proxy_config.hpp"
@@ -22,6 +24,8 @@ struct AccessRecord {
   std::string_view client;  ///< The client address, as the pipeline resolved it.
   std::string_view method;
   std::string_view target;
+  /// Query parameters whose values the line shows as `***` (those limiters key on).
+  std::span<const std::string> secret_query{};
   std::string_view route;  ///< "" when none matched.
   MetricDecision decision = MetricDecision::allowed;
   unsigned status = 0;           ///< 0: the client went away before an answer.

@@ -20,98 +20,27 @@
 
 #include "tests/support/proxy_fixture.hpp"
 #include "tests/support/redis_server.hpp"
-
-extern char** environ;  // NOLINT: posix_spawn passes the test's environment on
+#include "tests/support/sluice_process.hpp"
+#include "tests/support/temp_directory.hpp"
 
 namespace sluice::test {
 namespace {
 
 using namespace std::chrono_literals;
 
-/// `sluice run -c FILE` as a child process; its standard output is read to learn the port.
-class SluiceProcess {
- public:
-  explicit SluiceProcess(const std::filesystem::path& config) {
-    int pipe_ends[2];
-    EXPECT_EQ(::pipe(pipe_ends), 0);
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_adddup2(&actions, pipe_ends[1], STDOUT_FILENO);
-    posix_spawn_file_actions_addclose(&actions, pipe_ends[0]);
-    const std::string binary = SLUICE_BINARY;
-    const std::string config_text = config.string();
-    std::string run = "run";
-    std::string flag = "-c";
-    char* argv[] = {const_cast<char*>(binary.c_str()), run.data(), flag.data(),  // NOLINT
-                    const_cast<char*>(config_text.c_str()), nullptr};            // NOLINT
-    EXPECT_EQ(::posix_spawn(&pid_, binary.c_str(), &actions, nullptr, argv, environ), 0);
-    posix_spawn_file_actions_destroy(&actions);
-    ::close(pipe_ends[1]);
-    output_ = ::fdopen(pipe_ends[0], "r");
-  }
-  SluiceProcess(const SluiceProcess&) = delete;
-  SluiceProcess& operator=(const SluiceProcess&) = delete;
-  SluiceProcess(SluiceProcess&&) = delete;
-  SluiceProcess& operator=(SluiceProcess&&) = delete;
-  ~SluiceProcess() {
-    if (pid_ > 0) {
-      ::kill(pid_, SIGKILL);
-      ::waitpid(pid_, nullptr, 0);
-    }
-    if (output_ != nullptr) {
-      std::fclose(output_);
-    }
-  }
-
-  /// The next line it prints ("" at end of output).
-  std::string line() {
-    std::array<char, 512> text{};
-    return std::fgets(text.data(), static_cast<int>(text.size()), output_) != nullptr
-               ? std::string(text.data())
-               : std::string();
-  }
-
-  /// Waits for "listening on HOST:PORT" and returns the port.
-  unsigned short port() {
-    const std::string first = line();
-    const std::size_t colon = first.find(':', first.find("listening on"));
-    EXPECT_NE(colon, std::string::npos) << first;
-    return static_cast<unsigned short>(std::stoi(first.substr(colon + 1)));
-  }
-
-  void signal(int number) const { ::kill(pid_, number); }
-
-  /// Waits for it to exit; its exit status, or -1 if a signal ended it.
-  int wait() {
-    int status = 0;
-    ::waitpid(pid_, &status, 0);
-    pid_ = -1;
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  }
-
- private:
-  pid_t pid_ = -1;
-  std::FILE* output_ = nullptr;
-};
-
 class SluiceBinary : public ::testing::Test {
  protected:
-  std::filesystem::path directory_ =
-      std::filesystem::temp_directory_path() /
-      ("sluice-process-" + std::to_string(::getpid()) + "-" +
-       ::testing::UnitTest::GetInstance()->current_test_info()->name());
+  TempDirectory directory_{"sluice-process"};
   sluice::test::TestUpstream upstream_;
 
-  void SetUp() override { std::filesystem::create_directories(directory_); }
-  void TearDown() override { std::filesystem::remove_all(directory_); }
-
   std::filesystem::path write_config(const std::string& routes) {
-    const std::filesystem::path path = directory_ / "proxy.yaml";
-    std::ofstream(path) << "listen: \"127.0.0.1:0\"\nadmin: \"\"\nthreads: 2\n"
-                        << "upstream: \"http://127.0.0.1:" << upstream_.port() << "\"\n"
-                        << "timeouts: {drain: 5s}\nlog: {access: false}\n"
-                        << routes << "\n";
-    return path;
+    return directory_.write("proxy.yaml",
+                            "listen: \"127.0.0.1:0\"\nadmin: \"\"\nthreads: 2\n"
+                            "upstream: \"http://127.0.0.1:" +
+                                std::to_string(upstream_.port()) +
+                                "\"\n"
+                                "timeouts: {drain: 5s}\nlog: {access: false}\n" +
+                                routes + "\n");
   }
 };
 
@@ -201,7 +130,7 @@ int health(const std::filesystem::path& config) {
 
 TEST_F(SluiceBinary, HealthAsksTheAdminPortOfTheRunningProxy) {
   // A wildcard admin address, as in a container: health asks it on loopback.
-  const std::filesystem::path config = directory_ / "health.yaml";
+  const std::filesystem::path config = directory_.path() / "health.yaml";
   std::ofstream(config) << "listen: \"127.0.0.1:0\"\nadmin: \"0.0.0.0:" << free_port() << "\"\n"
                         << "upstream: \"http://127.0.0.1:" << upstream_.port() << "\"\n"
                         << "log: {access: false}\nroutes: [{name: all}]\n";

@@ -12,17 +12,14 @@
 #include <vector>
 
 #include "tests/support/redis_server.hpp"
+#include "tests/support/sluice_process.hpp"
+#include "tests/support/temp_directory.hpp"
 
 namespace {
 
 using ::testing::HasSubstr;
 using ::testing::Not;
-
-struct Result {
-  int status = -1;
-  std::string out;
-  std::string err;
-};
+using Result = sluice::test::CommandResult;
 
 std::string read_file(const std::filesystem::path& path) {
   std::ifstream in(path);
@@ -33,32 +30,15 @@ std::string read_file(const std::filesystem::path& path) {
 
 class SluiceCli : public ::testing::Test {
  protected:
-  std::filesystem::path directory_ =
-      std::filesystem::temp_directory_path() /
-      ("sluice-cli-" + std::to_string(::getpid()) + "-" +
-       ::testing::UnitTest::GetInstance()->current_test_info()->name());
-
-  void SetUp() override { std::filesystem::create_directories(directory_); }
-  void TearDown() override { std::filesystem::remove_all(directory_); }
+  sluice::test::TempDirectory directory_{"sluice-cli"};
 
   std::filesystem::path write(const std::string& name, const std::string& text) {
-    const std::filesystem::path path = directory_ / name;
-    std::ofstream(path) << text;
-    return path;
+    return directory_.write(name, text);
   }
 
   /// Runs sluice with `arguments`, in `working_directory` when one is given.
   Result run(const std::string& arguments, const std::filesystem::path& working_directory = {}) {
-    const std::filesystem::path out = directory_ / "stdout";
-    const std::filesystem::path err = directory_ / "stderr";
-    // Standard input is /dev/null unless the arguments redirect it themselves.
-    const std::string input = arguments.find(" <") == std::string::npos ? " </dev/null" : "";
-    const std::string cd =
-        working_directory.empty() ? "" : "cd " + working_directory.string() + " && ";
-    const std::string command = cd + std::string(SLUICE_BINARY) + " " + arguments + " >" +
-                                out.string() + " 2>" + err.string() + input;
-    const int raw = std::system(command.c_str());
-    return {WIFEXITED(raw) ? WEXITSTATUS(raw) : -1, read_file(out), read_file(err)};
+    return sluice::test::run_sluice(arguments, directory_, working_directory);
   }
 };
 
@@ -105,7 +85,7 @@ TEST_F(SluiceCli, CheckPrintsEveryErrorAndExitsOne) {
 }
 
 TEST_F(SluiceCli, NamesAMissingConfigFile) {
-  const Result result = run("check -c " + (directory_ / "absent.yaml").string());
+  const Result result = run("check -c " + (directory_.path() / "absent.yaml").string());
   EXPECT_EQ(result.status, 1);
   EXPECT_THAT(result.err, HasSubstr("absent.yaml:0:0: cannot read the file"));
 }
@@ -125,8 +105,8 @@ TEST_F(SluiceCli, ReplayWritesDecisionsSummaryAndReport) {
                          "{\"t\": 60, \"ip\": \"203.0.113.9\"}\n"
                          "{\"t\": 61, \"ip\": \"203.0.113.9\"}\n"
                          "oops\n");
-  const auto out = directory_ / "decisions.jsonl";
-  const auto report = directory_ / "report.html";
+  const auto out = directory_.path() / "decisions.jsonl";
+  const auto report = directory_.path() / "report.html";
   const Result result = run("replay -c " + config.string() + " --out " + out.string() +
                             " --report " + report.string() + " " + log.string());
   EXPECT_EQ(result.status, 0) << result.err;
@@ -247,7 +227,7 @@ TEST_F(SluiceCli, VersionFlagPrintsWhatTheVersionCommandPrints) {
 TEST_F(SluiceCli, ConfigOptionWorksBeforeTheCommandAndTakesItsLastValue) {
   const std::string config =
       write("proxy.yaml", "routes: [{name: all, respond: {status: 204}}]\n").string();
-  const std::string absent = (directory_ / "absent.yaml").string();
+  const std::string absent = (directory_.path() / "absent.yaml").string();
   const Result before = run("-c " + config + " check");
   EXPECT_EQ(before.status, 0) << before.err;
   EXPECT_THAT(before.out, HasSubstr(config + ": OK"));
@@ -263,7 +243,7 @@ TEST_F(SluiceCli, NoCommandRunsTheProxyOnProxyYamlOfTheWorkingDirectory) {
         "store: {type: redis, redis: {url: \"redis://127.0.0.1:1/0\"}}\n"
         "routes: [{name: all, respond: {status: 204}}]\n");
   for (const std::string arguments : {"", "-c proxy.yaml"}) {
-    const Result result = run(arguments, directory_);
+    const Result result = run(arguments, directory_.path());
     EXPECT_EQ(result.status, 1) << "'" << arguments << "'";
     EXPECT_THAT(result.err, HasSubstr("redis://127.0.0.1:1/0")) << "'" << arguments << "'";
     EXPECT_THAT(result.err, HasSubstr("cannot connect")) << "'" << arguments << "'";

@@ -5,6 +5,8 @@
 
 #include <boost/json/parse.hpp>
 #include <boost/json/value.hpp>
+#include <string>
+#include <vector>
 
 namespace sluice::telemetry {
 namespace {
@@ -31,6 +33,29 @@ TEST(AccessLogJson, ParsesWhateverTheRequestSent) {
   EXPECT_EQ(json.at("route").as_string(), "r\\oute \"one\"");
   EXPECT_EQ(json.at("status").as_int64(), 200);
   EXPECT_EQ(json.at("duration_ms").as_double(), 1.5);
+}
+
+TEST(AccessLog, ShowsTheQueryParametersLimitersKeyOnAsStars) {
+  const std::vector<std::string> secret{"api_key", "token"};
+  const auto target_of = [&secret](std::string_view target, config::LogFormat format) {
+    const AccessRecord record{.client = "192.0.2.1",
+                              .method = "GET",
+                              .target = target,
+                              .secret_query = secret,
+                              .route = "r"};
+    return AccessLog::format(format, record);
+  };
+  using enum config::LogFormat;
+  EXPECT_NE(target_of("/a?page=2&api_key=k1&x&token=&api_key=k2&", json)
+                .find(R"("target":"/a?page=2&api_key=***&x&token=***&api_key=***&")"),
+            std::string::npos);
+  EXPECT_NE(target_of("/a?api_key=k1", text).find("\"GET /a?api_key=***\""), std::string::npos);
+  // Only the names themselves: a prefix, a suffix or the path is not one.
+  EXPECT_NE(target_of("/api_key=k?my_api_key=k&api_keys=k", json)
+                .find(R"("target":"/api_key=k?my_api_key=k&api_keys=k")"),
+            std::string::npos);
+  EXPECT_NE(target_of("/a?api_key=\"k", json).find(R"("target":"/a?api_key=***")"),
+            std::string::npos);
 }
 
 }  // namespace
