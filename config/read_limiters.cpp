@@ -4,6 +4,7 @@
 #include <array>
 #include <stdexcept>
 
+#include "config/names.hpp"
 #include "limiter/make_limiter.hpp"
 
 namespace sluice::config {
@@ -286,6 +287,10 @@ std::vector<LimiterConfig> read_limiters(const YAML::Node& node, std::uint64_t m
     return limiters;
   }
   for (const auto& entry : node) {
+    if (!plain_name(entry.first.Scalar())) {
+      context.diagnostics.error(location_of(entry.first),
+                                "limiters: " + plain_name_problem(entry.first.Scalar()));
+    }
     limiters.push_back(read_limiter(entry.first.Scalar(), entry.second, max_keys, context));
   }
   return limiters;

@@ -6,6 +6,7 @@
 
 #include "config/addresses.hpp"
 #include "config/did_you_mean.hpp"
+#include "config/names.hpp"
 #include "config/route_overlap.hpp"
 #include "limiter/decide.hpp"
 #include "limiter/make_limiter.hpp"
@@ -157,6 +158,9 @@ Route read_route(const YAML::Node& node, std::size_t index, const ProxyConfig& c
   }
   if (auto name = reader.text("name")) {
     route.name = *name;
+    if (!plain_name(route.name)) {
+      reader.error("name", plain_name_problem(route.name));
+    }
   }
   read_match(reader, route, context);
   if (auto upstream = reader.text("upstream")) {

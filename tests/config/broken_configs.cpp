@@ -209,6 +209,17 @@ const std::vector<BrokenConfig>& broken_configs() {
       {"no_upstream",
        "routes: [{name: a, match: {path: /a}}]",
        {"proxy.yaml:1:10: routes[0]: no upstream; give one here or at the top level"}},
+      {"limiter_name_with_a_quote",
+       "upstream: \"http://127.0.0.1:9000\"\nlimiters:\n  'a\"b': {algorithm: fixed_window, limit: "
+       "1, window: 1s}\nroutes: [{name: r}]",
+       {"proxy.yaml:3:3: limiters: the name \"a\\x22b\" is not plain: use printable ASCII without "
+        "'\"' or '\\' (a name goes as it is into RateLimit headers, metrics labels and log "
+        "lines)"}},
+      {"route_name_with_a_newline",
+       "upstream: \"http://127.0.0.1:9000\"\nroutes: [{name: \"r\\n1\"}]",
+       {"proxy.yaml:2:17: routes[0].name: the name \"r\\x0a1\" is not plain: use printable ASCII "
+        "without '\"' or '\\' (a name goes as it is into RateLimit headers, metrics labels and "
+        "log lines)"}},
       {"respond_and_upstream",
        "routes: [{name: a, upstream: \"http://127.0.0.1:9000\", respond: {status: 200}}]",
        {"proxy.yaml:1:64: routes[0].respond: a route answers itself (respond) or forwards "
