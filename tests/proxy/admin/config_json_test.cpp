@@ -28,27 +28,29 @@ json::value parsed(const std::string& text) {
 }
 
 TEST(ConfigJson, ParsesWhateverTheNamesAndBodiesHold) {
-  // YAML's escapes: \L is U+2028, \x01 a control character.
+  // Names are plain (no '"' or '\\'), but may hold any other printable character; YAML's
+  // escapes in the free-form values: \L is U+2028, \x01 a control character.
   const config::ProxyConfig config = parse(R"(
 limiters:
-  "a \"b\" \\c": {algorithm: fixed_window, limit: 3, window: 1h}
+  "a 'b' <c> & {d}": {algorithm: fixed_window, limit: 3, window: 1h}
 routes:
-  - name: "r \"1\" \\ two\L"
-    match: {path_regex: '^/v[0-9]+\.json$', headers: [{name: X-Q, value: "say \"hi\"\x01"}]}
+  - name: "r '1' / two"
+    match: {path_regex: '^/v[0-9]+\.json$', headers: [{name: X-Q, value: "say \"hi\"\x01\L"}]}
     respond: {status: 200, body: "{\"quoted\": \"yes\"}\n\\back\\slash"}
-    limiters: ["a \"b\" \\c"]
+    limiters: ["a 'b' <c> & {d}"]
 )",
                                            "dir \"x\"\\proxy.yaml");
   const std::string text = config_json(config);
   const json::value value = parsed(text);
   EXPECT_EQ(value.at("file").as_string(), "dir \"x\"\\proxy.yaml");
   const json::value& route = value.at("routes").at(0);
-  EXPECT_EQ(route.at("name").as_string(), "r \"1\" \\ two\xE2\x80\xA8");
+  EXPECT_EQ(route.at("name").as_string(), "r '1' / two");
   EXPECT_EQ(route.at("match").at("path_regex").as_string(), "^/v[0-9]+\\.json$");
-  EXPECT_EQ(route.at("match").at("headers").at(0).at("value").as_string(), "say \"hi\"\x01");
+  EXPECT_EQ(route.at("match").at("headers").at(0).at("value").as_string(),
+            "say \"hi\"\x01\xE2\x80\xA8");
   EXPECT_EQ(route.at("respond").at("body").as_string(), "{\"quoted\": \"yes\"}\n\\back\\slash");
-  EXPECT_EQ(route.at("limiters").at(0).as_string(), "a \"b\" \\c");
-  EXPECT_EQ(value.at("limiters").at("a \"b\" \\c").at("limit").as_int64(), 3);
+  EXPECT_EQ(route.at("limiters").at(0).as_string(), "a 'b' <c> & {d}");
+  EXPECT_EQ(value.at("limiters").at("a 'b' <c> & {d}").at("limit").as_int64(), 3);
 }
 
 TEST(ConfigJson, WritesMembersInTheFilesOrderAndWholeNumbersWhole) {
