@@ -55,6 +55,9 @@ else
   status=1
 fi
 
+echo "== resilience (scripts/resilience.sh on the test build: slowloris, key flood, reloads, upstream and Redis restarts, connection limit, 60 s soak; about 2.5 min)"
+if bash scripts/resilience.sh; then passed=$((passed + 1)); else failed=$((failed + 1)); status=1; fi
+
 echo
 echo "suite: $passed passed, $failed failed"
 exit "$status"
