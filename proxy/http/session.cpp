@@ -176,9 +176,18 @@ io::Awaitable<void> serve_client(io::Socket socket, LoopContext& loop) {
     }
     stream.expires_after(first ? timeouts.header : timeouts.idle);
     waiting = true;  // nothing in flight: a drain may close it
+    bool header_deadline = first;
     beast::error_code ec;
     for (MessageRead read(client.buffer, parser, MessageRead<true>::Until::header_done);
          read.wants_bytes(ec);) {
+      if (!header_deadline && client.buffer.size() > 0) {
+        // Part of a new head is in and the rest is awaited: from its first byte a head gets
+        // timeouts.header, on a kept-alive connection as on a new one (else a slow client
+        // could trickle each later head for the idle timeout). A head that came whole, the
+        // usual case, never moves the deadline.
+        stream.expires_after(timeouts.header);
+        header_deadline = true;
+      }
       auto [error, n] = co_await stream.async_read_some(read.room(), io::use_nothrow);
       read.received(n, error, ec);
     }

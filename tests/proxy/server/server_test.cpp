@@ -179,6 +179,25 @@ TEST(Proxy, DrainsInFlightRequestsOnStop) {
   EXPECT_EQ(response.result(), http::status::ok);
 }
 
+TEST(Proxy, GivesEveryHeadTheHeaderTimeoutFromItsFirstByte) {
+  ProxyFixture proxy(
+      "timeouts: {header: 300ms, idle: 20s}\n"
+      "routes: [{name: all, respond: {status: 204}}]");
+  for (const bool kept_alive : {false, true}) {
+    RawClient client(proxy.port());
+    if (kept_alive) {  // a quick first request, then a slow second head
+      client.write("GET / HTTP/1.1\r\nHost: a\r\n\r\n");
+      ASSERT_NE(client.read_until("\r\n\r\n").find("204"), std::string::npos);
+    }
+    const auto started = std::chrono::steady_clock::now();
+    client.write("GET / HTTP/1.1\r\nHo");
+    client.read_until("");  // to the end: the proxy closes it
+    const auto took = std::chrono::steady_clock::now() - started;
+    EXPECT_GE(took, std::chrono::milliseconds(250)) << "kept alive: " << kept_alive;
+    EXPECT_LT(took, std::chrono::seconds(5)) << "kept alive: " << kept_alive;
+  }
+}
+
 TEST(Proxy, ClosesIdleKeepAliveConnectionsAtOnceOnStop) {
   ProxyFixture proxy("routes: [{name: all}]");
   net::io_context io;
