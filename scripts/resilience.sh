@@ -678,10 +678,8 @@ case_redis() {
 # connections wait in the listen queue, not refused. So about 20 are served and the rest wait
 # (not one refused or reset) for 1.5 s, while wrk's connections keep getting 200s; then the
 # served ones close and every waiting request must be answered within a second.
-# Each event loop takes a slot before it accepts, so a loop waiting in accept holds one: the cap
-# can be reached up to threads - 1 connections early (here 49 instead of 50; see the README's
-# Resilience section). The check allows that slack and no more, and never a connection beyond
-# 50.
+# A loop takes its slot once it has accepted a connection (see the README's Resilience section),
+# so the cap is reached exactly: 20 served, never a connection beyond 50.
 case_connlimit() {
   start_nginx
   {
@@ -722,7 +720,7 @@ YAML
   errors=$(wrk_errors "$work/wrk.txt")
   p99=$(wrk_field "$work/wrk.txt" p99_us)
   check "cap-never-exceeded" "${served:-99} + 30 <= 50 && $open_cap <= 50"
-  check "cap-reached(-1-per-extra-loop)" "${served:-0} + 30 >= 49"
+  check "cap-reached" "${served:-0} + 30 >= 50"
   check "extra-wait-not-refused" "${failed:-1} == 0 && ${waiting:-0} >= 10"
   check "waiting-served-after-release" "${released:--1} == ${waiting:-0}"
   check "release<1s" "${release_ms:-9999} < 1000"

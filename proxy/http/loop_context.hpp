@@ -32,7 +32,7 @@ struct ProxyState {
   store::Store* store = nullptr;                 ///< Set once the store is open, before serving.
   std::atomic<bool> draining{false};             ///< Set on SIGTERM: finish, keep nothing alive.
   std::atomic<std::size_t> connections{0};       ///< Open client connections.
-  std::atomic<std::size_t> connection_slots{0};  ///< Open or being accepted, vs max_connections.
+  std::atomic<std::size_t> connection_slots{0};  ///< Open, vs max_connections.
 };
 
 /// The client connections of one event loop, each with whether it is waiting for a request

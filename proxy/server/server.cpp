@@ -46,29 +46,29 @@ io::Awaitable<void> pause(std::chrono::milliseconds duration) {
 }
 
 /// Accepts connections and serves each on this loop. With `counted`, each holds one of the
-/// configured `max_connections` slots (taken before it is accepted, given back by the session):
-/// at the limit the loop stops accepting, and new connections wait in the kernel's listen queue
-/// until one closes, as with HAProxy's `maxconn`, instead of being refused.
+/// configured `max_connections` slots (given back by the session): at the limit the loop holds
+/// the connection it has just accepted and accepts no other, so new connections wait in the
+/// kernel's listen queue until one closes, as with HAProxy's `maxconn`, instead of being
+/// refused. The slot is taken once a connection is there, not before the accept: an acceptor
+/// that is only waiting holds none, so no loop keeps a slot from a connection another loop was
+/// given (each loop has its own listening socket).
 io::Awaitable<void> accept_loop(io::Acceptor& acceptor, http::LoopContext& loop, Serve serve,
                                 bool counted) {
   std::atomic<std::size_t>& slots = loop.proxy.connection_slots;
   for (;;) {
-    while (counted && !take_slot(slots, loop.generations.get()->config->max_connections)) {
-      co_await pause(kFullRecheck);
-      if (!acceptor.is_open()) {
-        co_return;
-      }
-    }
     auto [ec, socket] = co_await acceptor.async_accept(io::use_nothrow);
-    if (ec && counted) {
-      slots.fetch_sub(1, std::memory_order_relaxed);
-    }
     if (ec == net::error::operation_aborted || !acceptor.is_open()) {
       co_return;  // stopping
     }
     if (ec) {  // e.g. out of file descriptors: back off, keep listening
       co_await pause(std::chrono::milliseconds(100));
       continue;
+    }
+    while (counted && !take_slot(slots, loop.generations.get()->config->max_connections)) {
+      co_await pause(kFullRecheck);
+      if (!acceptor.is_open()) {
+        co_return;
+      }
     }
     socket.set_option(tcp::no_delay(true), ec);
     net::co_spawn(acceptor.get_executor(), serve(std::move(socket), loop), net::detached);

@@ -53,6 +53,19 @@ TEST(ConnectionLimit, NewConnectionsWaitUntilOneCloses) {
   EXPECT_EQ(proxy.upstream().requests(), 3);
 }
 
+TEST(ConnectionLimit, ALoopWaitingToAcceptHoldsNoSlot) {
+  // Two loops, each with its own listening socket, one slot: whichever loop the kernel gives a
+  // connection to serves it once the slot is free.
+  ProxyFixture proxy("routes: [{name: all, respond: {status: 204}}]",
+                     "threads: 2\nmax_connections: 1");
+  for (int i = 0; i < 20; ++i) {
+    RawClient client(proxy.port());
+    client.write("GET / HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n");
+    ASSERT_TRUE(answered_within(client, 2000ms)) << "connection " << i;
+    EXPECT_NE(client.read_until("").find("204"), std::string::npos);
+  }
+}
+
 /// Delay mode on a route that forwards, and on one that answers itself: held is held, whoever
 /// answers.
 class DelayMode : public testing::TestWithParam<const char*> {};
