@@ -15,7 +15,7 @@ using limiter::AlgorithmKind;
 using limiter::LimiterOptions;
 
 /// Values per limiter after the three leading arguments (decide.lua's FIELDS).
-constexpr std::size_t kFields = 8;
+[[maybe_unused]] constexpr std::size_t kFields = 8;
 
 /// decide.lua's index of an algorithm in its `algorithms` table.
 int script_algorithm(const LimiterOptions& options) noexcept {
