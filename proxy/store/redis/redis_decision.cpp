@@ -101,8 +101,9 @@ void append_hex(std::string& out, std::uint64_t value, std::size_t digits) {
 }
 
 limiter::Duration from_microseconds(long long us) noexcept {
-  if (us < 0) {
-    return limiter::Duration::max();  // never
+  // Negative, or longer than nanoseconds can count (292 years): never.
+  if (us < 0 || us > limiter::Duration::max().count() / 1000) {
+    return limiter::Duration::max();
   }
   return std::chrono::microseconds(us);
 }
