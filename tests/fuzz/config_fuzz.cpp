@@ -1,10 +1,14 @@
 // `proxy.yaml` through the config loader, as `sluice check`, `sluice run` and a reload read it.
 // The loader's promise: whatever the bytes, either a configuration or a ConfigError listing the
-// problems, never a crash and never another exception. A configuration it accepts must build
-// the request pipeline (regexes, limiters, deny networks, bans) and decide a request with it.
+// problems, never a crash and never another exception. A configuration it accepts must be one
+// the proxy can run: every route answers itself or has an upstream, and the request pipeline
+// (regexes, limiters, deny networks, bans) builds from it and decides requests.
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -26,6 +30,13 @@ using sluice::proxy::Header;
 using sluice::proxy::IpAddress;
 using sluice::proxy::Pipeline;
 using sluice::proxy::RequestView;
+
+void require(bool condition, const char* what) {
+  if (!condition) {
+    std::fprintf(stderr, "config_fuzz: %s\n", what);
+    std::abort();
+  }
+}
 
 /// A fixed environment, so that ${VAR} expands the same on every run.
 std::optional<std::string> environment(std::string_view name) {
@@ -55,7 +66,18 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     (void)error.lines();  // what `sluice check` prints
     return 0;
   }
-  Pipeline pipeline(*config);
+  for (const auto& route : config->routes) {
+    require(route.respond || route.upstream || config->upstream,
+            "an accepted route with nowhere to send its requests");
+  }
+  std::optional<Pipeline> built;
+  try {
+    built.emplace(*config);
+  } catch (const std::exception& error) {
+    std::fprintf(stderr, "config_fuzz: %s\n", error.what());
+    require(false, "an accepted config whose pipeline cannot be built");
+  }
+  Pipeline& pipeline = *built;
   const Header headers[] = {{"Host", "api.example.com"},
                             {"X-Api-Key", "k1"},
                             {"Authorization", "Bearer t1"},
