@@ -131,7 +131,11 @@ std::optional<BanOptions> read_ban(MapReader& top) {
     return std::nullopt;
   }
   MapReader& reader = *section;
-  const bool complete = reader.require("after") & reader.require("within") & reader.require("for");
+  // Each missing key is reported, so all three are asked (clang warns on `&` between bools).
+  const bool has_after = reader.require("after");
+  const bool has_within = reader.require("within");
+  const bool has_for = reader.require("for");
+  const bool complete = has_after && has_within && has_for;
   BanOptions ban;
   ban.after = static_cast<std::uint32_t>(reader.whole_number("after", 1, 1'000'000).value_or(0));
   ban.within = reader.duration("within").value_or(Duration::zero());

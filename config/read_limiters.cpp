@@ -142,8 +142,8 @@ LimiterConfig read_limiter(const std::string& name, const YAML::Node& node, std:
   limiter.name = name;
   limiter.at = reader.at();
   limiter.options.max_keys = max_keys;
-  if (!reader.valid()) {
-    return limiter;
+  if (!reader.valid() && !node.IsNull()) {
+    return limiter;  // not a mapping: reported; an empty value reads as an empty mapping
   }
   std::optional<AlgorithmKind> algorithm;
   if (reader.require("algorithm")) {

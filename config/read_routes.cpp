@@ -153,8 +153,8 @@ Route read_route(const YAML::Node& node, std::size_t index, const ProxyConfig& c
   Route route;
   route.name = "route-" + std::to_string(index + 1);
   route.at = reader.at();
-  if (!reader.valid()) {
-    return route;
+  if (!reader.valid() && !node.IsNull()) {
+    return route;  // not a mapping: reported; an empty value reads as an empty mapping
   }
   if (auto name = reader.text("name")) {
     route.name = *name;

@@ -40,7 +40,7 @@ Verdict FixedWindow::evaluate(const State& state, TimePoint now, Permits cost,
 void FixedWindow::commit(State& state, TimePoint now, Permits cost, Duration hold) const noexcept {
   // Most requests are not held: their window is now's, known before the state arrives.
   const std::int64_t window =
-      hold == Duration::zero() ? windows_.index(now) : windows_.index(now + hold);
+      hold == Duration::zero() ? windows_.index(now) : windows_.index(saturating_add(now, hold));
   if (state.count != 0 && counted_window(state, window) == window) {
     state.count += cost;
   } else {

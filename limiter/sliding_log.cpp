@@ -54,7 +54,8 @@ TimePoint SlidingLog::admission_time(const State& state, TimePoint now,
   // The oldest `excess` timestamps must leave the window; timestamp t leaves at t + window.
   const std::uint64_t excess = inside + cost - options_.limit;
   const Permits last_to_leave = inside_from + static_cast<Permits>(excess - 1);
-  return std::max(from, TimePoint(Duration(timestamp_at(state, last_to_leave))) + options_.window);
+  return std::max(from, saturating_add(TimePoint(Duration(timestamp_at(state, last_to_leave))),
+                                       options_.window));
 }
 
 Verdict SlidingLog::evaluate(const State& state, TimePoint now, Permits cost,
@@ -80,7 +81,7 @@ void SlidingLog::reserve_room(State& state, Permits extra) const {
 }
 
 void SlidingLog::commit(State& state, TimePoint now, Permits cost, Duration hold) const noexcept {
-  const TimePoint at = now + hold;
+  const TimePoint at = saturating_add(now, hold);
   // Timestamps outside the window that ends at `at` can never count again.
   const Permits expired = first_inside(state, at, options_.window);
   if (expired != 0) {
@@ -109,7 +110,7 @@ Status SlidingLog::status(const State& state, TimePoint now) const noexcept {
 }
 
 TimePoint SlidingLog::fresh_at(const State& state, TimePoint /*now*/) const noexcept {
-  return state.size == 0 ? kAlways : newest(state) + options_.window;
+  return state.size == 0 ? kAlways : saturating_add(newest(state), options_.window);
 }
 
 }  // namespace sluice::limiter

@@ -74,7 +74,7 @@ TimePoint SlidingWindow::admission_time(const State& state, TimePoint now,
     }
     const std::int64_t elapsed = std::max(earliest, needed);
     if (elapsed < length) {
-      return start + Duration(elapsed);
+      return saturating_add(start, Duration(elapsed));
     }
   }
   return kNever;
@@ -89,7 +89,7 @@ void SlidingWindow::commit(State& state, TimePoint now, Permits cost,
                            Duration hold) const noexcept {
   // Most requests are not held: their window is now's, known before the state arrives.
   const std::int64_t window =
-      hold == Duration::zero() ? windows_.index(now) : windows_.index(now + hold);
+      hold == Duration::zero() ? windows_.index(now) : windows_.index(saturating_add(now, hold));
   const std::optional<std::int64_t> counted = counted_window(state, window);
   const Counts counts = counted ? counts_in(state, *counted, window) : Counts{};
   state = {.window = static_cast<std::uint32_t>(window),

@@ -67,7 +67,7 @@ Verdict TimeWheel::evaluate(const State& state, TimePoint now, Permits cost,
 }
 
 void TimeWheel::commit(State& state, TimePoint now, Permits cost, Duration hold) const noexcept {
-  const std::int64_t bucket = buckets_.index(now + hold);
+  const std::int64_t bucket = buckets_.index(saturating_add(now, hold));
   if (!state.buckets) {
     state.buckets = std::make_unique<Permits[]>(options_.slots);  // value-initialised: zeros
     state.head = bucket;

@@ -14,7 +14,7 @@ packages=(
 container_packages=()
 if [ "${1:-}" != "--build-only" ]; then
   packages+=(
-    ccache git clang-format-16
+    ccache git clang-format-16 clang-16 libclang-rt-16-dev
     googletest libgtest-dev libgmock-dev libbenchmark-dev redis-server
   )
   container_packages=(

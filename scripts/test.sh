@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Installs what sluice needs, then builds and runs the whole suite: an optimised build without
 # link-time optimisation (the `test` preset, benchmarks included so that they keep compiling), an
-# AddressSanitizer + UndefinedBehaviorSanitizer build, the thread tests under ThreadSanitizer, and
-# the container image's test (run with podman; skipped when podman is missing). Tests run two at a
-# time (the presets' `jobs`); ccache keeps compiled objects between runs. Ends with one line that
-# counts every test run.
+# AddressSanitizer + UndefinedBehaviorSanitizer build, the thread tests under ThreadSanitizer, the
+# container image's test (run with podman; skipped when podman is missing), and every fuzz target
+# for 30 s (scripts/fuzz.sh, clang-16). Tests run two at a time (the presets' `jobs`); ccache keeps
+# compiled objects between runs. Ends with one line that counts every test run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -57,6 +57,13 @@ fi
 
 echo "== resilience (scripts/resilience.sh on the test build: slowloris, key flood, reloads, upstream and Redis restarts, connection limit, 60 s soak; about 2.5 min)"
 if bash scripts/resilience.sh; then passed=$((passed + 1)); else failed=$((failed + 1)); status=1; fi
+echo "== fuzz (scripts/fuzz.sh: every libFuzzer target for 30 s under ASan + UBSan)"
+if bash scripts/fuzz.sh all 30; then
+  passed=$((passed + 1))
+else
+  failed=$((failed + 1))
+  status=1
+fi
 
 echo
 echo "suite: $passed passed, $failed failed"

@@ -11,6 +11,9 @@ namespace sluice::replay {
 namespace {
 
 std::optional<int> number(std::string_view digits) {
+  if (digits.find_first_not_of("0123456789") != std::string_view::npos) {
+    return std::nullopt;  // from_chars would take a sign
+  }
   int value = 0;
   const auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
   if (error != std::errc{} || end != digits.data() + digits.size()) {
@@ -84,6 +87,9 @@ std::optional<std::string> parse_combined_line(std::string_view line, ReplayReco
   const std::optional<double> t = parse_time_local(line.substr(open + 1, close - open - 1));
   if (!t) {
     return "the time is not [dd/Mon/yyyy:hh:mm:ss +zzzz]";
+  }
+  if (*t < 0 || *t > kMaxSeconds) {
+    return "the time is not between 1970 and 2262 (the limiter clock)";
   }
   record.t = *t;
   std::size_t at = close + 2;

@@ -211,6 +211,10 @@ class RecordReader {
         if (!finite || value < 0) {
           return wrong_value(ec);
         }
+        if (value > kMaxSeconds) {
+          return fail(ec, std::string(field_ == Field::t ? "t" : "duration") +
+                              " must be at most 9223372036 (the limiter clock ends in 2262)");
+        }
         (field_ == Field::t ? record_.t : record_.duration) = value;
         has_t_ = has_t_ || field_ == Field::t;
         return true;

@@ -11,6 +11,10 @@
 
 namespace sluice::replay {
 
+/// The latest time, and the longest duration, a record may give, in seconds: the limiter clock
+/// (nanoseconds since the epoch in 64 bits) ends on 2262-04-11.
+inline constexpr double kMaxSeconds = 9'223'372'036;
+
 /// One recorded request (SPEC §6). Strings are views into the input line or into `scratch`
 /// (unescaped JSON text); both outlive the record's use. Reused from line to line.
 struct ReplayRecord {

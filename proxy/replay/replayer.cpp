@@ -77,7 +77,9 @@ void Replayer::release_due(TimePoint now) {
 
 void Replayer::hold_permits(const pipeline::Decision& decision, TimePoint now) {
   const auto in_flight = Duration(std::llround(record_.duration * 1e9));
-  const TimePoint done = now + decision.hold + in_flight;
+  // A permit held beyond the end of the clock is never given back.
+  const TimePoint done =
+      limiter::saturating_add(limiter::saturating_add(now, decision.hold), in_flight);
   for (std::size_t i = 0; i < decision.permit_count; ++i) {
     if (done <= now) {
       decision.permits[i].limiter->release(decision.permits[i].key, decision.permits[i].cost);

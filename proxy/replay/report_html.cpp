@@ -8,6 +8,8 @@
 #include <cmath>
 #include <string>
 
+#include "proxy/replay/replay_record.hpp"
+
 namespace sluice::replay {
 namespace {
 
@@ -35,6 +37,8 @@ std::string escape(std::string_view text) {
 }
 
 std::string utc(double seconds) {
+  // fmt formats a time in nanoseconds: the end of a chart's last bucket may lie past 2262.
+  seconds = std::clamp(seconds, -kMaxSeconds, kMaxSeconds);
   const auto t = std::chrono::sys_seconds(std::chrono::seconds(std::llround(seconds)));
   return fmt::format("{:%Y-%m-%d %H:%M:%S} UTC", t);
 }

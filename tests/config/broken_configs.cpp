@@ -220,6 +220,14 @@ const std::vector<BrokenConfig>& broken_configs() {
        {"proxy.yaml:2:17: routes[0].name: the name \"r\\x0a1\" is not plain: use printable ASCII "
         "without '\"' or '\\' (a name goes as it is into RateLimit headers, metrics labels and "
         "log lines)"}},
+      // An empty value reads as an empty mapping, for a route and a limiter too: it still needs
+      // an upstream, or an algorithm (both were once taken without a word).
+      {"empty_route_without_upstream",
+       "routes:\n  - ~",
+       {"proxy.yaml:2:5: routes[0]: no upstream; give one here or at the top level"}},
+      {"empty_limiter",
+       "upstream: \"http://127.0.0.1:9000\"\nlimiters:\n  l: ~\nroutes: [{name: a, limiters: [l]}]",
+       {"proxy.yaml:3:6: limiters.l.algorithm: missing"}},
       {"respond_and_upstream",
        "routes: [{name: a, upstream: \"http://127.0.0.1:9000\", respond: {status: 200}}]",
        {"proxy.yaml:1:64: routes[0].respond: a route answers itself (respond) or forwards "

@@ -54,6 +54,28 @@ TEST(MakeLimiter, RefusesInvalidParametersNamingThemAndTheirValues) {
             "max_delay must be zero or positive, got -1s");
 }
 
+TEST(MakeLimiter, WindowsAndDelaysThatOutlastTheClockSaturate) {
+  // Counts that would be kept, or requests held, past the clock's end (2262): "never" rather
+  // than an overflow (UndefinedBehaviorSanitizer fails the asan build on one).
+  using enum AlgorithmKind;
+  const Duration centuries = std::chrono::days(100'000);
+  const TimePoint now{std::chrono::seconds(1'704'067'200)};  // 2024-01-01
+  for (const AlgorithmKind algorithm : {fixed_window, sliding_log, sliding_window, wheel}) {
+    const auto limiter = make_limiter({.algorithm = algorithm,
+                                       .limit = 1,
+                                       .window = centuries,
+                                       .slots = 4,
+                                       .policy = {.mode = Mode::delay, .max_delay = centuries}});
+    EXPECT_TRUE(limiter->decide(1, now, 1).verdict.admitted) << name_of(algorithm);
+    for (int i = 0; i < 3; ++i) {
+      const Outcome later = limiter->decide(1, now, 1);
+      EXPECT_GE(later.status.reset, Duration::zero()) << name_of(algorithm);
+      EXPECT_GE(later.verdict.retry_after, Duration::zero()) << name_of(algorithm);
+    }
+    EXPECT_FALSE(limiter->decide(1, now, 1).verdict.admitted) << name_of(algorithm);
+  }
+}
+
 TEST(MakeLimiter, RefusesACostThatCanNeverBeAdmitted) {
   const auto limiter = make_limiter({.algorithm = AlgorithmKind::leaky_bucket,
                                      .rate = {.permits = 10, .period = 1s},

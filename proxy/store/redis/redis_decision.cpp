@@ -15,7 +15,7 @@ using limiter::AlgorithmKind;
 using limiter::LimiterOptions;
 
 /// Values per limiter after the three leading arguments (decide.lua's FIELDS).
-constexpr std::size_t kFields = 8;
+[[maybe_unused]] constexpr std::size_t kFields = 8;
 
 /// decide.lua's index of an algorithm in its `algorithms` table.
 int script_algorithm(const LimiterOptions& options) noexcept {
@@ -101,8 +101,9 @@ void append_hex(std::string& out, std::uint64_t value, std::size_t digits) {
 }
 
 limiter::Duration from_microseconds(long long us) noexcept {
-  if (us < 0) {
-    return limiter::Duration::max();  // never
+  // Negative, or longer than nanoseconds can count (292 years): never.
+  if (us < 0 || us > limiter::Duration::max().count() / 1000) {
+    return limiter::Duration::max();
   }
   return std::chrono::microseconds(us);
 }

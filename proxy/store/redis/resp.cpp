@@ -2,12 +2,46 @@
 
 #include <hiredis/hiredis.h>
 
+#include <new>
 #include <stdexcept>
+#include <string>
 
 namespace sluice::store::redis {
 namespace {
 
 redisReader* as_reader(void* reader) noexcept { return static_cast<redisReader*>(reader); }
+
+/// hiredis allocates an array's element table as soon as it reads the length, before any element
+/// arrives: "*500000000" would take 4 GB. Longer arrays are refused; the store's longest reply,
+/// a decision for 16 charges, has 81 elements.
+constexpr int kMaxArrayElements = 1 << 16;
+
+/// The length of the array refused by the last redisReaderGetReply on this thread, or -1.
+thread_local long long refused_array = -1;
+
+/// hiredis's own reply builders, but for arrays longer than kMaxArrayElements (a null object,
+/// which hiredis reports as running out of memory).
+redisReplyObjectFunctions* reply_functions() {
+  static void* (*create_array)(const redisReadTask*, int) = nullptr;
+  static redisReplyObjectFunctions functions = [] {
+    redisReader* reader = redisReaderCreate();
+    if (reader == nullptr) {
+      throw std::bad_alloc();
+    }
+    redisReplyObjectFunctions own = *reader->fn;
+    redisReaderFree(reader);
+    create_array = own.createArray;
+    own.createArray = [](const redisReadTask* task, int elements) -> void* {
+      if (elements > kMaxArrayElements) {
+        refused_array = elements;
+        return nullptr;
+      }
+      return create_array(task, elements);
+    };
+    return own;
+  }();
+  return &functions;
+}
 
 RespValue convert(const redisReply& reply) {
   RespValue value;
@@ -57,7 +91,7 @@ void RespReader::Deleter::operator()(void* reader) const noexcept {
   redisReaderFree(as_reader(reader));
 }
 
-RespReader::RespReader() : reader_(redisReaderCreate()) {
+RespReader::RespReader() : reader_(redisReaderCreateWithFunctions(reply_functions())) {
   if (!reader_) {
     throw std::bad_alloc();
   }
@@ -75,7 +109,12 @@ void RespReader::feed(std::string_view bytes) {
 
 std::optional<RespValue> RespReader::next() {
   void* raw = nullptr;
+  refused_array = -1;
   if (redisReaderGetReply(as_reader(reader_.get()), &raw) != REDIS_OK) {
+    if (refused_array >= 0) {
+      throw std::runtime_error("not a Redis reply: an array of " + std::to_string(refused_array) +
+                               " elements (at most " + std::to_string(kMaxArrayElements) + ")");
+    }
     throw std::runtime_error(std::string("not a Redis reply: ") + as_reader(reader_.get())->errstr);
   }
   if (raw == nullptr) {

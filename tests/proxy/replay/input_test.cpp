@@ -66,6 +66,10 @@ TEST(ParseJsonLine, ExplainsWhatIsWrong) {
       {R"({"t": 01})", "invalid JSON: syntax error at column 8"},
       {R"({"t": 1, "path": "/\ud83d"})", "invalid JSON: syntax error at column 26"},
       {R"({"t": 1, "path": "/\x"})", "invalid JSON: syntax error at column 21"},
+      {R"({"t": 9223372036.5})",
+       "t must be at most 9223372036 (the limiter clock ends in 2262) at column 7"},
+      {R"({"t": 1, "duration": 1e300})",
+       "duration must be at most 9223372036 (the limiter clock ends in 2262) at column 22"},
   };
   for (const auto& [line, message] : cases) {
     const auto problem = parse_json_line(line, record);
@@ -162,6 +166,23 @@ TEST(ParseCombinedLine, RefusesOtherLines) {
   EXPECT_TRUE(
       parse_combined_line(R"(1.2.3.4 - - [10/Oct/2000:13:55:36 +0000] "GET" 200 1 "-" "-")", record)
           .has_value());
+  // Only digits in the time's numbers (std::from_chars alone would take a sign).
+  EXPECT_EQ(
+      parse_combined_line(R"(1.2.3.4 - - [10/Oct/2000:-1:55:36 +0000] "GET / HTTP/1.1")", record),
+      "the time is not [dd/Mon/yyyy:hh:mm:ss +zzzz]");
+  EXPECT_EQ(
+      parse_combined_line(R"(1.2.3.4 - - [10/Oct/2000:13:55:36 +-100] "GET / HTTP/1.1")", record),
+      "the time is not [dd/Mon/yyyy:hh:mm:ss +zzzz]");
+  // Times the limiter clock cannot hold (and `t` must not be negative, as in JSON lines).
+  for (const char* line : {R"(1.2.3.4 - - [31/Dec/1969:23:59:59 +0000] "GET / HTTP/1.1")",
+                           R"(1.2.3.4 - - [12/Apr/2262:00:00:00 +0000] "GET / HTTP/1.1")"}) {
+    EXPECT_EQ(parse_combined_line(line, record),
+              "the time is not between 1970 and 2262 (the limiter clock)")
+        << line;
+  }
+  EXPECT_FALSE(
+      parse_combined_line(R"(1.2.3.4 - - [01/Jan/1970:00:00:00 +0000] "GET / HTTP/1.1")", record)
+          .has_value());
 }
 
 config::ProxyConfig one_route(const std::string& limiter) {
@@ -169,6 +190,21 @@ config::ProxyConfig one_route(const std::string& limiter) {
       "limiters:\n  l: " + limiter +
           "\nroutes: [{name: all, respond: {status: 200}, limiters: [l]}]\n",
       "proxy.yaml", [](std::string_view) { return std::nullopt; });
+}
+
+TEST(Replayer, TakesTimesAndDurationsUpToTheEndOfTheClock) {
+  const config::ProxyConfig config = one_route("{algorithm: concurrency, limit: 1}");
+  Replayer replayer(config, InputFormat::jsonl);
+  std::string out;
+  replayer.feed(R"({"t": 0, "ip": "1.2.3.4"})", out);
+  // Held for longer than the clock lasts: never given back.
+  replayer.feed(R"({"t": 9223372036, "ip": "1.2.3.4", "duration": 9223372036})", out);
+  replayer.feed(R"({"t": 9223372036, "ip": "1.2.3.4"})", out);
+  EXPECT_EQ(replayer.requests(), 3U);
+  EXPECT_THAT(out, HasSubstr(R"("t":9223372036,"route":"all","decision":"limited")"));
+  std::ostringstream html;
+  write_html_report(replayer.summary(), "proxy.yaml", "log", html);
+  EXPECT_THAT(html.str(), HasSubstr("2262-04-11 23:47:16 UTC"));  // where the clock ends
 }
 
 TEST(Replayer, CountsMalformedLinesWithTheirNumbersAndCarriesOn) {

@@ -73,6 +73,32 @@ TEST(RespReader, ReadsNestedArrays) {
   EXPECT_TRUE(array.elements[3].elements.empty());
 }
 
+TEST(RespReader, RefusesAnArrayTooLongBeforeAllocatingIt) {
+  // hiredis would allocate the element table (4 GB here) on reading the length alone.
+  RespReader reader;
+  reader.feed("*500000000\r\n");
+  try {
+    reader.next();
+    ADD_FAILURE() << "an array of 500000000 elements was accepted";
+  } catch (const std::runtime_error& error) {
+    EXPECT_STREQ(error.what(), "not a Redis reply: an array of 500000000 elements (at most 65536)");
+  }
+  // Nested arrays are held to the same length; up to it they are read as before.
+  std::string longest = "*2\r\n*65536\r\n";
+  for (int i = 0; i < 65536; ++i) {
+    longest += ":7\r\n";
+  }
+  longest += "*65537\r\n";
+  RespReader nested;
+  nested.feed(longest);
+  EXPECT_THROW(nested.next(), std::runtime_error);
+  longest.resize(longest.size() - std::string_view("*65537\r\n").size());
+  longest += "*0\r\n";
+  const RespValue array = parse(longest);
+  ASSERT_EQ(array.elements.size(), 2U);
+  EXPECT_EQ(array.elements[0].elements.size(), 65536U);
+}
+
 TEST(RespReader, WaitsForTheLastByteOfAReplySplitAnywhere) {
   const std::string_view bytes = "*2\r\n$5\r\nhello\r\n:12\r\n";
   RespReader reader;
