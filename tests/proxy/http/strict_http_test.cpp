@@ -1,0 +1,274 @@
+// Strict HTTP/1.1 (RFC 9112, and RFC 9110's hop-by-hop rules) over real sockets: raw bytes from
+// a client, through the proxy, to an upstream. Requests the proxy must refuse (400 and close,
+// before the upstream sees them), requests it must forward changed, and upstream responses it
+// must refuse (502) or pass on framed as the client can read them. README.md's table "Strict
+// HTTP/1.1" names the requirement each test shows.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <string>
+#include <string_view>
+
+#include "tests/support/proxy_fixture.hpp"
+
+namespace sluice::test {
+namespace {
+
+using namespace std::string_literals;
+using ::testing::EndsWith;
+using ::testing::HasSubstr;
+using ::testing::Not;
+using ::testing::StartsWith;
+
+/// Short enough that a proxy which keeps a connection open where it should close it fails a
+/// test at once rather than after a minute.
+constexpr std::string_view kTimeouts = "timeouts: {header: 2s, idle: 2s}";
+
+/// The proxy in front of the echoing test upstream.
+struct Proxy : ProxyFixture {
+  explicit Proxy(const std::string& routes = "routes: [{name: all}]")
+      : ProxyFixture(routes, std::string(kTimeouts)) {}
+};
+
+int occurrences(std::string_view text, std::string_view part) {
+  int count = 0;
+  for (std::size_t at = text.find(part); at != std::string_view::npos;
+       at = text.find(part, at + 1)) {
+    ++count;
+  }
+  return count;
+}
+
+/// `reply` is one response with `status` ("400 Bad Request") that closes the connection, and
+/// nothing after it: a request behind the refused one was not read as a request of its own.
+void expect_refused(const std::string& reply, std::string_view status) {
+  EXPECT_THAT(reply, StartsWith("HTTP/1.1 " + std::string(status) + "\r\n")) << reply;
+  EXPECT_THAT(reply, HasSubstr("\r\nConnection: close\r\n"));
+  EXPECT_EQ(occurrences(reply, "HTTP/1."), 1) << reply;
+}
+
+/// Each request refused with `status` and never forwarded.
+void expect_all_refused(std::initializer_list<std::string> requests, std::string_view status) {
+  Proxy proxy;
+  for (const std::string& request : requests) {
+    SCOPED_TRACE(request);
+    expect_refused(proxy.send_raw(request), status);
+  }
+  EXPECT_EQ(proxy.upstream().requests(), 0);
+}
+
+/// A request behind `head` (on the same connection), which a proxy that misread the first
+/// one's framing would take for a request of its own.
+std::string smuggling(std::string_view head) {
+  return std::string(head) + "GET /smuggled HTTP/1.1\r\nHost: a\r\n\r\n";
+}
+
+/// The proxy in front of an upstream that answers `response` to every request and then closes.
+struct CannedProxy {
+  explicit CannedProxy(std::string response, bool close_after = true)
+      : upstream(std::move(response), close_after),
+        proxy("routes: [{name: all, upstream: \"" + upstream.url() + "\"}]",
+              "threads: 1\n" + std::string(kTimeouts)) {}
+  CannedUpstream upstream;
+  ProxyFixture proxy;
+};
+
+constexpr std::string_view kGet = "GET / HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n";
+
+// --- Message body length of a request (RFC 9112 §6) ---
+
+TEST(StrictHttp, RefusesATransferEncodingThatDoesNotEndInChunked) {
+  expect_all_refused(
+      {smuggling("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip\r\n\r\n"),
+       smuggling("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked, gzip\r\n\r\n"),
+       smuggling("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n"
+                 "Transfer-Encoding: gzip\r\n\r\n"),
+       smuggling("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: \r\n\r\n"),
+       smuggling("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked;q=1\r\n\r\n"),
+       smuggling("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: xchunked\r\n\r\n")},
+      "400 Bad Request");
+}
+
+TEST(StrictHttp, RefusesTransferEncodingWithContentLength) {
+  expect_all_refused({smuggling("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n"
+                                "Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n"),
+                      smuggling("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n"
+                                "Content-Length: 5\r\n\r\n0\r\n\r\n"),
+                      smuggling("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip\r\n"
+                                "Content-Length: 5\r\n\r\nhello")},
+                     "400 Bad Request");
+}
+
+TEST(StrictHttp, RefusesChunkedAppliedTwice) {
+  expect_all_refused(
+      {smuggling("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked, chunked\r\n\r\n"
+                 "0\r\n\r\n"),
+       smuggling("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n"
+                 "Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n")},
+      "400 Bad Request");
+}
+
+TEST(StrictHttp, RefusesTransferEncodingInHttp10) {
+  expect_all_refused({"POST / HTTP/1.0\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n"
+                      "5\r\nhello\r\n0\r\n\r\n"},
+                     "400 Bad Request");
+}
+
+TEST(StrictHttp, Answers501ForTransferCodingsBesidesChunked) {
+  expect_all_refused({"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip, chunked\r\n\r\n"
+                      "5\r\nhello\r\n0\r\n\r\n",
+                      "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip\r\n"
+                      "Transfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n"},
+                     "501 Not Implemented");
+}
+
+TEST(StrictHttp, RefusesInvalidOrConflictingContentLengths) {
+  std::initializer_list<std::string> requests = {"Content-Length: 5\r\nContent-Length: 7",
+                                                 "Content-Length: 5, 7",
+                                                 "Content-Length: -1",
+                                                 "Content-Length: +5",
+                                                 "Content-Length: 0x5",
+                                                 "Content-Length: 5 5",
+                                                 "Content-Length: 99999999999999999999999",
+                                                 "Content-Length: "};
+  Proxy proxy;
+  for (const std::string& length : requests) {
+    SCOPED_TRACE(length);
+    expect_refused(proxy.send_raw("POST / HTTP/1.1\r\nHost: a\r\n" + length + "\r\n\r\nhello"),
+                   "400 Bad Request");
+  }
+  EXPECT_EQ(proxy.upstream().requests(), 0);
+}
+
+// --- Field syntax (RFC 9112 §5, RFC 9110 §5.5) ---
+
+TEST(StrictHttp, RefusesObsoleteLineFolding) {
+  expect_all_refused({"GET / HTTP/1.1\r\nHost: a\r\nX-Folded: one\r\n two\r\n\r\n",
+                      "GET / HTTP/1.1\r\nHost: a\r\nX-Folded:\r\n\ttwo\r\n\r\n",
+                      "GET / HTTP/1.1\r\nX-Folded: one\r\n  two\r\nHost: a\r\n\r\n"},
+                     "400 Bad Request");
+}
+
+TEST(StrictHttp, RefusesWhitespaceBetweenFieldNameAndColon) {
+  expect_all_refused(
+      {"GET / HTTP/1.1\r\nHost : a\r\n\r\n", "GET / HTTP/1.1\r\nHost: a\r\nX-A\t: b\r\n\r\n"},
+      "400 Bad Request");
+}
+
+TEST(StrictHttp, RefusesBareCrLfOrNulInAField) {
+  expect_all_refused({"GET / HTTP/1.1\r\nHost: a\r\nX-A: a\rb\r\n\r\n",
+                      "GET / HTTP/1.1\r\nHost: a\r\nX-A: a\nb\r\n\r\n",
+                      "GET / HTTP/1.1\r\nHost: a\r\nX-A: a\0b\r\n\r\n"s,
+                      "GET / HTTP/1.1\r\nHost: a\r\nX-A: a\x01"
+                      "b\r\n\r\n",
+                      "GET / HTTP/1.1\r\nHost: a\nX-A: b\r\n\r\n"},
+                     "400 Bad Request");
+}
+
+TEST(StrictHttp, RefusesWhitespaceBeforeTheFirstField) {
+  expect_all_refused({"GET / HTTP/1.1\r\n Host: a\r\n\r\n", "GET / HTTP/1.1\r\n\tHost: a\r\n\r\n"},
+                     "400 Bad Request");
+}
+
+// --- Request line and target (RFC 9112 §3) ---
+
+TEST(StrictHttp, RefusesMalformedRequestLines) {
+  expect_all_refused({"GET  / HTTP/1.1\r\nHost: a\r\n\r\n", "GET / HTTP/1.1 \r\nHost: a\r\n\r\n",
+                      "GET\t/ HTTP/1.1\r\nHost: a\r\n\r\n", " GET / HTTP/1.1\r\nHost: a\r\n\r\n",
+                      "GET /a b HTTP/1.1\r\nHost: a\r\n\r\n", "GET / http/1.1\r\nHost: a\r\n\r\n",
+                      "GET / HTTP/1.1\nHost: a\r\n\r\n", "GET /\r\n\r\n",
+                      "GET / HTTP/2.0\r\nHost: a\r\n\r\n", "GET /\x7f HTTP/1.1\r\nHost: a\r\n\r\n"},
+                     "400 Bad Request");
+}
+
+TEST(StrictHttp, RefusesAMissingRepeatedOrInvalidHost) {
+  expect_all_refused(
+      {"GET / HTTP/1.1\r\n\r\n", "GET / HTTP/1.1\r\nHost: a\r\nHost: a\r\n\r\n",
+       "GET / HTTP/1.0\r\nHost: a\r\nHost: b\r\n\r\n", "GET / HTTP/1.1\r\nHost: a b\r\n\r\n",
+       "GET / HTTP/1.1\r\nHost: a/b\r\n\r\n", "GET / HTTP/1.1\r\nHost: user@a\r\n\r\n",
+       "GET / HTTP/1.1\r\nHost: a:80x\r\n\r\n", "GET / HTTP/1.1\r\nHost: [::1\r\n\r\n"},
+      "400 Bad Request");
+  // Valid: none in HTTP/1.0, an IP literal with a port, an empty one.
+  Proxy proxy;
+  EXPECT_THAT(proxy.send_raw("GET / HTTP/1.0\r\n\r\n"), StartsWith("HTTP/1.0 200 OK\r\n"));
+  EXPECT_THAT(proxy.send_raw("GET / HTTP/1.1\r\nHost: [::1]:8080\r\nConnection: close\r\n\r\n"),
+              StartsWith("HTTP/1.1 200 OK\r\n"));
+  EXPECT_THAT(proxy.send_raw("GET / HTTP/1.1\r\nHost:\r\nConnection: close\r\n\r\n"),
+              StartsWith("HTTP/1.1 200 OK\r\n"));
+}
+
+TEST(StrictHttp, RoutesAndForwardsAnAbsoluteFormTargetByItsPathWithItsHost) {
+  Proxy proxy(
+      "limiters:\n  one: {algorithm: fixed_window, limit: 1, window: 1h}\n"
+      "routes:\n  - {name: api, match: {path_prefix: /api/}, limiters: [one]}\n"
+      "  - {name: rest}");
+  const std::string reply = proxy.send_raw(
+      "GET http://other.test/api/x?y=1 HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n");
+  EXPECT_THAT(reply, StartsWith("HTTP/1.1 200 OK\r\n"));
+  EXPECT_THAT(reply, HasSubstr("RateLimit-Policy: \"one\""));  // the api route's limiter
+  EXPECT_THAT(reply, HasSubstr("\nGET /api/x?y=1\n"));
+  EXPECT_THAT(reply, HasSubstr("\nHost: other.test\n"));  // the target's, not the field's
+  EXPECT_THAT(reply, HasSubstr("\nX-Forwarded-Host: other.test\n"));
+  // The same limit as the origin-form of the same path.
+  EXPECT_THAT(proxy.send_raw("GET /api/x HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n"),
+              StartsWith("HTTP/1.1 429 Too Many Requests\r\n"));
+  // An empty path is "/"; HTTP/1.0 without a Host field gets the target's.
+  EXPECT_THAT(proxy.send_raw("GET HTTP://other.test?q HTTP/1.1\r\nHost: a\r\n"
+                             "Connection: close\r\n\r\n"),
+              HasSubstr("\nGET /?q\n"));
+  EXPECT_THAT(proxy.send_raw("GET http://other.test:8080/x HTTP/1.0\r\n\r\n"),
+              HasSubstr("\nHost: other.test:8080\n"));
+}
+
+TEST(StrictHttp, RefusesTargetsInTheWrongFormAndAnswers501ToConnect) {
+  expect_all_refused(
+      {"GET * HTTP/1.1\r\nHost: a\r\n\r\n", "GET other.test:80 HTTP/1.1\r\nHost: a\r\n\r\n",
+       "GET ftp://other.test/ HTTP/1.1\r\nHost: a\r\n\r\n",
+       "GET http://user@other.test/ HTTP/1.1\r\nHost: a\r\n\r\n",
+       "GET http:///x HTTP/1.1\r\nHost: a\r\n\r\n",
+       "GET http://other.test/x#part HTTP/1.1\r\nHost: a\r\n\r\n"},
+      "400 Bad Request");
+  expect_all_refused({"CONNECT other.test:443 HTTP/1.1\r\nHost: other.test:443\r\n\r\n"},
+                     "501 Not Implemented");
+  Proxy proxy;
+  EXPECT_THAT(proxy.send_raw("OPTIONS * HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n"),
+              HasSubstr("\nOPTIONS *\n"));
+}
+
+TEST(StrictHttp, Answers414ForARequestLineOverTheHeaderLimit) {
+  expect_all_refused({"GET /" + std::string(17000, 'a') + " HTTP/1.1\r\nHost: a\r\n\r\n"},
+                     "414 URI Too Long");
+}
+
+// --- Responses (RFC 9112 §6.3, §7; what the upstream sends back) ---
+
+TEST(StrictHttp, Answers502ForInvalidResponseFraming) {
+  for (const std::string& response : {
+           "HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\nContent-Length: 5\r\n\r\nhello"s,
+           "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nContent-Length: 5\r\n\r\n0\r\n\r\n"s,
+           "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\nhello!"s,
+           "HTTP/1.1 200 OK\r\nContent-Length: -5\r\n\r\n"s,
+           "HTTP/1.0 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"s,
+           "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked, chunked\r\n\r\n0\r\n\r\n"s,
+           "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked;x=1\r\n\r\n0\r\n\r\n"s,
+           "HTTP/1.1 200 OK\r\nX-Bad : x\r\nContent-Length: 0\r\n\r\n"s,
+           "HTTP/1.1 200 OK\r\nX-Bad: a\rb\r\nContent-Length: 0\r\n\r\n"s,
+           "HTTP/1.1 200 OK\r\nX-Bad: a\0b\r\nContent-Length: 0\r\n\r\n"s,
+           "HTTP/1.1 200 OK\r\n Content-Length: 0\r\n\r\n"s,
+           "HTTP/1.1 099 Odd\r\nContent-Length: 0\r\n\r\n"s,
+           "HTTP/1.1 600 Odd\r\nContent-Length: 0\r\n\r\n"s,
+           "HTTP/1.1 200\r\nContent-Length: 0\r\n\r\n"s,
+       }) {
+    SCOPED_TRACE(response);
+    CannedProxy canned(response);
+    expect_refused(canned.proxy.send_raw(std::string(kGet)), "502 Bad Gateway");
+  }
+}
+
+TEST(StrictHttp, UnfoldsObsoleteLineFoldingInAResponse) {
+  CannedProxy canned("HTTP/1.1 200 OK\r\nX-Folded: one\r\n two\r\nContent-Length: 0\r\n\r\n");
+  EXPECT_THAT(canned.proxy.send_raw(std::string(kGet)), HasSubstr("\r\nX-Folded: one two\r\n"));
+}
+
+}  // namespace
+}  // namespace sluice::test
