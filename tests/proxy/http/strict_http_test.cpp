@@ -172,6 +172,17 @@ TEST(StrictHttp, RefusesWhitespaceBeforeTheFirstField) {
 
 // --- Request line and target (RFC 9112 §3) ---
 
+TEST(StrictHttp, IgnoresEmptyLinesBeforeARequestLine) {
+  // Some clients send CRLF after a request's body; the next request still counts.
+  Proxy proxy;
+  const std::string reply = proxy.send_raw(
+      "POST /one HTTP/1.1\r\nHost: a\r\nContent-Length: 2\r\n\r\nok\r\n"
+      "\r\nGET /two HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n");
+  EXPECT_THAT(reply, HasSubstr("\nPOST /one\n"));
+  EXPECT_THAT(reply, HasSubstr("\nGET /two\n"));
+  EXPECT_EQ(occurrences(reply, "HTTP/1.1 200 OK"), 2) << reply;
+}
+
 TEST(StrictHttp, RefusesMalformedRequestLines) {
   expect_all_refused({"GET  / HTTP/1.1\r\nHost: a\r\n\r\n", "GET / HTTP/1.1 \r\nHost: a\r\n\r\n",
                       "GET\t/ HTTP/1.1\r\nHost: a\r\n\r\n", " GET / HTTP/1.1\r\nHost: a\r\n\r\n",
