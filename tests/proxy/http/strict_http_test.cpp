@@ -39,6 +39,12 @@ int occurrences(std::string_view text, std::string_view part) {
   return count;
 }
 
+/// What follows the first head in `reply`: the test upstream's echo of the request it got.
+std::string body_of(const std::string& reply) {
+  const std::size_t end = reply.find("\r\n\r\n");
+  return end == std::string::npos ? std::string() : reply.substr(end + 4);
+}
+
 /// `reply` is one response with `status` ("400 Bad Request") that closes the connection, and
 /// nothing after it: a request behind the refused one was not read as a request of its own.
 void expect_refused(const std::string& reply, std::string_view status) {
@@ -138,6 +144,18 @@ TEST(StrictHttp, RefusesInvalidOrConflictingContentLengths) {
                    "400 Bad Request");
   }
   EXPECT_EQ(proxy.upstream().requests(), 0);
+}
+
+TEST(StrictHttp, ForwardsRepeatedEqualContentLengthsAsOne) {
+  Proxy proxy;
+  const std::string reply = proxy.send_raw(
+      "POST /x HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\nContent-Length: 5, 5\r\n"
+      "Connection: close\r\n\r\nhello");
+  EXPECT_THAT(reply, StartsWith("HTTP/1.1 200 OK\r\n"));
+  const std::string echo = body_of(reply);
+  EXPECT_THAT(echo, HasSubstr("\nContent-Length: 5\n"));
+  EXPECT_EQ(occurrences(echo, "Content-Length"), 1) << echo;
+  EXPECT_THAT(echo, HasSubstr("body 5 " + std::to_string(TestUpstream::checksum("hello"))));
 }
 
 // --- Field syntax (RFC 9112 §5, RFC 9110 §5.5) ---
@@ -251,6 +269,91 @@ TEST(StrictHttp, Answers414ForARequestLineOverTheHeaderLimit) {
                      "414 URI Too Long");
 }
 
+// --- Chunked transfer coding (RFC 9112 §7) ---
+
+TEST(StrictHttp, RefusesMalformedChunksWith400) {
+  Proxy proxy;
+  for (const std::string body :
+       {"zz\r\nhello\r\n0\r\n\r\n", "5\r\nhelloXX0\r\n\r\n", "fffffffffffffffff1\r\nhello\r\n",
+        "5;a\rb\r\nhello\r\n0\r\n\r\n", "5 \r\nhello\r\n0\r\n\r\n", "5\nhello\r\n0\r\n\r\n",
+        "-5\r\nhello\r\n0\r\n\r\n"}) {
+    SCOPED_TRACE(body);
+    expect_refused(
+        proxy.send_raw("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n" + body),
+        "400 Bad Request");
+  }
+}
+
+TEST(StrictHttp, RefusesControlCharactersInChunkExtensions) {
+  Proxy proxy;
+  for (const std::string& body :
+       {"5;a=\"x\ny\"\r\nhello\r\n0\r\n\r\n"s, "5;a=\"x\0y\"\r\nhello\r\n0\r\n\r\n"s,
+        "5\r\nhello\r\n0;a=\"\n\"\r\n\r\n"s}) {
+    SCOPED_TRACE(body);
+    expect_refused(
+        proxy.send_raw("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n" + body),
+        "400 Bad Request");
+  }
+  // Extensions themselves are allowed, and not forwarded (the body is chunked anew).
+  const std::string reply = proxy.send_raw(
+      "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
+      "5;name=\"quoted; value\";other\r\nhello\r\n0\r\n\r\n");
+  EXPECT_THAT(reply, HasSubstr("body 5 " + std::to_string(TestUpstream::checksum("hello"))));
+}
+
+// --- Hop-by-hop fields, and what HTTP/1.0 does not know (RFC 9110 §7.6.1, §7.8, §10.1.1) ---
+
+TEST(StrictHttp, RemovesHopByHopFieldsAndWhatEveryConnectionFieldNames) {
+  Proxy proxy;
+  const std::string reply = proxy.send_raw(
+      "GET / HTTP/1.1\r\nHost: a\r\nConnection: keep-alive, X-One\r\nConnection: X-Two, close\r\n"
+      "X-One: 1\r\nX-Two: 2\r\nX-Three: 3\r\nKeep-Alive: timeout=5\r\n"
+      "Proxy-Connection: keep-alive\r\nTE: trailers\r\nTrailer: X-T\r\nUpgrade: h2c\r\n"
+      "Proxy-Authorization: Basic eDp5\r\n\r\n");
+  EXPECT_THAT(reply, StartsWith("HTTP/1.1 200 OK\r\n"));
+  const std::string echo = body_of(reply);
+  EXPECT_THAT(echo, HasSubstr("\nX-Three: 3\n"));
+  for (const std::string_view dropped :
+       {"\nX-One:", "\nX-Two:", "\nKeep-Alive:", "\nConnection:", "\nProxy-Connection:", "\nTE:",
+        "\nTrailer:", "\nUpgrade:", "\nProxy-Authorization:"}) {
+    EXPECT_THAT(echo, Not(HasSubstr(std::string(dropped)))) << dropped;
+  }
+}
+
+TEST(StrictHttp, ConnectionOptionsCannotRemoveFramingHostOrTheRequestId) {
+  Proxy proxy;
+  const std::string reply = proxy.send_raw(
+      "POST /x HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\nX-Request-Id: mine\r\n"
+      "Connection: Content-Length, Host, X-Request-Id, close\r\n\r\nhello");
+  EXPECT_THAT(reply, HasSubstr("\nHost: a\n"));
+  EXPECT_THAT(reply, HasSubstr("body 5 " + std::to_string(TestUpstream::checksum("hello"))));
+  EXPECT_THAT(reply, Not(HasSubstr("mine")));
+  EXPECT_THAT(reply, ::testing::ContainsRegex("X-Request-Id: [0-9a-f]{32}\n"));
+  const std::string chunked = proxy.send_raw(
+      "POST /x HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n"
+      "Connection: Transfer-Encoding, close\r\n\r\n5\r\nhello\r\n0\r\n\r\n");
+  EXPECT_THAT(chunked, HasSubstr("body 5 " + std::to_string(TestUpstream::checksum("hello"))));
+}
+
+TEST(StrictHttp, IgnoresUpgradeInHttp10) {
+  Proxy proxy;
+  RawClient client(proxy.port());
+  client.write(
+      "GET /chat HTTP/1.0\r\nHost: a\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n");
+  const std::string head = client.read_until("\r\n\r\n");  // (a tunnel would not close)
+  EXPECT_THAT(head, StartsWith("HTTP/1.0 200 OK\r\n"));
+  EXPECT_THAT(head + client.read_until(""), Not(HasSubstr("Upgrade")));
+}
+
+TEST(StrictHttp, IgnoresExpectContinueInHttp10) {
+  // An HTTP/1.0 client knows no interim response: it would take a 100 for the answer.
+  Proxy proxy;
+  const std::string reply = proxy.send_raw(
+      "POST /form HTTP/1.0\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\nhello");
+  EXPECT_THAT(reply, StartsWith("HTTP/1.0 200 OK\r\n"));
+  EXPECT_THAT(reply, HasSubstr("body 5 " + std::to_string(TestUpstream::checksum("hello"))));
+}
+
 // --- Responses (RFC 9112 §6.3, §7; what the upstream sends back) ---
 
 TEST(StrictHttp, Answers502ForInvalidResponseFraming) {
@@ -279,6 +382,14 @@ TEST(StrictHttp, Answers502ForInvalidResponseFraming) {
 TEST(StrictHttp, UnfoldsObsoleteLineFoldingInAResponse) {
   CannedProxy canned("HTTP/1.1 200 OK\r\nX-Folded: one\r\n two\r\nContent-Length: 0\r\n\r\n");
   EXPECT_THAT(canned.proxy.send_raw(std::string(kGet)), HasSubstr("\r\nX-Folded: one two\r\n"));
+}
+
+TEST(StrictHttp, WritesTheResponsesContentLengthWhateverItsConnectionFieldNames) {
+  CannedProxy canned(
+      "HTTP/1.1 200 OK\r\nConnection: Content-Length\r\nContent-Length: 2\r\n\r\nok");
+  const std::string reply = canned.proxy.send_raw(std::string(kGet));
+  EXPECT_THAT(reply, HasSubstr("\r\nContent-Length: 2\r\n"));
+  EXPECT_THAT(reply, EndsWith("\r\n\r\nok"));
 }
 
 }  // namespace
