@@ -17,6 +17,7 @@
 #include "proxy/http/tunnel.hpp"
 #include "proxy/http/upstream_pool.hpp"
 #include "proxy/io/chunk_pool.hpp"
+#include "proxy/io/socket_calls.hpp"
 #include "proxy/io/socket_io.hpp"
 #include "proxy/pipeline/http_text.hpp"
 
@@ -160,7 +161,25 @@ struct Sink {
 struct Pumped {
   beast::error_code error;
   bool read_failed = false;  ///< The source failed (else the sink, if `error`).
+  bool head_sent = false;    ///< The source failed after the head went out: too late to answer.
 };
+
+/// Reads into `read` what `stream`'s socket holds, without waiting; false when it holds nothing.
+/// For a response's body: the upstream's end of stream, which ends a body of unknown length or
+/// cuts one short, may have come with the last bytes read, and then no epoll event would tell
+/// a drain-aware read of it (io/drain_aware_read.hpp) until the upstream timeout.
+template <bool isRequest>
+bool receive_now(io::Stream& stream, MessageRead<isRequest>& read, beast::error_code& ec) {
+  beast::error_code error;
+  const net::mutable_buffer room = read.room();
+  const std::size_t n =
+      io::receive_some(stream.socket().native_handle(), room.data(), room.size(), error);
+  if (error == net::error::would_block) {
+    return false;
+  }
+  read.received(n, error, ec);
+  return true;
+}
 
 /// Streams a message from `in` (its parser, past the header) to `out`, after `head`. Each write
 /// carries what is ready: the head (the first time), a body piece in its chunk framing when
@@ -190,12 +209,17 @@ io::Awaitable<Pumped> pump(Source in, Parser& parser, Sink out, const HeadText& 
       if (read.wants_bytes(ec)) {
         in.stream.expires_after(in.timeout);
         do {
+          if constexpr (!Parser::is_request::value) {
+            if (receive_now(in.stream, read, ec)) {
+              continue;
+            }
+          }
           auto [error, n] = co_await in.stream.async_read_some(read.room(), io::use_nothrow);
           read.received(n, error, ec);
         } while (read.wants_bytes(ec));
       }
       if (ec && ec != http::error::need_buffer) {
-        co_return Pumped{.error = ec, .read_failed = true};
+        co_return Pumped{.error = ec, .read_failed = true, .head_sent = head_sent};
       }
       piece = chunk.size() - parser.room_left();
     }
@@ -323,7 +347,9 @@ void write_upstream_head(const RequestParser& request, std::string_view client_a
 
 /// How a response's body goes to the client, and the fields that say so.
 struct ClientFraming {
-  bool chunked = false;                 ///< Re-chunked by the proxy.
+  bool chunked = false;  ///< Re-chunked by the proxy.
+  bool codings = false;  ///< The upstream's Transfer-Encoding fields go as they are: codings
+                         ///< besides chunked, either last (re-chunked) or not (until close).
   std::optional<std::uint64_t> length;  ///< Content-Length.
 };
 
@@ -343,7 +369,8 @@ void write_client_head(const ResponseParser& response, unsigned version, ClientF
   for (std::size_t index = 0; index < fields.size(); ++index) {
     const http::field id = fields.id(index);
     const pipeline::Header& field = fields.at(index);
-    if (!(dropped(id, field.name, options) ||
+    if ((id == http::field::transfer_encoding && framing.codings) ||
+        !(dropped(id, field.name, options) ||
           (limits && is_limit_field(field.name, limits_headers)))) {
       write_field(head, field.name, field.value);
     }
@@ -353,7 +380,7 @@ void write_client_head(const ResponseParser& response, unsigned version, ClientF
     write_field(head, "Upgrade", fields.value_of(http::field::upgrade));
     append(head, "Connection: upgrade\r\n");
   } else {
-    if (framing.chunked) {
+    if (framing.chunked && !framing.codings) {
       append(head, "Transfer-Encoding: chunked\r\n");
     } else if (framing.length) {
       write_field(head, "Content-Length", *framing.length);
@@ -530,7 +557,15 @@ io::Awaitable<RelayOutcome> relay(ClientConnection& downstream, const Exchange& 
   UpstreamFailure failure = sent.failure;
   const bool switching = failure == UpstreamFailure::none &&
                          connection->response->result() == http::status::switching_protocols;
-  if (switching && !upgrade) {  // a protocol switch nobody asked for
+  // A protocol switch nobody asked for, or that does not say to what.
+  if (switching &&
+      (!upgrade || connection->response->head().value_of(http::field::upgrade).empty())) {
+    failure = UpstreamFailure::broken;
+  }
+  // Transfer codings besides chunked cannot reach an HTTP/1.0 client (RFC 9112 §6.1).
+  const bool codings =
+      failure == UpstreamFailure::none && connection->response->transfer_codings().others();
+  if (codings && version < 11) {
     failure = UpstreamFailure::broken;
   }
   if (failure != UpstreamFailure::none) {
@@ -556,14 +591,23 @@ io::Awaitable<RelayOutcome> relay(ClientConnection& downstream, const Exchange& 
     }
     co_return outcome;  // an upgraded connection is never reused
   }
-  // A body of unknown length is re-framed: chunked for HTTP/1.1, close-delimited for HTTP/1.0.
-  const bool unknown_length =
-      response.chunked() || (!response.content_length() && !response.is_done());
-  ClientFraming framing{.chunked = unknown_length && version >= 11, .length = std::nullopt};
-  if (const auto length = response.content_length()) {
-    framing.length = *length;
+  // How the body goes on. A 204 has no Content-Length or Transfer-Encoding (RFC 9112 §6.1,
+  // §6.2). A body of unknown length is chunked anew for HTTP/1.1 and sent until close to
+  // HTTP/1.0. The upstream's codings besides chunked go on as they came: chunked anew when
+  // chunked was last, else until close (§6.3, rule 4).
+  ClientFraming framing;
+  bool until_close = false;
+  if (response.status() != 204) {
+    const bool unknown_length =
+        response.chunked() || (!response.content_length() && !response.is_done());
+    framing.chunked = version >= 11 && (response.chunked() || (unknown_length && !codings));
+    framing.codings = codings;
+    if (const auto length = response.content_length()) {
+      framing.length = *length;
+    }
+    until_close = unknown_length && !framing.chunked;
   }
-  keep_alive = keep_alive && !(unknown_length && version < 11);
+  keep_alive = keep_alive && !until_close;
   write_client_head(response, version, framing, keep_alive, false, decision, config.limits_headers,
                     head);
   bool upstream_failed = false;
@@ -579,10 +623,14 @@ io::Awaitable<RelayOutcome> relay(ClientConnection& downstream, const Exchange& 
     const Pumped pumped =
         co_await pump(Source{server, server_buffer, timeouts.upstream}, response,
                       Sink{client, timeouts.idle}, head, framing.chunked, chunk.bytes());
+    if (pumped.read_failed && !pumped.head_sent) {  // a body broken from its start: 502 (504)
+      co_return co_await fail(client, failure_of(pumped.error), version, decision, config);
+    }
     ec = pumped.error;
     upstream_failed = pumped.read_failed;
   }
-  if (!ec && response.keep_alive() && response.is_done()) {
+  // Bytes after the response were not asked for: never taken for the next one (RFC 9112 §6.3).
+  if (!ec && response.keep_alive() && response.is_done() && server_buffer.size() == 0) {
     loop.pool.give_back(exchange.upstream(), std::move(connection));
   }
   if (ec && upstream_failed) {

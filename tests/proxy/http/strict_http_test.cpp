@@ -356,6 +356,37 @@ TEST(StrictHttp, IgnoresExpectContinueInHttp10) {
 
 // --- Responses (RFC 9112 §6.3, §7; what the upstream sends back) ---
 
+TEST(StrictHttp, PassesOnAResponseWhoseCodingsDoNotEndInChunkedUntilClose) {
+  CannedProxy canned("HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n\r\n\x1f\x8b not chunked");
+  // Kept alive by the client: the response still ends with the connection.
+  const std::string reply = canned.proxy.send_raw("GET / HTTP/1.1\r\nHost: a\r\n\r\n");
+  EXPECT_THAT(reply, StartsWith("HTTP/1.1 200 OK\r\n"));
+  EXPECT_THAT(reply, HasSubstr("\r\nTransfer-Encoding: gzip\r\n"));
+  EXPECT_THAT(reply, HasSubstr("\r\nConnection: close\r\n"));
+  EXPECT_THAT(reply, Not(HasSubstr("chunked\r\n")));
+  EXPECT_THAT(reply, EndsWith("\r\n\r\n\x1f\x8b not chunked"));
+}
+
+TEST(StrictHttp, KeepsTheUpstreamsCodingsWhenItChunksABodyAnew) {
+  CannedProxy canned(
+      "HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n");
+  const std::string reply = canned.proxy.send_raw(std::string(kGet));
+  EXPECT_THAT(reply, StartsWith("HTTP/1.1 200 OK\r\n"));
+  EXPECT_THAT(reply, HasSubstr("\r\nTransfer-Encoding: gzip, chunked\r\n"));
+  EXPECT_EQ(occurrences(reply, "Transfer-Encoding"), 1) << reply;
+  EXPECT_THAT(reply, EndsWith("\r\n\r\n5\r\nhello\r\n0\r\n\r\n"));
+}
+
+TEST(StrictHttp, Answers502ToAnHttp10ClientForTransferCodings) {
+  for (const std::string_view coding : {"gzip", "gzip, chunked"}) {
+    SCOPED_TRACE(coding);
+    CannedProxy canned("HTTP/1.1 200 OK\r\nTransfer-Encoding: " + std::string(coding) +
+                       "\r\n\r\n0\r\n\r\n");
+    EXPECT_THAT(canned.proxy.send_raw("GET / HTTP/1.0\r\n\r\n"),
+                StartsWith("HTTP/1.0 502 Bad Gateway\r\n"));
+  }
+}
+
 TEST(StrictHttp, Answers502ForInvalidResponseFraming) {
   for (const std::string& response : {
            "HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\nContent-Length: 5\r\n\r\nhello"s,
@@ -379,6 +410,54 @@ TEST(StrictHttp, Answers502ForInvalidResponseFraming) {
   }
 }
 
+TEST(StrictHttp, Answers502ForAResponseBodyBrokenFromItsStart) {
+  for (const std::string& response : {
+           "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nhello\r\n0\r\n\r\n"s,
+           "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5;a=\"\n\"\r\nhello\r\n"s,
+           "HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n"s,  // and then the upstream closes
+       }) {
+    SCOPED_TRACE(response);
+    CannedProxy canned(response);
+    expect_refused(canned.proxy.send_raw(std::string(kGet)), "502 Bad Gateway");
+  }
+}
+
+TEST(StrictHttp, CutsShortAResponseWhoseBodyBreaksOff) {
+  // The head has gone: the client must see that the body is incomplete, and the connection
+  // closes. A chunked body gets no last chunk; a body of known length stays short.
+  {
+    CannedProxy canned("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\nzz\r\n");
+    const std::string reply = canned.proxy.send_raw("GET / HTTP/1.1\r\nHost: a\r\n\r\n");
+    EXPECT_THAT(reply, StartsWith("HTTP/1.1 200 OK\r\n"));
+    EXPECT_THAT(reply, EndsWith("\r\n\r\n5\r\nhello\r\n"));
+  }
+  {
+    CannedProxy canned("HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nhello");
+    const std::string reply = canned.proxy.send_raw("GET / HTTP/1.1\r\nHost: a\r\n\r\n");
+    EXPECT_THAT(reply, StartsWith("HTTP/1.1 200 OK\r\n"));
+    EXPECT_THAT(reply, HasSubstr("\r\nContent-Length: 10\r\n"));
+    EXPECT_THAT(reply, EndsWith("\r\n\r\nhello"));
+  }
+}
+
+TEST(StrictHttp, SendsNoContentLengthOrTransferEncodingWithA204) {
+  for (const std::string& response :
+       {"HTTP/1.1 204 No Content\r\nContent-Length: 5\r\n\r\n"s,
+        "HTTP/1.1 204 No Content\r\nTransfer-Encoding: chunked\r\n\r\n"s}) {
+    SCOPED_TRACE(response);
+    CannedProxy canned(response);
+    const std::string reply = canned.proxy.send_raw(std::string(kGet));
+    EXPECT_THAT(reply, StartsWith("HTTP/1.1 204 No Content\r\n"));
+    EXPECT_THAT(reply, Not(HasSubstr("Content-Length")));
+    EXPECT_THAT(reply, Not(HasSubstr("Transfer-Encoding")));
+  }
+  // A 304 keeps its Content-Length (that of the representation), with no body.
+  CannedProxy canned("HTTP/1.1 304 Not Modified\r\nContent-Length: 5\r\n\r\n");
+  const std::string reply = canned.proxy.send_raw(std::string(kGet));
+  EXPECT_THAT(reply, HasSubstr("\r\nContent-Length: 5\r\n"));
+  EXPECT_THAT(reply, EndsWith("\r\n\r\n"));
+}
+
 TEST(StrictHttp, UnfoldsObsoleteLineFoldingInAResponse) {
   CannedProxy canned("HTTP/1.1 200 OK\r\nX-Folded: one\r\n two\r\nContent-Length: 0\r\n\r\n");
   EXPECT_THAT(canned.proxy.send_raw(std::string(kGet)), HasSubstr("\r\nX-Folded: one two\r\n"));
@@ -390,6 +469,27 @@ TEST(StrictHttp, WritesTheResponsesContentLengthWhateverItsConnectionFieldNames)
   const std::string reply = canned.proxy.send_raw(std::string(kGet));
   EXPECT_THAT(reply, HasSubstr("\r\nContent-Length: 2\r\n"));
   EXPECT_THAT(reply, EndsWith("\r\n\r\nok"));
+}
+
+TEST(StrictHttp, NeverReusesAnUpstreamConnectionWithBytesAfterTheResponse) {
+  // Bytes nobody asked for after a response must not become the next request's response.
+  CannedProxy canned(
+      "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
+      "HTTP/1.1 200 OK\r\nContent-Length: 6\r\n\r\nPOISON",
+      /*close_after=*/false);
+  for (int i = 0; i < 2; ++i) {
+    const std::string reply = canned.proxy.send_raw(std::string(kGet));
+    EXPECT_THAT(reply, EndsWith("\r\n\r\nok"));
+  }
+  EXPECT_EQ(canned.upstream.connections(), 2);
+}
+
+TEST(StrictHttp, Answers502ForA101WithoutUpgrade) {
+  CannedProxy canned("HTTP/1.1 101 Switching Protocols\r\nConnection: upgrade\r\n\r\n");
+  RawClient client(canned.proxy.port());
+  client.write(
+      "GET /chat HTTP/1.1\r\nHost: a\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n");
+  EXPECT_THAT(client.read_until("\r\n\r\n"), StartsWith("HTTP/1.1 502 Bad Gateway\r\n"));
 }
 
 }  // namespace
