@@ -202,12 +202,13 @@ TEST(StrictHttp, IgnoresEmptyLinesBeforeARequestLine) {
 }
 
 TEST(StrictHttp, RefusesMalformedRequestLines) {
-  expect_all_refused({"GET  / HTTP/1.1\r\nHost: a\r\n\r\n", "GET / HTTP/1.1 \r\nHost: a\r\n\r\n",
-                      "GET\t/ HTTP/1.1\r\nHost: a\r\n\r\n", " GET / HTTP/1.1\r\nHost: a\r\n\r\n",
-                      "GET /a b HTTP/1.1\r\nHost: a\r\n\r\n", "GET / http/1.1\r\nHost: a\r\n\r\n",
-                      "GET / HTTP/1.1\nHost: a\r\n\r\n", "GET /\r\n\r\n",
-                      "GET / HTTP/2.0\r\nHost: a\r\n\r\n", "GET /\x7f HTTP/1.1\r\nHost: a\r\n\r\n"},
-                     "400 Bad Request");
+  expect_all_refused(
+      {"GET  / HTTP/1.1\r\nHost: a\r\n\r\n", "GET / HTTP/1.1 \r\nHost: a\r\n\r\n",
+       "GET\t/ HTTP/1.1\r\nHost: a\r\n\r\n", " GET / HTTP/1.1\r\nHost: a\r\n\r\n",
+       "GET /a b HTTP/1.1\r\nHost: a\r\n\r\n", "GET / http/1.1\r\nHost: a\r\n\r\n",
+       "GET / HTTP/1.1\nHost: a\r\n\r\n", "GET /\r\n\r\n", "GET / HTTP/2.0\r\nHost: a\r\n\r\n",
+       "GET / HTTP/1.2\r\nHost: a\r\n\r\n", "GET /\x7f HTTP/1.1\r\nHost: a\r\n\r\n"},
+      "400 Bad Request");
 }
 
 TEST(StrictHttp, RefusesAMissingRepeatedOrInvalidHost) {
