@@ -82,6 +82,16 @@ class HeadFields {
     spans_.push_back({keep(name), keep(value)});
   }
 
+  /// Adds a field whose value is text already kept (a part of the start line), for a field the
+  /// parser puts in place of the one received.
+  void add(Field id, std::string_view name, Span value) {
+    if (sealed_) {
+      return;
+    }
+    ids_.push_back(id);
+    spans_.push_back({keep(name), value});
+  }
+
   /// The head is complete: from here on, views.
   void seal() {
     headers_.clear();

@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include "proxy/http/head_fields.hpp"
+#include "proxy/http/message_syntax.hpp"
 
 namespace sluice::http {
 
@@ -17,6 +18,19 @@ namespace sluice::http {
 /// a connection's HeadFields instead of a Beast message, and copying body bytes into the room
 /// the relay lends it, as Beast's buffer_body does: when the room is full, parsing stops with
 /// http::error::need_buffer. One parser per message; the HeadFields outlive it.
+///
+/// It adds the checks of RFC 9112 that Beast leaves out, on the fields as they are parsed, and
+/// fails the message with an error as Beast's own checks do (README: "Strict HTTP/1.1"):
+/// - a request: line folding (obs-fold), a Host field missing in HTTP/1.1, repeated, or not a
+///   valid host; a request-target in asterisk-form other than for OPTIONS, in authority-form
+///   (CONNECT: refusal() is 501), or in an absolute-form that is not an http(s) URI. A valid
+///   absolute-form is kept as its path and query, its authority in place of the Host field;
+/// - a request's Transfer-Encoding: in HTTP/1.0, with Content-Length, not a valid list, with
+///   `chunked` more than once or not last, or with codings besides `chunked` (refusal(): 501);
+/// - a response's Transfer-Encoding: in HTTP/1.0, with Content-Length, not a valid list, or with
+///   `chunked` more than once (without `chunked` last, the body runs until the connection
+///   closes); a status outside 100-599;
+/// - chunk extensions holding control characters.
 template <bool isRequest>
 class MessageParser final : public boost::beast::http::basic_parser<isRequest> {
  public:
@@ -40,40 +54,170 @@ class MessageParser final : public boost::beast::http::basic_parser<isRequest> {
   }
   std::string_view reason() const noexcept { return head_.view(reason_); }
 
+  /// The start line was read whole: a head too large before that is a request-target too long.
+  bool start_line_done() const noexcept { return start_line_done_; }
+  /// The status a request that failed the checks above is answered with.
+  boost::beast::http::status refusal() const noexcept { return refusal_; }
+  /// The message's Transfer-Encoding fields, all of them.
+  const syntax::TransferCodings& transfer_codings() const noexcept { return codings_; }
+
   /// Where the next body bytes go.
   void body_into(std::span<char> room) noexcept { room_ = room; }
   /// The part of the room not yet filled.
   std::size_t room_left() const noexcept { return room_.size(); }
 
  private:
+  using field = boost::beast::http::field;
+  using http_error = boost::beast::http::error;
+  using http_status = boost::beast::http::status;
+
   void on_request_impl(boost::beast::http::verb method, string_view method_string,
-                       string_view target, int version, error_code&) override {
+                       string_view target, int version, error_code& ec) override {
     head_.clear();
     method_ = method;
     method_string_ = head_.keep(method_string);
-    target_ = head_.keep(target);
     version_ = static_cast<unsigned>(version);
+    start_line_done_ = true;
+    if (!target.empty() && target.front() == '/') {  // origin-form: the usual one
+      target_ = head_.keep(target);
+      return;
+    }
+    keep_other_target(target, ec);
   }
 
-  void on_response_impl(int status, string_view reason, int version, error_code&) override {
+  /// The request-target forms other than origin-form (RFC 9112 §3.2).
+  void keep_other_target(string_view target, error_code& ec) {
+    if (method_ == boost::beast::http::verb::connect) {
+      refusal_ = http_status::not_implemented;  // a tunnel: not what a gateway opens
+      ec = http_error::bad_method;
+      return;
+    }
+    if (target == "*") {  // asterisk-form: the server itself, for OPTIONS only
+      if (method_ == boost::beast::http::verb::options) {
+        target_ = head_.keep(target);
+      } else {
+        ec = http_error::bad_target;
+      }
+      return;
+    }
+    const syntax::AbsoluteForm form = syntax::split_absolute_form(target);
+    if (!form.valid) {
+      ec = http_error::bad_target;
+      return;
+    }
+    // Routed and forwarded in origin-form; the authority replaces the Host field (§3.2.2).
+    authority_ = head_.keep(form.authority);
+    const HeadFields::Span slash = head_.keep(form.path.starts_with('/') ? "" : "/");
+    const HeadFields::Span rest = head_.keep(form.path);
+    target_ = {slash.offset, slash.length + rest.length};
+  }
+
+  void on_response_impl(int status, string_view reason, int version, error_code& ec) override {
     head_.clear();
     status_ = static_cast<unsigned>(status);
     reason_ = head_.keep(reason);
     version_ = static_cast<unsigned>(version);
+    start_line_done_ = true;
+    if (status < 100 || status > 599) {
+      ec = http_error::bad_status;  // invalid (RFC 9110 §15)
+    }
   }
 
-  void on_field_impl(boost::beast::http::field id, string_view name, string_view value,
-                     error_code&) override {
+  void on_field_impl(field id, string_view name, string_view value, error_code& ec) override {
+    if constexpr (isRequest) {
+      if (unfolded(name, value)) {
+        ec = http_error::bad_value;  // obs-fold in a request (RFC 9112 §5.2)
+        return;
+      }
+    }
+    if (this->is_header_done()) {  // a trailer field: dropped
+      return;
+    }
+    if (id == field::transfer_encoding) {
+      codings_.add(value);
+    } else if (id == field::content_length) {
+      content_length_ = true;  // (Beast has checked its value)
+    }
+    if constexpr (isRequest) {
+      if (id == field::host) {
+        ++host_fields_;
+        if (!syntax::valid_host(value)) {
+          ec = http_error::bad_value;
+          return;
+        }
+        if (authority_.length > 0) {
+          head_.add(id, name, authority_);
+          return;
+        }
+      }
+    }
     head_.add(id, name, value);
   }
 
-  void on_header_impl(error_code&) override { head_.seal(); }
+  /// Whether Beast joined the lines of a folded field value: it hands over a value from the
+  /// input, where it follows the name, the colon and optional whitespace, unless it had to
+  /// join lines, into a buffer of its own. (Reads only bytes Beast has parsed.)
+  static bool unfolded(string_view name, string_view value) noexcept {
+    const char* after = name.data() + name.size() + 1;  // past the colon
+    while (*after == ' ' || *after == '\t') {
+      ++after;
+    }
+    return after != value.data();
+  }
+
+  void on_header_impl(error_code& ec) override {
+    check_head(ec);
+    if (ec) {
+      return;
+    }
+    if constexpr (isRequest) {
+      if (host_fields_ == 0 && authority_.length > 0) {  // HTTP/1.0 in absolute-form
+        head_.add(field::host, "Host", authority_);
+      }
+    }
+    head_.seal();
+  }
+
+  /// The checks that need the whole head.
+  void check_head(error_code& ec) {
+    if constexpr (isRequest) {
+      // Exactly one Host field in HTTP/1.1, at most one in HTTP/1.0 (RFC 9112 §3.2).
+      if (host_fields_ > 1 || (host_fields_ == 0 && version_ >= 11)) {
+        ec = http_error::bad_value;
+        return;
+      }
+    }
+    if (!codings_.present) {
+      return;
+    }
+    // Transfer-Encoding in HTTP/1.0 is faulty framing (RFC 9112 §6.1); with Content-Length it
+    // may be smuggling (§6.3, rule 3; a proxy must not forward both); chunked twice is
+    // forbidden (§7).
+    if (version_ < 11 || content_length_ || !codings_.valid || codings_.chunked > 1) {
+      ec = http_error::bad_transfer_encoding;
+      return;
+    }
+    if constexpr (isRequest) {
+      // Without chunked last, a request's length cannot be known (§6.3, rule 4). A response's
+      // body runs until the connection closes.
+      if (!codings_.ends_chunked) {
+        ec = http_error::bad_transfer_encoding;
+      } else if (codings_.others()) {
+        refusal_ = http_status::not_implemented;  // a coding the proxy does not know (§6.1)
+        ec = http_error::bad_transfer_encoding;
+      }
+    }
+  }
 
   void on_body_init_impl(const boost::optional<std::uint64_t>&, error_code&) override {}
 
   std::size_t on_body_impl(string_view body, error_code& ec) override { return take(body, ec); }
 
-  void on_chunk_header_impl(std::uint64_t, string_view, error_code&) override {}
+  void on_chunk_header_impl(std::uint64_t, string_view extensions, error_code& ec) override {
+    if (!syntax::valid_chunk_extensions(extensions)) {
+      ec = http_error::bad_chunk_extension;
+    }
+  }
 
   std::size_t on_chunk_body_impl(std::uint64_t, string_view body, error_code& ec) override {
     return take(body, ec);
@@ -100,8 +244,14 @@ class MessageParser final : public boost::beast::http::basic_parser<isRequest> {
   boost::beast::http::verb method_ = boost::beast::http::verb::unknown;
   HeadFields::Span method_string_;
   HeadFields::Span target_;
+  HeadFields::Span authority_;  ///< An absolute-form target's.
+  unsigned host_fields_ = 0;
   unsigned status_ = 0;
   HeadFields::Span reason_;
+  syntax::TransferCodings codings_;
+  bool content_length_ = false;  ///< A Content-Length field.
+  bool start_line_done_ = false;
+  http_status refusal_ = http_status::bad_request;
 };
 
 using RequestParser = MessageParser<true>;

@@ -45,12 +45,14 @@ class MessageRead {
         return false;
       }
       if (buffer_.size() > 0 && !parsed_) {
-        buffer_.consume(parser_.put(buffer_.data(), ec));
-        if (ec != http::error::need_more) {
-          progressed_ = true;
-          continue;
+        if (skip_empty_lines()) {
+          buffer_.consume(parser_.put(buffer_.data(), ec));
+          if (ec != http::error::need_more) {
+            progressed_ = true;
+            continue;
+          }
+          ec = {};
         }
-        ec = {};
         parsed_ = true;  // nothing new to parse until the next read
       }
       // Beast's sizing: up to 64 KiB, within the buffer's limit.
@@ -91,6 +93,24 @@ class MessageRead {
   }
 
  private:
+  /// Before a request line, drops the empty lines (CRLF) a client may send after a message: a
+  /// server SHOULD ignore at least one (RFC 9112 §2.2). False when nothing is left to parse, or
+  /// only a CR that may start one more: then more bytes are needed.
+  bool skip_empty_lines() {
+    if constexpr (isRequest) {
+      while (!parser_.got_some()) {
+        const auto* text = static_cast<const char*>(buffer_.data().data());
+        const std::size_t size = buffer_.size();
+        if (size >= 2 && text[0] == '\r' && text[1] == '\n') {
+          buffer_.consume(2);
+          continue;
+        }
+        return size > 0 && !(size == 1 && text[0] == '\r');
+      }
+    }
+    return true;
+  }
+
   boost::beast::flat_buffer& buffer_;
   boost::beast::http::basic_parser<isRequest>& parser_;
   Until until_;

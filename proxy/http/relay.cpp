@@ -17,6 +17,7 @@
 #include "proxy/http/tunnel.hpp"
 #include "proxy/http/upstream_pool.hpp"
 #include "proxy/io/chunk_pool.hpp"
+#include "proxy/io/socket_calls.hpp"
 #include "proxy/io/socket_io.hpp"
 #include "proxy/pipeline/http_text.hpp"
 
@@ -25,9 +26,46 @@ namespace {
 
 constexpr std::size_t kRelayBuffer = io::ChunkPool::kChunkBytes;
 
-/// Fields that belong to one connection, not to the message (RFC 9110 §7.6.1), plus those the
-/// Connection field names. Framing (Transfer-Encoding) is re-applied by the serializer.
-bool hop_by_hop(http::field field, std::string_view name, std::string_view connection) {
+/// The connection options of a message: the names listed in its Connection fields, all of them
+/// (RFC 9110 §7.6.1; a field may be repeated, §5.3).
+class ConnectionOptions {
+ public:
+  explicit ConnectionOptions(const HeadFields& fields) noexcept : fields_(fields) {
+    while (first_ < fields.size() && fields.id(first_) != http::field::connection) {
+      ++first_;
+    }
+  }
+
+  bool names(std::string_view name) const noexcept {
+    for (std::size_t index = first_; index < fields_.size(); ++index) {
+      if (fields_.id(index) == http::field::connection && lists(fields_.at(index).value, name)) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+ private:
+  static bool lists(std::string_view options, std::string_view name) noexcept {
+    for (std::size_t start = 0; start < options.size();) {
+      const std::size_t comma = std::min(options.find(',', start), options.size());
+      if (pipeline::equal_ignoring_case(
+              pipeline::trim_whitespace(options.substr(start, comma - start)), name)) {
+        return true;
+      }
+      start = comma + 1;
+    }
+    return false;
+  }
+
+  const HeadFields& fields_;
+  std::size_t first_ = 0;  ///< The first Connection field.
+};
+
+/// Fields not forwarded as received: those that belong to one connection (RFC 9110 §7.6.1) and
+/// those its Connection fields name, and the framing (Content-Length, Transfer-Encoding), which
+/// the proxy writes itself. A connection option cannot remove Host.
+bool dropped(http::field field, std::string_view name, const ConnectionOptions& options) {
   switch (field) {
     case http::field::connection:
     case http::field::keep_alive:
@@ -38,19 +76,13 @@ bool hop_by_hop(http::field field, std::string_view name, std::string_view conne
     case http::field::trailer:
     case http::field::transfer_encoding:
     case http::field::upgrade:
+    case http::field::content_length:
       return true;
+    case http::field::host:
+      return false;
     default:
-      break;
+      return options.names(name);
   }
-  for (std::size_t start = 0; start < connection.size();) {
-    const std::size_t comma = std::min(connection.find(',', start), connection.size());
-    if (pipeline::equal_ignoring_case(
-            pipeline::trim_whitespace(connection.substr(start, comma - start)), name)) {
-      return true;
-    }
-    start = comma + 1;
-  }
-  return false;
 }
 
 using RequestId = std::array<char, 32>;
@@ -129,7 +161,25 @@ struct Sink {
 struct Pumped {
   beast::error_code error;
   bool read_failed = false;  ///< The source failed (else the sink, if `error`).
+  bool head_sent = false;    ///< The source failed after the head went out: too late to answer.
 };
+
+/// Reads into `read` what `stream`'s socket holds, without waiting; false when it holds nothing.
+/// For a response's body: the upstream's end of stream, which ends a body of unknown length or
+/// cuts one short, may have come with the last bytes read, and then no epoll event would tell
+/// a drain-aware read of it (io/drain_aware_read.hpp) until the upstream timeout.
+template <bool isRequest>
+bool receive_now(io::Stream& stream, MessageRead<isRequest>& read, beast::error_code& ec) {
+  beast::error_code error;
+  const net::mutable_buffer room = read.room();
+  const std::size_t n =
+      io::receive_some(stream.socket().native_handle(), room.data(), room.size(), error);
+  if (error == net::error::would_block) {
+    return false;
+  }
+  read.received(n, error, ec);
+  return true;
+}
 
 /// Streams a message from `in` (its parser, past the header) to `out`, after `head`. Each write
 /// carries what is ready: the head (the first time), a body piece in its chunk framing when
@@ -159,12 +209,17 @@ io::Awaitable<Pumped> pump(Source in, Parser& parser, Sink out, const HeadText& 
       if (read.wants_bytes(ec)) {
         in.stream.expires_after(in.timeout);
         do {
+          if constexpr (!Parser::is_request::value) {
+            if (receive_now(in.stream, read, ec)) {
+              continue;
+            }
+          }
           auto [error, n] = co_await in.stream.async_read_some(read.room(), io::use_nothrow);
           read.received(n, error, ec);
         } while (read.wants_bytes(ec));
       }
       if (ec && ec != http::error::need_buffer) {
-        co_return Pumped{.error = ec, .read_failed = true};
+        co_return Pumped{.error = ec, .read_failed = true, .head_sent = head_sent};
       }
       piece = chunk.size() - parser.room_left();
     }
@@ -206,11 +261,12 @@ UpstreamFailure failure_of(const beast::error_code& ec) noexcept {
   return ec == beast::error::timeout ? UpstreamFailure::timeout : UpstreamFailure::broken;
 }
 
-io::Awaitable<RelayOutcome> fail(io::Stream& client, UpstreamFailure failure, unsigned version,
-                                 const pipeline::Decision& decision,
-                                 const config::ProxyConfig& config) {
-  const http::status status = failure == UpstreamFailure::timeout ? http::status::gateway_timeout
-                                                                  : http::status::bad_gateway;
+/// Answers the client with a status of the proxy's own, and closes: 502 or 504 for an upstream
+/// that failed (`failure`), 400 for a request whose body turned out malformed.
+io::Awaitable<RelayOutcome> answer_and_close(io::Stream& client, http::status status,
+                                             UpstreamFailure failure, unsigned version,
+                                             const pipeline::Decision& decision,
+                                             const config::ProxyConfig& config) {
   OwnResponse response;
   problem_response(response, status, version, false, &decision, config.limits_headers);
   co_await net::async_write(client, response.buffers(), io::use_nothrow);
@@ -218,6 +274,21 @@ io::Awaitable<RelayOutcome> fail(io::Stream& client, UpstreamFailure failure, un
                          .status = static_cast<unsigned>(status),
                          .failure = failure,
                          .upstream_time = {}};
+}
+
+io::Awaitable<RelayOutcome> fail(io::Stream& client, UpstreamFailure failure, unsigned version,
+                                 const pipeline::Decision& decision,
+                                 const config::ProxyConfig& config) {
+  return answer_and_close(client,
+                          failure == UpstreamFailure::timeout ? http::status::gateway_timeout
+                                                              : http::status::bad_gateway,
+                          failure, version, decision, config);
+}
+
+/// A body that could not be read for what it holds, not for the connection it comes on.
+bool is_malformed(const beast::error_code& ec) noexcept {
+  return ec.category() == beast::http::make_error_code(http::error::bad_chunk).category() &&
+         ec != http::error::partial_message && ec != http::error::end_of_stream;
 }
 
 bool is_forwarding_field(std::string_view name) noexcept {
@@ -228,20 +299,23 @@ bool is_forwarding_field(std::string_view name) noexcept {
 
 /// The request head as the upstream gets it: HTTP/1.1, persistent, end-to-end fields only, plus
 /// the forwarding fields (the proxy's replace the client's, but X-Forwarded-For is appended
-/// to). `Expect` is dropped: the proxy has answered it.
+/// to) and the framing: one Content-Length, or chunked. `Expect` is dropped: the proxy has
+/// answered it.
 void write_upstream_head(const RequestParser& request, std::string_view client_address,
                          bool upgrade, HeadText& head) {
   write_request_line(head, request.method_string(), request.target());
   const HeadFields& fields = request.head();
-  const std::string_view connection = fields.value_of(http::field::connection);
+  const ConnectionOptions options(fields);
   const std::string_view host = fields.value_of(http::field::host);
+  bool request_id = false;
   for (std::size_t index = 0; index < fields.size(); ++index) {
     const http::field id = fields.id(index);
     const pipeline::Header& field = fields.at(index);
-    if (hop_by_hop(id, field.name, connection) || id == http::field::expect ||
+    if (dropped(id, field.name, options) || id == http::field::expect ||
         is_forwarding_field(field.name)) {
       continue;
     }
+    request_id = request_id || pipeline::equal_ignoring_case(field.name, "X-Request-Id");
     write_field(head, field.name, field.value);
   }
   if (const std::string_view forwarded_for = fields.value_of("X-Forwarded-For");
@@ -255,12 +329,14 @@ void write_upstream_head(const RequestParser& request, std::string_view client_a
   if (!host.empty()) {
     write_field(head, "X-Forwarded-Host", host);
   }
-  if (fields.value_of("X-Request-Id").empty()) {
+  if (!request_id) {
     const RequestId id = new_request_id();
     write_field(head, "X-Request-Id", std::string_view(id.data(), id.size()));
   }
   if (request.chunked()) {
     append(head, "Transfer-Encoding: chunked\r\n");
+  } else if (const auto length = request.content_length()) {
+    write_field(head, "Content-Length", *length);
   }
   if (upgrade) {
     write_field(head, "Upgrade", fields.value_of(http::field::upgrade));
@@ -269,10 +345,18 @@ void write_upstream_head(const RequestParser& request, std::string_view client_a
   end_head(head);
 }
 
+/// How a response's body goes to the client, and the fields that say so.
+struct ClientFraming {
+  bool chunked = false;  ///< Re-chunked by the proxy.
+  bool codings = false;  ///< The upstream's Transfer-Encoding fields go as they are: codings
+                         ///< besides chunked, either last (re-chunked) or not (until close).
+  std::optional<std::uint64_t> length;  ///< Content-Length.
+};
+
 /// The response head as the client gets it: its own HTTP version, the upstream's end-to-end
 /// fields, the proxy's limit fields (in place of any the upstream sent) and the framing the
 /// body is re-sent in.
-void write_client_head(const ResponseParser& response, unsigned version, bool chunked,
+void write_client_head(const ResponseParser& response, unsigned version, ClientFraming framing,
                        bool keep_alive, bool switching, const pipeline::Decision& decision,
                        config::LimitsHeaders limits_headers, HeadText& head) {
   const std::string_view reason = response.reason();
@@ -280,38 +364,46 @@ void write_client_head(const ResponseParser& response, unsigned version, bool ch
       head, version, response.status(),
       reason.empty() ? std::string_view(http::obsolete_reason(response.result())) : reason);
   const HeadFields& fields = response.head();
-  const std::string_view connection = fields.value_of(http::field::connection);
+  const ConnectionOptions options(fields);
   const bool limits = writes_limit_headers(decision, limits_headers);
   for (std::size_t index = 0; index < fields.size(); ++index) {
+    const http::field id = fields.id(index);
     const pipeline::Header& field = fields.at(index);
-    if (hop_by_hop(fields.id(index), field.name, connection) ||
-        (limits && is_limit_field(field.name, limits_headers))) {
-      continue;
+    if ((id == http::field::transfer_encoding && framing.codings) ||
+        !(dropped(id, field.name, options) ||
+          (limits && is_limit_field(field.name, limits_headers)))) {
+      write_field(head, field.name, field.value);
     }
-    write_field(head, field.name, field.value);
   }
   write_limit_headers(head, decision, limits_headers);
   if (switching) {
     write_field(head, "Upgrade", fields.value_of(http::field::upgrade));
     append(head, "Connection: upgrade\r\n");
   } else {
-    if (chunked) {
+    if (framing.chunked && !framing.codings) {
       append(head, "Transfer-Encoding: chunked\r\n");
+    } else if (framing.length) {
+      write_field(head, "Content-Length", *framing.length);
     }
     write_persistence(head, version, keep_alive);
   }
   end_head(head);
 }
 
+/// Whether the client waits for a 100 (Continue) before it sends the body; an HTTP/1.0 client
+/// does not know interim responses, and its expectation is ignored (RFC 9110 §10.1.1).
 bool expects_continue(const RequestParser& request) {
-  return pipeline::equal_ignoring_case(
-      pipeline::trim_whitespace(request.head().value_of(http::field::expect)), "100-continue");
+  return request.version() >= 11 &&
+         pipeline::equal_ignoring_case(
+             pipeline::trim_whitespace(request.head().value_of(http::field::expect)),
+             "100-continue");
 }
 
 /// How sending a request upstream ended.
 struct UpstreamSend {
   UpstreamFailure failure = UpstreamFailure::none;
-  bool client_gone = false;  ///< The client went away before the request was sent whole.
+  bool client_gone = false;  ///< The client went away before the request was sent whole,
+  bool malformed = false;    ///< or sent a body that is not valid (a bad chunk).
 };
 
 /// Sends the request (`head`, then the body from `client`) to `upstream` and reads the
@@ -377,8 +469,8 @@ io::Awaitable<UpstreamSend> send_upstream(ClientConnection& downstream, const Ex
       client_failed = pumped.read_failed;
     }
     if (send_error) {
-      if (client_failed) {
-        co_return UpstreamSend{.client_gone = true};  // the client went away mid-body
+      if (client_failed) {  // the client went away mid-body, or its body is malformed
+        co_return UpstreamSend{.client_gone = true, .malformed = is_malformed(send_error)};
       }
       if (may_retry) {
         continue;
@@ -446,7 +538,7 @@ io::Awaitable<RelayOutcome> relay(ClientConnection& downstream, const Exchange& 
   const config::ProxyConfig& config = exchange.config();
   const config::Timeouts& timeouts = config.timeouts;
   const unsigned version = parser.version();
-  const bool upgrade = parser.upgrade();
+  const bool upgrade = parser.upgrade() && version >= 11;  // ignored in HTTP/1.0 (RFC 9110 §7.8)
   bool keep_alive = exchange.keep_alive;
   head.clear();
   write_upstream_head(parser, downstream.peer_address_text, upgrade, head);
@@ -456,12 +548,24 @@ io::Awaitable<RelayOutcome> relay(ClientConnection& downstream, const Exchange& 
   const UpstreamSend sent =
       co_await send_upstream(downstream, exchange, loop, chunk.bytes(), connection, sent_at);
   if (sent.client_gone) {
+    if (sent.malformed) {  // a bad chunk, found after the head went upstream: still a 400
+      co_return co_await answer_and_close(client, http::status::bad_request, UpstreamFailure::none,
+                                          version, decision, config);
+    }
     co_return RelayOutcome{};
   }
   UpstreamFailure failure = sent.failure;
   const bool switching = failure == UpstreamFailure::none &&
                          connection->response->result() == http::status::switching_protocols;
-  if (switching && !upgrade) {  // a protocol switch nobody asked for
+  // A protocol switch nobody asked for, or that does not say to what.
+  if (switching &&
+      (!upgrade || connection->response->head().value_of(http::field::upgrade).empty())) {
+    failure = UpstreamFailure::broken;
+  }
+  // Transfer codings besides chunked cannot reach an HTTP/1.0 client (RFC 9112 §6.1).
+  const bool codings =
+      failure == UpstreamFailure::none && connection->response->transfer_codings().others();
+  if (codings && version < 11) {
     failure = UpstreamFailure::broken;
   }
   if (failure != UpstreamFailure::none) {
@@ -475,7 +579,7 @@ io::Awaitable<RelayOutcome> relay(ClientConnection& downstream, const Exchange& 
   outcome.status = response.status();
   head.clear();
   if (switching) {
-    write_client_head(response, version, false, false, true, decision, config.limits_headers, head);
+    write_client_head(response, version, {}, false, true, decision, config.limits_headers, head);
     client.expires_after(timeouts.idle);
     auto [ec, n] =
         co_await net::async_write(client, net::buffer(head.data(), head.size()), io::use_nothrow);
@@ -487,28 +591,46 @@ io::Awaitable<RelayOutcome> relay(ClientConnection& downstream, const Exchange& 
     }
     co_return outcome;  // an upgraded connection is never reused
   }
-  // A body of unknown length is re-framed: chunked for HTTP/1.1, close-delimited for HTTP/1.0.
-  const bool unknown_length =
-      response.chunked() || (!response.content_length() && !response.is_done());
-  const bool chunked = unknown_length && version >= 11;
-  keep_alive = keep_alive && !(unknown_length && version < 11);
-  write_client_head(response, version, chunked, keep_alive, false, decision, config.limits_headers,
+  // How the body goes on. A 204 has no Content-Length or Transfer-Encoding (RFC 9112 §6.1,
+  // §6.2). A body of unknown length is chunked anew for HTTP/1.1 and sent until close to
+  // HTTP/1.0. The upstream's codings besides chunked go on as they came: chunked anew when
+  // chunked was last, else until close (§6.3, rule 4).
+  ClientFraming framing;
+  bool until_close = false;
+  if (response.status() != 204) {
+    const bool unknown_length =
+        response.chunked() || (!response.content_length() && !response.is_done());
+    framing.chunked = version >= 11 && (response.chunked() || (unknown_length && !codings));
+    framing.codings = codings;
+    if (const auto length = response.content_length()) {
+      framing.length = *length;
+    }
+    until_close = unknown_length && !framing.chunked;
+  }
+  keep_alive = keep_alive && !until_close;
+  write_client_head(response, version, framing, keep_alive, false, decision, config.limits_headers,
                     head);
   bool upstream_failed = false;
   beast::error_code ec;
-  if (WholeMessage whole; !chunked && whole.gather(response, server_buffer, head, chunk.bytes())) {
+  if (WholeMessage whole;
+      !framing.chunked && whole.gather(response, server_buffer, head, chunk.bytes())) {
     const io::SendStart start = send_now(client, whole.pieces);
     ec = start.error;
     if (!start.finished) {
       ec = co_await send_rest(client, whole.pieces, start.sent, timeouts.idle);
     }
   } else {
-    const Pumped pumped = co_await pump(Source{server, server_buffer, timeouts.upstream}, response,
-                                        Sink{client, timeouts.idle}, head, chunked, chunk.bytes());
+    const Pumped pumped =
+        co_await pump(Source{server, server_buffer, timeouts.upstream}, response,
+                      Sink{client, timeouts.idle}, head, framing.chunked, chunk.bytes());
+    if (pumped.read_failed && !pumped.head_sent) {  // a body broken from its start: 502 (504)
+      co_return co_await fail(client, failure_of(pumped.error), version, decision, config);
+    }
     ec = pumped.error;
     upstream_failed = pumped.read_failed;
   }
-  if (!ec && response.keep_alive() && response.is_done()) {
+  // Bytes after the response were not asked for: never taken for the next one (RFC 9112 §6.3).
+  if (!ec && response.keep_alive() && response.is_done() && server_buffer.size() == 0) {
     loop.pool.give_back(exchange.upstream(), std::move(connection));
   }
   if (ec && upstream_failed) {

@@ -44,6 +44,16 @@ io::Awaitable<bool> answer(io::Stream& client, const OwnResponse& response,
   co_return !ec && response.keep_alive;
 }
 
+/// The answer to a request whose head could not be read: 431 for a head too large, 414 when
+/// its request line alone is (RFC 9112 §3), else what the parser's checks say (400, or 501).
+http::status refusal_for(const RequestParser& parser, const beast::error_code& ec) noexcept {
+  if (ec == http::error::header_limit) {
+    return parser.start_line_done() ? http::status::request_header_fields_too_large
+                                    : http::status::uri_too_long;
+  }
+  return parser.refusal();
+}
+
 /// Counts a connection while it is open, and gives its slot (taken by the accept loop) back
 /// when it closes.
 struct ConnectionCount {
@@ -198,12 +208,8 @@ io::Awaitable<void> serve_client(io::Socket socket, LoopContext& loop) {
           ec == net::error::operation_aborted) {
         break;  // the client is done, or went quiet
       }
-      // Too large: 431; malformed: 400. The connection cannot be trusted to continue.
-      problem_response(client.own,
-                       ec == http::error::header_limit
-                           ? http::status::request_header_fields_too_large
-                           : http::status::bad_request,
-                       11, false);
+      // Too large: 431 (414); malformed: 400 (501). The connection cannot be trusted to go on.
+      problem_response(client.own, refusal_for(parser, ec), 11, false);
       co_await answer(stream, client.own, timeouts.idle);
       break;
     }

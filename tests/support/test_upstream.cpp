@@ -116,4 +116,41 @@ boost::asio::awaitable<void> TestUpstream::echo_upgraded(tcp::socket& socket,
   }
 }
 
+boost::asio::awaitable<void> CannedUpstream::accept() {
+  for (;;) {
+    auto socket = co_await acceptor_.async_accept(boost::asio::use_awaitable);
+    ++connections_;
+    boost::asio::co_spawn(io_, serve(std::move(socket)), boost::asio::detached);
+  }
+}
+
+boost::asio::awaitable<void> CannedUpstream::serve(tcp::socket socket) {
+  using boost::asio::use_awaitable;
+  std::string received;
+  try {
+    for (;;) {
+      std::size_t end = 0;
+      while ((end = received.find("\r\n\r\n")) == std::string::npos) {
+        std::array<char, 4096> chunk;
+        const std::size_t n =
+            co_await socket.async_read_some(boost::asio::buffer(chunk), use_awaitable);
+        received.append(chunk.data(), n);
+      }
+      received.erase(0, end + 4);
+      ++requests_;
+      co_await boost::asio::async_write(socket, boost::asio::buffer(response_), use_awaitable);
+      if (close_after_) {
+        socket.shutdown(tcp::socket::shutdown_send);
+        // Until the proxy closes its side: closing first could reset what was just sent.
+        std::array<char, 4096> chunk;
+        for (;;) {
+          co_await socket.async_read_some(boost::asio::buffer(chunk), use_awaitable);
+        }
+      }
+    }
+  } catch (const boost::system::system_error&) {
+    // the peer went away: normal for a test upstream
+  }
+}
+
 }  // namespace sluice::test

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <thread>
 
 namespace sluice::test {
@@ -57,6 +58,49 @@ class TestUpstream {
   boost::asio::awaitable<void> send_bytes(tcp::socket& socket, std::uint64_t size, bool keep_alive);
   boost::asio::awaitable<void> echo_upgraded(tcp::socket& socket, boost::beast::flat_buffer& early);
 
+  boost::asio::io_context io_;
+  tcp::acceptor acceptor_;
+  std::thread thread_;
+  std::atomic<int> requests_{0};
+  std::atomic<int> connections_{0};
+};
+
+/// An upstream that answers every request with the same bytes, exactly as given: for responses
+/// a real server would not send (bad framing, obsolete syntax). It reads each request's head (a
+/// request body is not expected), counts it, writes `response`, and then closes the connection
+/// (`close_after`) or waits for the next request on it.
+class CannedUpstream {
+ public:
+  explicit CannedUpstream(std::string response, bool close_after = true)
+      : response_(std::move(response)),
+        close_after_(close_after),
+        acceptor_(io_, {boost::asio::ip::make_address("127.0.0.1"), 0}) {
+    boost::asio::co_spawn(io_, accept(), boost::asio::detached);
+    thread_ = std::thread([this] { io_.run(); });
+  }
+  CannedUpstream(const CannedUpstream&) = delete;
+  CannedUpstream& operator=(const CannedUpstream&) = delete;
+  CannedUpstream(CannedUpstream&&) = delete;
+  CannedUpstream& operator=(CannedUpstream&&) = delete;
+  ~CannedUpstream() {
+    io_.stop();
+    thread_.join();
+  }
+
+  unsigned short port() const { return acceptor_.local_endpoint().port(); }
+  /// "http://127.0.0.1:PORT", for a route's `upstream`.
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(port()); }
+  int requests() const { return requests_.load(); }
+  int connections() const { return connections_.load(); }
+
+ private:
+  using tcp = boost::asio::ip::tcp;
+
+  boost::asio::awaitable<void> accept();
+  boost::asio::awaitable<void> serve(tcp::socket socket);
+
+  const std::string response_;
+  const bool close_after_;
   boost::asio::io_context io_;
   tcp::acceptor acceptor_;
   std::thread thread_;

@@ -55,7 +55,7 @@ TEST(MessageParser, KeepsTheRequestLineAndTheFieldsInOrder) {
 
 TEST(MessageParser, AHeadLargerThanTheStorageKeepsEveryView) {
   // The storage grows while the head is parsed: views are made only once it is whole.
-  std::string text = "GET / HTTP/1.1\r\n";
+  std::string text = "GET / HTTP/1.0\r\n";  // (1.0: no Host field needed)
   for (int i = 0; i < 40; ++i) {
     text += "X-Field-" + std::to_string(i) + ": " +
             std::string(100, static_cast<char>('a' + i % 26)) + "\r\n";
@@ -89,7 +89,7 @@ TEST(MessageParser, TrimGivesBackWhatALargeHeadTookAndKeepsAUsualOne) {
   EXPECT_GT(usual, 0u);  // kept for the next request
   EXPECT_LE(usual, 2 * HeadFields::kKeptTextBytes);
 
-  std::string large = "GET / HTTP/1.1\r\n";
+  std::string large = "GET / HTTP/1.1\r\nHost: x\r\n";
   for (int i = 0; i < 200; ++i) {
     large += "X-Field-" + std::to_string(i) + ": " + std::string(100, 'v') + "\r\n";
   }
@@ -105,7 +105,7 @@ TEST(MessageParser, TheNextMessageReplacesTheLastOnTheSameStorage) {
   HeadFields head;
   {
     RequestParser first(head);
-    std::string_view text = "GET /one HTTP/1.1\r\nA: 1\r\nB: 2\r\n\r\n";
+    std::string_view text = "GET /one HTTP/1.1\r\nHost: x\r\nA: 1\r\nB: 2\r\n\r\n";
     EXPECT_FALSE(feed(first, text));
   }
   RequestParser second(head);
@@ -183,6 +183,84 @@ TEST(MessageParser, BeastsChecksStillRefuseBadFraming) {
       ec = feed(parser, text);  // the body's framing
     }
     EXPECT_TRUE(ec && ec != http::error::need_more) << bad;
+  }
+}
+
+/// Parses `text` as a whole message head; its error, other than need_more.
+template <bool isRequest>
+error_code parse_head(HeadFields& head, std::string_view text) {
+  MessageParser<isRequest> parser(head);
+  error_code ec = feed(parser, text);
+  return ec == http::error::need_more ? error_code{} : ec;
+}
+
+TEST(MessageParser, RefusesFoldedFieldsInARequestAndTakesEmptyOrSpacedOnes) {
+  HeadFields head;
+  for (const std::string_view folded : {"GET / HTTP/1.1\r\nHost: a\r\nX: one\r\n two\r\n\r\n",
+                                        "GET / HTTP/1.1\r\nHost: a\r\nX:\r\n two\r\n\r\n",
+                                        "GET / HTTP/1.1\r\nHost: a\r\nX: \r\n\ttwo\r\n\r\n"}) {
+    EXPECT_EQ(parse_head<true>(head, folded), http::error::bad_value) << folded;
+  }
+  for (const std::string_view fine :
+       {"GET / HTTP/1.1\r\nHost: a\r\nX:\r\n\r\n", "GET / HTTP/1.1\r\nHost: a\r\nX: \t \r\n\r\n",
+        "GET / HTTP/1.1\r\nHost: a\r\nX:\t \tv w \r\n\r\n"}) {
+    EXPECT_FALSE(parse_head<true>(head, fine)) << fine;
+  }
+  EXPECT_EQ(head.value_of("X"), "v w");
+  // A response's folded field is joined with a space, as RFC 9112 §5.2 allows a proxy.
+  EXPECT_FALSE(parse_head<false>(head, "HTTP/1.1 204 No Content\r\nX: one\r\n two\r\n\r\n"));
+  EXPECT_EQ(head.value_of("X"), "one two");
+}
+
+TEST(MessageParser, KeepsAnAbsoluteFormTargetAsItsPathAndItsAuthorityAsTheHost) {
+  HeadFields head;
+  RequestParser parser(head);
+  std::string_view text =
+      "GET http://api.test:8080/a?b=c HTTP/1.1\r\nX-Before: 1\r\nHost: elsewhere\r\n\r\n";
+  EXPECT_FALSE(feed(parser, text));
+  EXPECT_EQ(parser.target(), "/a?b=c");
+  EXPECT_EQ(head.value_of(http::field::host), "api.test:8080");
+  EXPECT_EQ(head.at(1).name, "Host");  // in its place
+  EXPECT_EQ(head.size(), 2u);
+
+  RequestParser old(head);  // HTTP/1.0 without a Host field gets one
+  text = "GET http://api.test?q HTTP/1.0\r\n\r\n";
+  EXPECT_FALSE(feed(old, text));
+  EXPECT_EQ(old.target(), "/?q");
+  EXPECT_EQ(head.value_of(http::field::host), "api.test");
+}
+
+TEST(MessageParser, SaysWhichStatusARefusedRequestGets) {
+  HeadFields head;
+  const auto refusal = [&](std::string_view text) {
+    RequestParser parser(head);
+    parser.header_limit(64);
+    EXPECT_TRUE(feed(parser, text)) << text;
+    return std::pair(parser.refusal(), parser.start_line_done());
+  };
+  EXPECT_EQ(refusal("GET / HTTP/1.1\r\n\r\n"), std::pair(http::status::bad_request, true));
+  EXPECT_EQ(refusal("CONNECT a:443 HTTP/1.1\r\nHost: a:443\r\n\r\n"),
+            std::pair(http::status::not_implemented, true));
+  EXPECT_EQ(refusal("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip, chunked\r\n\r\n"),
+            std::pair(http::status::not_implemented, true));
+  EXPECT_EQ(refusal("GET /" + std::string(100, 'a')), std::pair(http::status::bad_request, false));
+}
+
+TEST(MessageParser, ReadsAResponseWhoseCodingsDoNotEndInChunkedUntilClose) {
+  HeadFields head;
+  ResponseParser parser(head);
+  std::string_view text = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked, gzip\r\n\r\n";
+  EXPECT_FALSE(feed(parser, text));
+  EXPECT_FALSE(parser.chunked());
+  EXPECT_TRUE(parser.need_eof());
+  EXPECT_TRUE(parser.transfer_codings().others());
+  for (const std::string_view bad :
+       {"HTTP/1.0 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n",
+        "HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n"
+        "Content-Length: 1\r\n\r\n",
+        "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked, chunked\r\n\r\n",
+        "HTTP/1.1 099 Low\r\n\r\n", "HTTP/1.1 600 High\r\n\r\n"}) {
+    EXPECT_TRUE(parse_head<false>(head, bad)) << bad;
   }
 }
 

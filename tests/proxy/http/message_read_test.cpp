@@ -91,6 +91,40 @@ TEST_F(MessageReadOnLoopback, AHeadInTwoPiecesIsReadWholeAndTheNextRequestNeedsN
   });
 }
 
+TEST_F(MessageReadOnLoopback, EmptyLinesBeforeARequestAreSkippedEvenWhenSplit) {
+  loop.run([&]() -> io::Awaitable<void> {
+    co_await net::async_write(sockets.peer, net::buffer(std::string("\r\n\r\n\r")),
+                              io::use_nothrow);
+    RequestParser parser(head);
+    beast::error_code ec;
+    MessageRead read(buffer, parser, kHead);
+    EXPECT_TRUE(read.wants_bytes(ec));
+    auto [error, n] = co_await sockets.ours->async_read_some(read.room(), io::use_nothrow);
+    read.received(n, error, ec);
+    // The empty lines are gone; a CR alone may start one more, or be a bad request line.
+    EXPECT_TRUE(read.wants_bytes(ec));
+    EXPECT_EQ(buffer.size(), 1u);
+    co_await net::async_write(sockets.peer,
+                              net::buffer(std::string("\nGET /a HTTP/1.1\r\nHost: x\r\n\r\n")),
+                              io::use_nothrow);
+    do {
+      auto [more_error, more] =
+          co_await sockets.ours->async_read_some(read.room(), io::use_nothrow);
+      read.received(more, more_error, ec);
+    } while (read.wants_bytes(ec));
+    EXPECT_FALSE(ec);
+    EXPECT_EQ(parser.target(), "/a");
+    // Not before a response.
+    HeadFields response_head;
+    ResponseParser response(response_head);
+    beast::flat_buffer response_buffer;
+    co_await net::async_write(sockets.peer, net::buffer(std::string("\r\nHTTP/1.1 200 OK\r\n\r\n")),
+                              io::use_nothrow);
+    EXPECT_TRUE(co_await read_message(*sockets.ours, response_buffer, response,
+                                      MessageRead<false>::Until::header_done, socket_reads));
+  });
+}
+
 TEST_F(MessageReadOnLoopback, EndOfStreamBeforeAnyByteIsEndOfStreamAndInAHeadIsPartial) {
   loop.run([&]() -> io::Awaitable<void> {
     sockets.peer.shutdown(io::Socket::shutdown_send);
