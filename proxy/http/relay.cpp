@@ -257,6 +257,21 @@ io::Awaitable<Pumped> pump(Source in, Parser& parser, Sink out, const HeadText& 
   co_return Pumped{};
 }
 
+/// RFC 9110 §9.2.2: methods whose effect is the same if a request is made once or more.
+bool idempotent(http::verb method) noexcept {
+  switch (method) {
+    case http::verb::get:
+    case http::verb::head:
+    case http::verb::options:
+    case http::verb::trace:
+    case http::verb::put:
+    case http::verb::delete_:
+      return true;
+    default:
+      return false;
+  }
+}
+
 UpstreamFailure failure_of(const beast::error_code& ec) noexcept {
   return ec == beast::error::timeout ? UpstreamFailure::timeout : UpstreamFailure::broken;
 }
@@ -422,8 +437,10 @@ io::Awaitable<UpstreamSend> send_upstream(ClientConnection& downstream, const Ex
   const config::Timeouts& timeouts = exchange.config().timeouts;
   const HeadText& head = downstream.relay_head;
   // Without a body, a send that fails on a parked connection can be repeated on a new one: the
-  // upstream closed it while idle and never saw the request (nginx does the same).
-  const bool repeatable = parser.is_done();
+  // upstream most likely closed it while idle and never saw the request. Only an idempotent
+  // request, though: the upstream may also have acted on it and died before answering, and a
+  // POST must not be made twice (nginx neither repeats POST, LOCK or PATCH once sent).
+  const bool repeatable = parser.is_done() && idempotent(parser.method());
   for (bool first_try = true;; first_try = false) {
     connection.reset();  // a stale parked connection is closed here
     if (first_try) {

@@ -43,6 +43,9 @@ boost::asio::awaitable<void> TestUpstream::serve(tcp::socket socket) {
       }
       const auto& request = parser.get();
       const std::string target(request.target());
+      if (target == "/dies-once" && !died_once_.exchange(true)) {
+        co_return;  // closes the connection, the request unanswered
+      }
       if (target == "/slow") {
         boost::asio::steady_timer wait(io_, std::chrono::seconds(1));
         co_await wait.async_wait(use_awaitable);

@@ -21,6 +21,8 @@ namespace sluice::test {
 /// - `/bytes/N`: N bytes of a repeating pattern, streamed;
 /// - `/then-close`: the echo, kept alive, then it closes the connection at once (as an upstream
 ///   closing an idle connection does);
+/// - `/dies-once`: the first such request is read and its connection closed without an answer
+///   (as an upstream that crashed while working on it); later ones get the echo;
 /// - a WebSocket-style upgrade request: 101, then it echoes every byte back.
 class TestUpstream {
  public:
@@ -63,6 +65,7 @@ class TestUpstream {
   std::thread thread_;
   std::atomic<int> requests_{0};
   std::atomic<int> connections_{0};
+  std::atomic<bool> died_once_{false};
 };
 
 /// An upstream that answers every request with the same bytes, exactly as given: for responses

@@ -35,6 +35,24 @@ TEST(Proxy, RetriesARequestOnAConnectionTheUpstreamClosedWhileParked) {
   EXPECT_EQ(proxy.upstream().connections(), 20);
 }
 
+TEST(Proxy, NeverSendsAPostTwiceButRepeatsAGet) {
+  // Each time a parked connection takes a request the upstream reads and dies on: a GET is
+  // repeated on a new connection, a POST gets 502 and reaches the upstream once.
+  for (const http::verb method : {http::verb::get, http::verb::post}) {
+    ProxyFixture proxy("routes: [{name: all}]", "threads: 1");
+    ASSERT_EQ(proxy.send(get("/warm")).result(), http::status::ok);  // parks a connection
+    http::request<http::string_body> request{method, "/dies-once", 11};
+    const auto response = proxy.send(request);
+    if (method == http::verb::get) {
+      EXPECT_EQ(response.result(), http::status::ok);
+      EXPECT_EQ(proxy.upstream().requests(), 3);  // /warm, /dies-once twice
+    } else {
+      EXPECT_EQ(response.result(), http::status::bad_gateway);
+      EXPECT_EQ(proxy.upstream().requests(), 2);  // /warm, /dies-once once
+    }
+  }
+}
+
 TEST(Proxy, AnswersExpectContinueItself) {
   ProxyFixture proxy("routes: [{name: all}]");
   RawClient client(proxy.port());
