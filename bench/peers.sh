@@ -48,6 +48,8 @@
 set -euo pipefail
 
 repo_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# shellcheck source=scripts/lib/processes.sh
+source "$repo_root/scripts/lib/processes.sh"
 templates=$repo_root/bench/peers
 
 ROUNDS=${ROUNDS:-5}
@@ -85,35 +87,10 @@ work=""
 started_pids=()
 policy_rc_created=0
 
-# The process state letter from /proc/PID/stat ("" when gone). The command name is in
-# parentheses and may hold spaces, so fields are counted after the last ')'.
-proc_state() {
-  local stat
-  stat=$(cat "/proc/$1/stat" 2>/dev/null) || return 0
-  stat=${stat##*) }
-  printf '%s' "${stat%% *}"
-}
-
-alive() {
-  local state
-  state=$(proc_state "$1")
-  [[ -n $state && $state != Z ]]
-}
-
 # Stops one process this script started (and any children it left), TERM first, KILL after 5 s.
 stop_pid() {
-  local pid=$1 children child i
-  children=$(pgrep -P "$pid" 2>/dev/null || true)
-  kill -TERM "$pid" 2>/dev/null || true
-  for ((i = 0; i < 50; i++)); do
-    alive "$pid" || break
-    sleep 0.1
-  done
-  if alive "$pid"; then kill -KILL "$pid" 2>/dev/null || true; fi
-  for child in $children; do
-    if alive "$child"; then kill -KILL "$child" 2>/dev/null || true; fi
-  done
-  wait "$pid" 2>/dev/null || true
+  terminate "$1" 5
+  wait "$1" 2>/dev/null || true
 }
 
 forget_pid() {

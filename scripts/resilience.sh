@@ -37,6 +37,8 @@
 set -euo pipefail
 
 repo_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# shellcheck source=scripts/lib/processes.sh
+source "$repo_root/scripts/lib/processes.sh"
 helpers=$repo_root/scripts/resilience
 SOAK_SECONDS=${SOAK_SECONDS:-60}
 BASE_PORT=${BASE_PORT:-18400}
@@ -64,27 +66,10 @@ die() {
 # first, whether the case passed, failed or was interrupted.
 started=()
 
-alive() {
-  local stat
-  stat=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
-  stat=${stat##*) }
-  [[ ${stat%% *} != Z ]]
-}
-
 # Stops one process and the children it leaves (nginx's worker): TERM, then KILL after 3 s.
 stop_pid() {
-  local pid=$1 children child i
-  children=$(pgrep -P "$pid" 2>/dev/null || true)
-  kill -TERM "$pid" 2>/dev/null || true
-  for ((i = 0; i < 30; i++)); do
-    alive "$pid" || break
-    sleep 0.1
-  done
-  if alive "$pid"; then kill -KILL "$pid" 2>/dev/null || true; fi
-  for child in $children; do
-    if alive "$child"; then kill -KILL "$child" 2>/dev/null || true; fi
-  done
-  reap "$pid" || true
+  terminate "$1" 3
+  reap "$1" || true
 }
 
 # reap PID: waits for a process of ours that has ended (or was killed) and forgets it: once

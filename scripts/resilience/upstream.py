@@ -15,44 +15,18 @@ and speak WebSocket.
 import asyncio
 import base64
 import hashlib
-import struct
 import sys
+
+from websocket_frames import frame, read_frame
 
 WEBSOCKET_GUID = b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 OK = b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 3\r\n\r\nok\n"
 
 
-async def read_frame(reader):
-    """One WebSocket frame: (opcode, payload). Client frames are masked."""
-    first, second = await reader.readexactly(2)
-    length = second & 0x7F
-    if length == 126:
-        (length,) = struct.unpack("!H", await reader.readexactly(2))
-    elif length == 127:
-        (length,) = struct.unpack("!Q", await reader.readexactly(8))
-    mask = await reader.readexactly(4) if second & 0x80 else None
-    payload = await reader.readexactly(length)
-    if mask:
-        payload = bytes(b ^ mask[i % 4] for i, b in enumerate(payload))
-    return first & 0x0F, payload
-
-
-def frame(opcode, payload):
-    """An unmasked (server to client) frame."""
-    n = len(payload)
-    if n < 126:
-        head = struct.pack("!BB", 0x80 | opcode, n)
-    elif n < 65536:
-        head = struct.pack("!BBH", 0x80 | opcode, 126, n)
-    else:
-        head = struct.pack("!BBQ", 0x80 | opcode, 127, n)
-    return head + payload
-
-
 async def echo(reader, writer):
     while True:
         opcode, payload = await read_frame(reader)
-        writer.write(frame(opcode, payload))
+        writer.write(frame(opcode, payload, masked=False))
         await writer.drain()
         if opcode == 8:  # close: answered with a close, then done
             return

@@ -14,33 +14,12 @@ import asyncio
 import base64
 import os
 import random
-import struct
 import sys
 import time
 
+from websocket_frames import frame, read_frame
+
 STEP_TIMEOUT = 5.0
-
-
-def masked_frame(opcode, payload):
-    mask = os.urandom(4)
-    n = len(payload)
-    if n < 126:
-        head = struct.pack("!BB", 0x80 | opcode, 0x80 | n)
-    elif n < 65536:
-        head = struct.pack("!BBH", 0x80 | opcode, 0x80 | 126, n)
-    else:
-        head = struct.pack("!BBQ", 0x80 | opcode, 0x80 | 127, n)
-    return head + mask + bytes(b ^ mask[i % 4] for i, b in enumerate(payload))
-
-
-async def read_frame(reader):
-    first, second = await reader.readexactly(2)
-    length = second & 0x7F
-    if length == 126:
-        (length,) = struct.unpack("!H", await reader.readexactly(2))
-    elif length == 127:
-        (length,) = struct.unpack("!Q", await reader.readexactly(8))
-    return first & 0x0F, await reader.readexactly(length)
 
 
 async def session(port):
@@ -56,11 +35,11 @@ async def session(port):
             raise RuntimeError("upgrade answered " + head.split(b"\r\n")[0].decode("latin-1"))
         for _ in range(10):
             payload = os.urandom(random.randint(1024, 4096))
-            writer.write(masked_frame(2, payload))
+            writer.write(frame(2, payload, masked=True))
             opcode, echoed = await read_frame(reader)
             if opcode != 2 or echoed != payload:
                 raise RuntimeError("a message came back changed")
-        writer.write(masked_frame(8, struct.pack("!H", 1000)))
+        writer.write(frame(8, (1000).to_bytes(2, "big"), masked=True))
         opcode, _ = await read_frame(reader)
         if opcode != 8:
             raise RuntimeError("no close frame in answer to the close")
