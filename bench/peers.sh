@@ -162,20 +162,6 @@ render() {
   if grep -q '@[A-Z_]*@' "$out"; then die "unfilled placeholder in $out"; fi
 }
 
-port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
-
-# Waits until PID accepts on PORT (at most 10 s), or dies showing the end of its log.
-wait_port() {
-  local port=$1 pid=$2 name=$3 logfile=$4 i
-  for ((i = 0; i < 100; i++)); do
-    alive "$pid" || { tail -n 20 "$logfile" >&2 || true; die "$name exited during start-up"; }
-    port_open "$port" && return 0
-    sleep 0.1
-  done
-  tail -n 20 "$logfile" >&2 || true
-  die "$name does not accept on 127.0.0.1:$port after 10 s"
-}
-
 http_code() {
   curl -s -o /dev/null -w '%{http_code}' --max-time 5 "http://127.0.0.1:$1/" || true
 }

@@ -97,20 +97,6 @@ start() {
   started+=("$pid")
 }
 
-port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
-
-# Waits (at most 10 s) until PID accepts on PORT, or fails showing the end of its log.
-wait_port() {
-  local port=$1 pid=$2 name=$3 out=$4 i
-  for ((i = 0; i < 200; i++)); do
-    alive "$pid" || { tail -n 20 "$out" >&2 || true; die "$name exited during start-up"; }
-    port_open "$port" && return 0
-    sleep 0.05
-  done
-  tail -n 20 "$out" >&2 || true
-  die "$name does not accept on 127.0.0.1:$port after 10 s"
-}
-
 now_ms() { echo $(($(date +%s%N) / 1000000)); }
 
 # ---------------------------------------------------------------- the servers

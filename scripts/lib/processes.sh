@@ -26,3 +26,19 @@ terminate() {
     if alive "$child"; then kill -KILL "$child" 2>/dev/null || true; fi
   done
 }
+
+# port_open PORT: whether something accepts on 127.0.0.1:PORT.
+port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+# wait_port PORT PID NAME LOG: waits (at most 10 s) until PID accepts on PORT, or ends the script
+# through the caller's `die`, showing the end of LOG.
+wait_port() {
+  local port=$1 pid=$2 name=$3 log=$4 i
+  for ((i = 0; i < 200; i++)); do
+    alive "$pid" || { tail -n 20 "$log" >&2 || true; die "$name exited during start-up"; }
+    port_open "$port" && return 0
+    sleep 0.05
+  done
+  tail -n 20 "$log" >&2 || true
+  die "$name does not accept on 127.0.0.1:$port after 10 s"
+}
