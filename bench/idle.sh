@@ -7,10 +7,16 @@
 #
 # Each proxy (one worker / one thread) forwards to the same upstream (an nginx worker answering
 # `return 200`). bench/idle_clients.py opens CONNECTIONS connections to it, sends one request on
-# each and reads the answer, then leaves them all open and idle. The figure is the growth of the
-# proxy's resident memory (VmRSS, the nginx worker's for nginx) from before the connections to
-# when they are all idle, divided by their number. Kernel socket buffers are not in it (they are
-# the kernel's, the same for every proxy). Rounds alternate the proxies; the table gives medians.
+# each and reads the answer, then leaves them all open and idle. It opens them in two equal
+# steps, and two figures come from the proxy's resident memory (VmRSS, the nginx worker's for
+# nginx), read before the connections, after the first half and when all are idle:
+# - per connection: the growth from before to all, divided by CONNECTIONS. It includes what the
+#   proxy keeps after serving the 200-connection bursts the clients open them in (freed memory
+#   the allocator holds, spare buffers), which does not grow with the number of connections;
+# - per added connection: the growth from half to all, divided by CONNECTIONS/2: what each more
+#   idle connection costs, the bursts' high-water mark already reached.
+# Kernel socket buffers are in neither (they are the kernel's, the same for every proxy). Rounds
+# alternate the proxies; the table gives medians.
 #
 # Environment (defaults in brackets):
 #   SLUICE_BIN [build/release/sluice]  CONNECTIONS [8000]  ROUNDS [3]  PROXIES ["sluice nginx"]
@@ -28,6 +34,8 @@ KEEP_WORKDIR=${KEEP_WORKDIR:-0}
 SLUICE_BIN=${SLUICE_BIN:-build/release/sluice}
 [[ $SLUICE_BIN == /* ]] || SLUICE_BIN=$repo_root/$SLUICE_BIN
 export PATH=$PATH:/usr/sbin:/sbin
+# shellcheck source=scripts/lib/processes.sh
+source "$repo_root/scripts/lib/processes.sh"
 
 die() {
   printf 'idle.sh: error: %s\n' "$*" >&2
@@ -71,20 +79,12 @@ http {
 CONF
 }
 
-wait_port() {
-  for _ in $(seq 200); do
-    if (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; then return 0; fi
-    sleep 0.05
-  done
-  die "nothing listens on port $1"
-}
-
 rss_kib() { awk '/^VmRSS:/ {print $2}' "/proc/$1/status"; }
 
 nginx_config upstream "$UPSTREAM_PORT" 'default_type text/plain; return 200 "ok\n";'
-nginx -p "$work/" -e stderr -c "$work/upstream.conf" &
+nginx -p "$work/" -e stderr -c "$work/upstream.conf" 2>"$work/upstream.log" &
 pids+=($!)
-wait_port "$UPSTREAM_PORT"
+wait_port "$UPSTREAM_PORT" "$!" upstream "$work/upstream.log"
 
 nginx_config proxy "$NGINX_PORT" "proxy_pass http://backend; proxy_http_version 1.1; proxy_set_header Connection \"\";"
 cat >"$work/sluice.yaml" <<CONF
@@ -100,19 +100,19 @@ limiters:
 routes: [{name: all, limiters: [per-ip]}]
 CONF
 
-# measure PROXY: prints the KiB per idle connection.
+# measure PROXY: prints the KB per connection and per added connection.
 measure() {
-  local proxy=$1 port pid
+  local proxy=$1 port pid log=$work/$1.log
   if [ "$proxy" = sluice ]; then
     port=$SLUICE_PORT
-    "$SLUICE_BIN" run -c "$work/sluice.yaml" >"$work/sluice.log" 2>&1 &
+    "$SLUICE_BIN" run -c "$work/sluice.yaml" >"$log" 2>&1 &
     pid=$!
   else
     port=$NGINX_PORT
-    nginx -p "$work/" -e stderr -c "$work/proxy.conf" &
+    nginx -p "$work/" -e stderr -c "$work/proxy.conf" >"$log" 2>&1 &
     pid=$!
   fi
-  wait_port "$port"
+  wait_port "$port" "$pid" "$proxy" "$log"
   local measured=$pid
   if [ "$proxy" = nginx ]; then
     for _ in $(seq 100); do
@@ -123,32 +123,41 @@ measure() {
   fi
   # Warm up: the first requests allocate what every later one reuses.
   "$repo_root/bench/idle_clients.py" "$port" 50 </dev/null >/dev/null
-  local before after
+  local before half after ready
   before=$(rss_kib "$measured")
-  coproc clients { "$repo_root/bench/idle_clients.py" "$port" "$CONNECTIONS"; }
-  local ready
+  coproc clients { "$repo_root/bench/idle_clients.py" "$port" "$CONNECTIONS" 2; }
+  read -r ready <&"${clients[0]}" || die "$proxy: the clients did not get their connections"
+  [ "$ready" = "ready $((CONNECTIONS / 2))" ] || die "$proxy: $ready"
+  sleep 1  # let every connection settle into its idle state
+  half=$(rss_kib "$measured")
+  echo go >&"${clients[1]}"
   read -r ready <&"${clients[0]}" || die "$proxy: the clients did not get their connections"
   [ "$ready" = "ready $CONNECTIONS" ] || die "$proxy: $ready"
-  sleep 1  # let every connection settle into its idle state
+  sleep 1
   after=$(rss_kib "$measured")
   exec {clients[1]}>&-
   wait "$clients_PID" || true
   kill "$pid"
   wait "$pid" 2>/dev/null || true
-  awk -v b="$before" -v a="$after" -v n="$CONNECTIONS" 'BEGIN { printf "%.2f\n", (a - b) * 1024 / n / 1000 }'
+  awk -v b="$before" -v h="$half" -v a="$after" -v n="$CONNECTIONS" \
+    'BEGIN { printf "%.2f %.2f\n", (a - b) * 1024 / n / 1000, (a - h) * 1024 / (n / 2) / 1000 }'
 }
 
-declare -A results
+declare -A per_connection per_added
 for ((round = 1; round <= ROUNDS; round++)); do
   for proxy in $PROXIES; do
-    value=$(measure "$proxy")
-    printf 'round %d %-7s %s KB per idle connection\n' "$round" "$proxy" "$value" >&2
-    results[$proxy]+="$value "
+    read -r whole added < <(measure "$proxy")
+    printf 'round %d %-7s %s KB per connection, %s KB per added connection\n' \
+      "$round" "$proxy" "$whole" "$added" >&2
+    per_connection[$proxy]+="$whole "
+    per_added[$proxy]+="$added "
   done
 done
 
-printf '\n%-8s %s\n' proxy "KB per idle connection (median of $ROUNDS, $CONNECTIONS connections)"
+median() { tr ' ' '\n' <<<"$1" | grep . | sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
+printf '\n%-8s %-22s %s\n' proxy "KB per connection" "KB per added connection"
 for proxy in $PROXIES; do
-  median=$(tr ' ' '\n' <<<"${results[$proxy]}" | grep . | sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}')
-  printf '%-8s %s\n' "$proxy" "$median"
+  printf '%-8s %-22s %s\n' "$proxy" "$(median "${per_connection[$proxy]}")" \
+    "$(median "${per_added[$proxy]}")"
 done
+printf '(medians of %d rounds, %d idle connections)\n' "$ROUNDS" "$CONNECTIONS"

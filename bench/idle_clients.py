@@ -1,11 +1,13 @@
 #!/usr/bin/python3
 """Holds N idle keep-alive connections to 127.0.0.1:PORT, each after one request.
 
-Usage: idle_clients.py PORT N
+Usage: idle_clients.py PORT N [STEPS]
 Opens N connections (a few hundred at a time), sends one GET on each and reads its whole
 response (so the proxy has served a request on it and kept it alive), then prints "ready N"
-and keeps every connection open, idle, until its standard input closes. Exits 1 if a
-connection fails or an answer is not a 200.
+and keeps every connection open, idle, until its standard input closes. With STEPS (default 1),
+it opens them in that many equal steps, prints "ready K" after each with the K open so far,
+and waits for a line on its standard input before the next step. Exits 1 if a connection
+fails or an answer is not a 200.
 """
 import asyncio
 import resource
@@ -29,19 +31,25 @@ async def open_one(port):
     return writer
 
 
-async def main(port, count):
+async def main(port, count, steps):
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, count + 1024), hard))
+    loop = asyncio.get_running_loop()
     writers = []
     batch = 200
-    for start in range(0, count, batch):
-        writers += await asyncio.gather(
-            *(open_one(port) for _ in range(min(batch, count - start))))
-    print(f"ready {len(writers)}", flush=True)
-    await asyncio.get_running_loop().run_in_executor(None, sys.stdin.read)
+    for step in range(steps):
+        if step > 0:
+            await loop.run_in_executor(None, sys.stdin.readline)
+        target = count * (step + 1) // steps
+        while len(writers) < target:
+            writers += await asyncio.gather(
+                *(open_one(port) for _ in range(min(batch, target - len(writers)))))
+        print(f"ready {len(writers)}", flush=True)
+    await loop.run_in_executor(None, sys.stdin.read)
     for writer in writers:
         writer.close()
 
 
 if __name__ == "__main__":
-    asyncio.run(main(int(sys.argv[1]), int(sys.argv[2])))
+    asyncio.run(main(int(sys.argv[1]), int(sys.argv[2]),
+                     int(sys.argv[3]) if len(sys.argv) > 3 else 1))
