@@ -3,11 +3,12 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
-#include <unordered_map>
 
 #include "limiter/clock.hpp"
+#include "proxy/http/client_connection.hpp"
+#include "proxy/http/request_state.hpp"
 #include "proxy/http/upstream_pool.hpp"
-#include "proxy/io/chunk_pool.hpp"
+#include "proxy/io/spare_pool.hpp"
 #include "proxy/io/stream.hpp"
 #include "proxy/live/generation.hpp"
 #include "proxy/live/reloader.hpp"
@@ -16,9 +17,6 @@
 #include "proxy/telemetry/metrics.hpp"
 
 namespace sluice::http {
-
-/// Largest request or response header accepted (431 beyond it).
-inline constexpr std::uint32_t kMaxHeaderBytes = 16 * 1024;
 
 /// What every event loop shares with the others: the configuration in force, where limits are
 /// counted, the counters and the process's switches. Owned by the server; the atomics are the
@@ -35,30 +33,26 @@ struct ProxyState {
   std::atomic<std::size_t> connection_slots{0};  ///< Open, vs max_connections.
 };
 
-/// The client connections of one event loop, each with whether it is waiting for a request
-/// now: on drain those have nothing in flight and are closed at once. A connection registers
-/// once; between requests only its flag changes.
-struct IdleConnections {
-  std::unordered_map<io::Stream*, const bool*> open;
-};
-
 /// What one event loop owns for the connections it serves. Touched only from that loop's
 /// thread (but `proxy`, which all loops share).
 struct LoopContext {
   LoopContext(ProxyState& shared, std::size_t loop_index, UpstreamPool& upstreams,
-              io::ChunkPool& body_chunks)
+              io::ChunkPool& body_chunks, RequestStatePool& spare_request_states)
       : proxy(shared),
         index(loop_index),
         generations(shared.live),
         pool(upstreams),
-        chunks(body_chunks) {}
+        chunks(body_chunks),
+        request_states(spare_request_states) {}
 
   ProxyState& proxy;
   std::size_t index;                  ///< This loop's slot in per-loop counters and stores.
   live::GenerationCache generations;  ///< This loop's view of the live configuration.
-  IdleConnections idle;               ///< This loop's client connections.
+  ClientConnections clients;          ///< This loop's open client connections.
+  LingeringConnections lingering;     ///< Those between requests that are not parked yet.
   UpstreamPool& pool;                 ///< This loop's upstream connections.
   io::ChunkPool& chunks;              ///< This loop's body buffers.
+  RequestStatePool& request_states;   ///< What its connections borrow while they are busy.
 };
 
 }  // namespace sluice::http

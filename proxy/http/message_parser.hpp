@@ -5,6 +5,7 @@
 #include <boost/beast/http/error.hpp>
 #include <boost/beast/http/status.hpp>
 #include <boost/beast/http/verb.hpp>
+#include <cstdint>
 #include <cstring>
 #include <span>
 #include <string_view>
@@ -13,6 +14,9 @@
 #include "proxy/http/message_syntax.hpp"
 
 namespace sluice::http {
+
+/// Largest request or response header accepted (431 beyond it).
+inline constexpr std::uint32_t kMaxHeaderBytes = 16 * 1024;
 
 /// Beast's HTTP/1 parser (its syntax checks, framing and limits unchanged), keeping the head in
 /// a connection's HeadFields instead of a Beast message, and copying body bytes into the room

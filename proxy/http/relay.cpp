@@ -16,15 +16,15 @@
 #include "proxy/http/responses.hpp"
 #include "proxy/http/tunnel.hpp"
 #include "proxy/http/upstream_pool.hpp"
-#include "proxy/io/chunk_pool.hpp"
 #include "proxy/io/socket_calls.hpp"
 #include "proxy/io/socket_io.hpp"
+#include "proxy/io/spare_pool.hpp"
 #include "proxy/pipeline/http_text.hpp"
 
 namespace sluice::http {
 namespace {
 
-constexpr std::size_t kRelayBuffer = io::ChunkPool::kChunkBytes;
+constexpr std::size_t kRelayBuffer = io::kChunkBytes;
 
 /// The connection options of a message: the names listed in its Connection fields, all of them
 /// (RFC 9110 §7.6.1; a field may be repeated, §5.3).
@@ -431,11 +431,11 @@ io::Awaitable<UpstreamSend> send_upstream(ClientConnection& downstream, const Ex
                                           UpstreamConnectionPtr& connection,
                                           std::chrono::steady_clock::time_point& sent_at) {
   io::Stream& client = downstream.stream;
-  beast::flat_buffer& client_buffer = downstream.buffer;
+  beast::flat_buffer& client_buffer = downstream.state->buffer;
   RequestParser& parser = exchange.request;
   const config::Upstream& upstream = exchange.upstream();
   const config::Timeouts& timeouts = exchange.config().timeouts;
-  const HeadText& head = downstream.relay_head;
+  const HeadText& head = downstream.state->relay_head;
   // Without a body, a send that fails on a parked connection can be repeated on a new one: the
   // upstream most likely closed it while idle and never saw the request. Only an idempotent
   // request, though: the upstream may also have acted on it and died before answering, and a
@@ -548,9 +548,9 @@ std::string_view name_of(UpstreamFailure failure) noexcept {
 io::Awaitable<RelayOutcome> relay(ClientConnection& downstream, const Exchange& exchange,
                                   LoopContext& loop) {
   io::Stream& client = downstream.stream;
-  beast::flat_buffer& client_buffer = downstream.buffer;
+  beast::flat_buffer& client_buffer = downstream.state->buffer;
   RequestParser& parser = exchange.request;
-  HeadText& head = downstream.relay_head;
+  HeadText& head = downstream.state->relay_head;
   const pipeline::Decision& decision = exchange.decision;
   const config::ProxyConfig& config = exchange.config();
   const config::Timeouts& timeouts = config.timeouts;
@@ -562,8 +562,8 @@ io::Awaitable<RelayOutcome> relay(ClientConnection& downstream, const Exchange& 
   const io::ChunkPool::Lease chunk = loop.chunks.borrow();
   UpstreamConnectionPtr connection;
   std::chrono::steady_clock::time_point sent_at;
-  const UpstreamSend sent =
-      co_await send_upstream(downstream, exchange, loop, chunk.bytes(), connection, sent_at);
+  const UpstreamSend sent = co_await send_upstream(downstream, exchange, loop,
+                                                   std::span<char>(*chunk), connection, sent_at);
   if (sent.client_gone) {
     if (sent.malformed) {  // a bad chunk, found after the head went upstream: still a 400
       co_return co_await answer_and_close(client, http::status::bad_request, UpstreamFailure::none,
@@ -630,7 +630,7 @@ io::Awaitable<RelayOutcome> relay(ClientConnection& downstream, const Exchange& 
   bool upstream_failed = false;
   beast::error_code ec;
   if (WholeMessage whole;
-      !framing.chunked && whole.gather(response, server_buffer, head, chunk.bytes())) {
+      !framing.chunked && whole.gather(response, server_buffer, head, std::span<char>(*chunk))) {
     const io::SendStart start = send_now(client, whole.pieces);
     ec = start.error;
     if (!start.finished) {
@@ -639,7 +639,7 @@ io::Awaitable<RelayOutcome> relay(ClientConnection& downstream, const Exchange& 
   } else {
     const Pumped pumped =
         co_await pump(Source{server, server_buffer, timeouts.upstream}, response,
-                      Sink{client, timeouts.idle}, head, framing.chunked, chunk.bytes());
+                      Sink{client, timeouts.idle}, head, framing.chunked, std::span<char>(*chunk));
     if (pumped.read_failed && !pumped.head_sent) {  // a body broken from its start: 502 (504)
       co_return co_await fail(client, failure_of(pumped.error), version, decision, config);
     }

@@ -2,40 +2,26 @@
 
 #include <array>
 #include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
-#include <vector>
+#include <memory>
+#include <utility>
 
 #include "proxy/http/beast_http.hpp"
 #include "proxy/http/exchange.hpp"
 #include "proxy/http/message_read.hpp"
 #include "proxy/http/relay.hpp"
+#include "proxy/http/request_state.hpp"
 #include "proxy/http/responses.hpp"
+#include "proxy/io/coarse_clock.hpp"
 #include "proxy/io/socket_io.hpp"
 
 namespace sluice::http {
 namespace {
-
-pipeline::IpAddress address_of(const tcp::endpoint& endpoint) {
-  pipeline::IpAddress address;
-  const net::ip::address ip = endpoint.address();
-  if (ip.is_v4()) {
-    const auto bytes = ip.to_v4().to_bytes();
-    std::copy(bytes.begin(), bytes.end(), address.bytes.begin());
-    address.ipv4 = true;
-  } else if (ip.to_v6().is_v4_mapped()) {
-    const auto bytes = net::ip::make_address_v4(net::ip::v4_mapped, ip.to_v6()).to_bytes();
-    std::copy(bytes.begin(), bytes.end(), address.bytes.begin());
-    address.ipv4 = true;
-  } else {
-    const auto bytes = ip.to_v6().to_bytes();
-    std::copy(bytes.begin(), bytes.end(), address.bytes.begin());
-    address.ipv4 = false;
-  }
-  return address;
-}
 
 /// Answers with `response` and says whether the connection may serve another request.
 io::Awaitable<bool> answer(io::Stream& client, const OwnResponse& response,
@@ -71,24 +57,6 @@ struct ConnectionCount {
   }
   std::atomic<std::size_t>* count_;
   std::atomic<std::size_t>* slots_;
-};
-
-/// Lists a connection among its loop's open ones while it is open.
-class IdleRegistration {
- public:
-  IdleRegistration(IdleConnections& idle, io::Stream& client, const bool& waiting)
-      : idle_(idle), client_(&client) {
-    idle_.open.emplace(client_, &waiting);
-  }
-  IdleRegistration(const IdleRegistration&) = delete;
-  IdleRegistration& operator=(const IdleRegistration&) = delete;
-  IdleRegistration(IdleRegistration&&) = delete;
-  IdleRegistration& operator=(IdleRegistration&&) = delete;
-  ~IdleRegistration() { idle_.open.erase(client_); }
-
- private:
-  IdleConnections& idle_;
-  io::Stream* client_;
 };
 
 telemetry::MetricDecision metric_decision(pipeline::Outcome outcome) noexcept {
@@ -156,121 +124,231 @@ void account(const LoopContext& loop, const Exchange& exchange, unsigned status,
                               .total = total});
 }
 
-}  // namespace
+/// Points a connection at the request state it borrowed, for as long as it has it.
+class Borrowed {
+ public:
+  Borrowed(ClientConnection& client, RequestState& state) : client_(client) {
+    client_.state = &state;
+  }
+  Borrowed(const Borrowed&) = delete;
+  Borrowed& operator=(const Borrowed&) = delete;
+  Borrowed(Borrowed&&) = delete;
+  Borrowed& operator=(Borrowed&&) = delete;
+  ~Borrowed() { client_.state = nullptr; }
 
-io::Awaitable<void> serve_client(io::Socket socket, LoopContext& loop) {
+ private:
+  ClientConnection& client_;
+};
+
+/// Moves `generation` to the live one after a reload; a connection changes between requests.
+void follow_reloads(std::shared_ptr<const live::Generation>& generation, LoopContext& loop) {
+  if (const auto& live = loop.generations.get(); live.get() != generation.get()) {
+    generation = live;
+  }
+}
+
+/// A client connection as the session holds it: counted among the open ones, and listed in its
+/// loop's, for as long as it is open. Owned by the coroutine serving its requests while it has
+/// some, and by its wait for the next one while it has none.
+struct OpenConnection {
+  OpenConnection(io::Socket socket, LoopContext& loop)
+      : counted(loop.proxy.connections, loop.proxy.connection_slots),
+        client(std::move(socket)),
+        generation(loop.generations.get()) {
+    loop.clients.push_back(client);  // it leaves the list when it goes
+  }
+  OpenConnection(const OpenConnection&) = delete;
+  OpenConnection& operator=(const OpenConnection&) = delete;
+  OpenConnection(OpenConnection&&) = delete;
+  OpenConnection& operator=(OpenConnection&&) = delete;
+  ~OpenConnection() {
+    beast::error_code ignored;
+    client.stream.socket().shutdown(io::Socket::shutdown_send, ignored);
+  }
+
+  const ConnectionCount counted;
+  ClientConnection client;
+  /// The generation it serves with; replaced between requests after a reload.
+  std::shared_ptr<const live::Generation> generation;
+};
+using OpenPtr = std::unique_ptr<OpenConnection>;
+
+void wait_for_request(OpenPtr open, LoopContext& loop, bool first);
+
+/// Serves a connection's requests from the first bytes of one, which the socket has just
+/// reported, with a request state borrowed for that time, until it is parked (quiet for
+/// kLingerBeforeParking after its last answer): then waits for the next request without the
+/// state, or closes the connection. `first`: this is the connection's first request.
+io::Awaitable<void> serve_requests(OpenPtr open, LoopContext& loop, bool first) {
   ProxyState& proxy = loop.proxy;
-  const ConnectionCount counted(proxy.connections, proxy.connection_slots);
-  beast::error_code ignored;
-  const tcp::endpoint peer_endpoint = socket.remote_endpoint(ignored);
-  socket.non_blocking(true, ignored);  // see socket_io.hpp
-  ClientConnection client(std::move(socket), address_of(peer_endpoint),
-                          peer_endpoint.address().to_string());
+  ClientConnection& client = open->client;
+  std::shared_ptr<const live::Generation>& generation = open->generation;
   io::Stream& stream = client.stream;
-  bool waiting = false;
-  const IdleRegistration registered(loop.idle, stream, waiting);
-  // The generation this connection serves with; replaced between requests after a reload.
-  std::shared_ptr<const live::Generation> generation = loop.generations.get();
+  bool idle = false;  // parked: every request read is answered, and no other came
+  {
+    const RequestStatePool::Lease lease = loop.request_states.borrow();
+    RequestState& state = *lease;
+    const Borrowed borrowed(client, state);
 
-  for (bool first = true;; first = false) {
-    if (const auto& live = loop.generations.get(); live.get() != generation.get()) {
-      generation = live;
-    }
-    const config::Timeouts& timeouts = generation->config->timeouts;
-    client.request_head.trim();  // the last request is over; an idle connection keeps little
-    RequestParser parser(client.request_head);
-    parser.header_limit(kMaxHeaderBytes);
-    parser.body_limit(boost::none);  // bodies are streamed, never held whole
-    if (proxy.draining.load(std::memory_order_relaxed)) {
-      break;
-    }
-    stream.expires_after(first ? timeouts.header : timeouts.idle);
-    waiting = true;  // nothing in flight: a drain may close it
-    bool header_deadline = first;
-    beast::error_code ec;
-    for (MessageRead read(client.buffer, parser, MessageRead<true>::Until::header_done);
-         read.wants_bytes(ec);) {
-      if (!header_deadline && client.buffer.size() > 0) {
-        // Part of a new head is in and the rest is awaited: from its first byte a head gets
-        // timeouts.header, on a kept-alive connection as on a new one (else a slow client
-        // could trickle each later head for the idle timeout). A head that came whole, the
-        // usual case, never moves the deadline.
-        stream.expires_after(timeouts.header);
-        header_deadline = true;
+    for (bool pipelined = false;; pipelined = true, first = false) {
+      follow_reloads(generation, loop);
+      const config::Timeouts& timeouts = generation->config->timeouts;
+      if (pipelined) {  // a next request: some of its bytes in already, or soon, or none
+        if (proxy.draining.load(std::memory_order_relaxed)) {
+          co_return;
+        }
+        stream.expires_after(timeouts.idle);
+        client.waiting = true;
+        if (state.buffer.size() == 0) {
+          client.lingering_since = io::CoarseClock::now();
+          loop.lingering.push_back(client);
+        }
       }
-      auto [error, n] = co_await stream.async_read_some(read.room(), io::use_nothrow);
-      read.received(n, error, ec);
-    }
-    waiting = false;
-    if (ec) {  // (checked first: comparing codes of other categories is not free)
-      if (ec == http::error::end_of_stream || ec == beast::error::timeout ||
-          ec == net::error::connection_reset || ec == net::error::eof ||
-          ec == net::error::operation_aborted) {
-        break;  // the client is done, or went quiet
+      state.request_head.trim();
+      RequestParser& parser = state.parser.emplace(state.request_head);
+      parser.header_limit(kMaxHeaderBytes);
+      parser.body_limit(boost::none);  // bodies are streamed, never held whole
+      bool header_deadline = first;
+      beast::error_code ec;
+      for (MessageRead read(state.buffer, parser, MessageRead<true>::Until::header_done);
+           read.wants_bytes(ec);) {
+        if (state.buffer.size() > 0 && client.lingering.is_linked()) {
+          client.lingering.unlink();  // part of a head is in: never parked with it
+        }
+        if (!header_deadline && state.buffer.size() > 0) {
+          // Part of a new head is in and the rest is awaited: from its first byte a head gets
+          // timeouts.header, on a kept-alive connection as on a new one (else a slow client
+          // could trickle each later head for the idle timeout). A head that came whole, the
+          // usual case, never moves the deadline.
+          stream.expires_after(timeouts.header);
+          header_deadline = true;
+        }
+        auto [error, n] = co_await stream.async_read_some(read.room(), io::use_nothrow);
+        read.received(n, error, ec);
       }
-      // Too large: 431 (414); malformed: 400 (501). The connection cannot be trusted to go on.
-      problem_response(client.own, refusal_for(parser, ec), 11, false);
-      co_await answer(stream, client.own, timeouts.idle);
-      break;
-    }
-    Exchange exchange{.generation = *generation,
-                      .request = parser,
-                      .decision = {},
-                      .keep_alive = false,
-                      .started = std::chrono::steady_clock::now()};
-    pipeline::Decision& decision = exchange.decision;
-    const pipeline::RequestView view{.method = parser.method_string(),
-                                     .target = parser.target(),
-                                     .host = client.request_head.value_of(http::field::host),
-                                     .headers = client.request_head.headers(),
-                                     .peer = client.peer};
-    pipeline::Charges charges;
-    const limiter::TimePoint now = proxy.clock.now();
-    if (generation->pipeline.prepare(view, now, std::nullopt, decision, charges)) {
-      pipeline::ChargeResult charged;
-      if (!proxy.store->charge_now(loop.index, decision, charges, now, charged)) {
-        charged = co_await proxy.store->charge(loop.index, decision, charges, now);
+      client.waiting = false;
+      if (client.lingering.is_linked()) {
+        client.lingering.unlink();
       }
-      generation->pipeline.conclude(decision, charges, charged, now);
-    }
-    // A body left unread would be taken for the next request: only keep alive without one.
-    exchange.keep_alive = parser.keep_alive() && !proxy.draining.load(std::memory_order_relaxed);
-    if (decision.hold > limiter::Duration::zero()) {
-      // Delay mode: a timer, never a blocked thread. Held is held, whoever answers: a route
-      // that responds itself waits as long as one that forwards.
-      io::Timer hold(co_await net::this_coro::executor, decision.hold);
-      co_await hold.async_wait(io::use_nothrow);
-    }
-    const bool forward = (decision.outcome == pipeline::Outcome::allowed ||
-                          decision.outcome == pipeline::Outcome::delayed) &&
-                         !decision.route->respond;
-    if (!forward) {
-      exchange.keep_alive = exchange.keep_alive && parser.is_done();
-      own_response(client.own, decision, parser.version(), exchange.keep_alive,
-                   exchange.config().limits_headers);
-      // The refusal path is hot: a send that completes at once allocates no coroutine frame.
-      const io::SendStart start = send_now(stream, client.own.buffers());
-      beast::error_code send_error = start.error;
-      if (!start.finished) {
-        send_error = co_await send_rest(stream, client.own.buffers(), start.sent, timeouts.idle);
-      }
-      const bool again = !send_error && client.own.keep_alive;
-      proxy.store->release(loop.index, decision);
-      account(loop, exchange, decision.status, nullptr);
-      if (!again) {
+      if (std::exchange(client.parked, false) && ec == net::error::operation_aborted &&
+          state.buffer.size() == 0) {
+        idle = true;  // quiet for a while: wait for its request without the state
         break;
       }
-      continue;
-    }
-    const RelayOutcome outcome = co_await relay(client, exchange, loop);
-    // The permits go back once the response is over, or the client has gone.
-    proxy.store->release(loop.index, decision);
-    account(loop, exchange, outcome.status, &outcome);
-    if (!outcome.keep_alive) {
-      break;
+      if (ec) {  // (checked first: comparing codes of other categories is not free)
+        if (ec == http::error::end_of_stream || ec == beast::error::timeout ||
+            ec == net::error::connection_reset || ec == net::error::eof ||
+            ec == net::error::operation_aborted) {
+          co_return;  // the client is done, or went quiet
+        }
+        // Too large: 431 (414); malformed: 400 (501). The connection cannot be trusted to go on.
+        problem_response(state.own, refusal_for(parser, ec), 11, false);
+        co_await answer(stream, state.own, timeouts.idle);
+        co_return;
+      }
+      state.decision = {};
+      state.charges = {};  // prepare() adds to them
+      Exchange exchange{.generation = *generation,
+                        .request = parser,
+                        .decision = state.decision,
+                        .keep_alive = false,
+                        .started = std::chrono::steady_clock::now()};
+      pipeline::Decision& decision = state.decision;
+      const pipeline::RequestView view{.method = parser.method_string(),
+                                       .target = parser.target(),
+                                       .host = state.request_head.value_of(http::field::host),
+                                       .headers = state.request_head.headers(),
+                                       .peer = client.peer};
+      const limiter::TimePoint now = proxy.clock.now();
+      if (generation->pipeline.prepare(view, now, std::nullopt, decision, state.charges)) {
+        state.charged = {};
+        if (!proxy.store->charge_now(loop.index, decision, state.charges, now, state.charged)) {
+          state.charged = co_await proxy.store->charge(loop.index, decision, state.charges, now);
+        }
+        generation->pipeline.conclude(decision, state.charges, state.charged, now);
+      }
+      // A body left unread would be taken for the next request: only keep alive without one.
+      exchange.keep_alive = parser.keep_alive() && !proxy.draining.load(std::memory_order_relaxed);
+      if (decision.hold > limiter::Duration::zero()) {
+        // Delay mode: a timer, never a blocked thread. Held is held, whoever answers: a route
+        // that responds itself waits as long as one that forwards.
+        io::Timer hold(co_await net::this_coro::executor, decision.hold);
+        co_await hold.async_wait(io::use_nothrow);
+      }
+      const bool forward = (decision.outcome == pipeline::Outcome::allowed ||
+                            decision.outcome == pipeline::Outcome::delayed) &&
+                           !decision.route->respond;
+      bool again = false;
+      if (!forward) {
+        exchange.keep_alive = exchange.keep_alive && parser.is_done();
+        own_response(state.own, decision, parser.version(), exchange.keep_alive,
+                     exchange.config().limits_headers);
+        // The refusal path is hot: a send that completes at once allocates no coroutine frame.
+        const io::SendStart start = send_now(stream, state.own.buffers());
+        beast::error_code send_error = start.error;
+        if (!start.finished) {
+          send_error = co_await send_rest(stream, state.own.buffers(), start.sent, timeouts.idle);
+        }
+        again = !send_error && state.own.keep_alive;
+        proxy.store->release(loop.index, decision);
+        account(loop, exchange, decision.status, nullptr);
+      } else {
+        const RelayOutcome outcome = co_await relay(client, exchange, loop);
+        // The permits go back once the response is over, or the client has gone.
+        proxy.store->release(loop.index, decision);
+        account(loop, exchange, outcome.status, &outcome);
+        again = outcome.keep_alive;
+      }
+      if (!again) {
+        co_return;
+      }
     }
   }
-  stream.socket().shutdown(io::Socket::shutdown_send, ignored);
+  if (idle) {
+    wait_for_request(std::move(open), loop, false);
+  }
+}
+
+/// Waits, with no buffer and no coroutine frame, for `open`'s next request: what an idle
+/// keep-alive connection costs is its socket, its deadline and this wait. Then serves it, or
+/// closes the connection when the wait times out or is cancelled (a drain).
+void wait_for_request(OpenPtr open, LoopContext& loop, bool first) {
+  if (loop.proxy.draining.load(std::memory_order_relaxed)) {
+    return;  // closes it
+  }
+  follow_reloads(open->generation, loop);
+  const config::Timeouts& timeouts = open->generation->config->timeouts;
+  io::Stream& stream = open->client.stream;
+  stream.expires_after(first ? timeouts.header : timeouts.idle);
+  open->client.waiting = true;  // nothing in flight: a drain may close it
+  stream.async_wait_readable([open = std::move(open), &loop, first](beast::error_code ec) mutable {
+    if (!ec) {
+      io::Executor executor = open->client.stream.get_executor();
+      net::co_spawn(executor, serve_requests(std::move(open), loop, first), net::detached);
+    }
+  });
+}
+
+}  // namespace
+
+void serve_client(io::Socket socket, LoopContext& loop) {
+  wait_for_request(std::make_unique<OpenConnection>(std::move(socket), loop), loop, true);
+}
+
+io::Awaitable<void> park_lingering(LoopContext& loop) {
+  io::Timer timer(co_await net::this_coro::executor);
+  for (;;) {
+    timer.expires_after(kLingerBeforeParking);
+    co_await timer.async_wait(io::use_nothrow);
+    const auto quiet_since = io::CoarseClock::now() - kLingerBeforeParking;
+    while (!loop.lingering.empty() && loop.lingering.front().lingering_since <= quiet_since) {
+      ClientConnection& client = loop.lingering.front();
+      loop.lingering.pop_front();
+      client.parked = true;
+      beast::error_code ignored;
+      client.stream.socket().cancel(ignored);  // its read ends with operation_aborted
+    }
+  }
 }
 
 }  // namespace sluice::http

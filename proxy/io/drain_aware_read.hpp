@@ -114,6 +114,43 @@ class ReceiveOperation : public detail::reactor_op {
   detail::handler_work<Handler, Executor> work_;
 };
 
+/// The reactor operation of a wait for bytes to read: done as soon as it is performed, which the
+/// reactor does at once when the socket may hold bytes (no read since the last event reported it
+/// emptied), else when epoll reports some. Asio's own wait cannot be started that way: it always
+/// queues, and re-arms the descriptor with an epoll_ctl call to be sure not to miss bytes already
+/// there; here the exhausted read that came before is what says none are.
+template <class Handler>
+class WaitOperation : public detail::reactor_op {
+ public:
+  BOOST_ASIO_DEFINE_HANDLER_PTR(WaitOperation);
+
+  WaitOperation(Handler& handler, const Executor& io_executor)
+      : reactor_op(boost::system::error_code(), &WaitOperation::perform_wait,
+                   &WaitOperation::complete),
+        handler_(std::move(handler)),
+        work_(handler_, io_executor) {}
+
+ private:
+  static status perform_wait(reactor_op*) { return done; }
+
+  static void complete(void* owner, detail::operation* base, const boost::system::error_code&,
+                       std::size_t) {
+    auto* self = static_cast<WaitOperation*>(base);
+    ptr p = {detail::addressof(self->handler_), self, self};
+    detail::handler_work<Handler, Executor> work(std::move(self->work_));
+    detail::binder1<Handler, boost::system::error_code> bound(self->handler_, self->ec_);
+    p.h = detail::addressof(bound.handler_);
+    p.reset();
+    if (owner) {
+      detail::fenced_block fence(detail::fenced_block::half);
+      work.complete(bound, bound.handler_);
+    }
+  }
+
+  Handler handler_;
+  detail::handler_work<Handler, Executor> work_;
+};
+
 /// Reaches the socket's reactor-level state, which basic_socket keeps protected. (A pointer to
 /// a protected member, formed through a derived class, may be applied to a base object.)
 struct SocketInternals : Socket {
@@ -156,6 +193,28 @@ void async_read_some_drain_aware(Socket& socket, Reactor& reactor, const Mutable
     reactor.start_op(detail::reactor::read_op, implementation.socket_, implementation.reactor_data_,
                      p.p, is_continuation, true);
   }
+  p.v = p.p = nullptr;
+}
+
+}  // namespace sluice::io
+
+namespace sluice::io {
+
+/// Waits until `socket` may have bytes to read, reading none: at once if no read emptied it since
+/// epoll last reported bytes, else when epoll next does. Costs no system call to start, unlike
+/// socket.async_wait. `reactor` is the socket's loop's (reactor_of).
+template <class Handler>
+void async_wait_readable_drain_aware(Socket& socket, Reactor& reactor, Handler&& handler) {
+  namespace detail = net::detail;
+  using Operation = drain_aware_detail::WaitOperation<std::decay_t<Handler>>;
+  auto& implementation = drain_aware_detail::SocketInternals::implementation(socket);
+  const bool is_continuation = boost_asio_handler_cont_helpers::is_continuation(handler);
+
+  typename Operation::ptr p = {detail::addressof(handler), Operation::ptr::allocate(handler),
+                               nullptr};
+  p.p = new (p.v) Operation(handler, socket.get_executor());
+  reactor.start_op(detail::reactor::read_op, implementation.socket_, implementation.reactor_data_,
+                   p.p, is_continuation, true);
   p.v = p.p = nullptr;
 }
 

@@ -35,6 +35,18 @@ class SocketReader {
 #endif
   }
 
+  /// Waits until the socket may have bytes to read, reading none. The drain-aware wait starts
+  /// without a system call when the last read emptied the socket; Asio's public one re-arms the
+  /// descriptor with epoll_ctl each time.
+  template <class Handler>
+  void async_wait_readable(Socket& socket, Handler&& handler) {
+#if SLUICE_DRAIN_AWARE_READ
+    async_wait_readable_drain_aware(socket, *reactor_, std::forward<Handler>(handler));
+#else
+    socket.async_wait(Socket::wait_read, std::forward<Handler>(handler));
+#endif
+  }
+
  private:
 #if SLUICE_DRAIN_AWARE_READ
   Reactor* reactor_;

@@ -56,9 +56,12 @@ class Stream {
   auto async_read_some(const MutableBuffers& buffers, Token&& token) {
     return net::async_initiate<Token, void(beast::error_code, std::size_t)>(
         [this](auto handler, const MutableBuffers& into) {
-          start(std::move(handler), [&](auto completion) {
-            reader_.async_read_some(socket_, into, std::move(completion));
-          });
+          start(
+              std::move(handler),
+              [&](auto completion) {
+                reader_.async_read_some(socket_, into, std::move(completion));
+              },
+              std::size_t{0});
         },
         token, buffers);
   }
@@ -67,10 +70,26 @@ class Stream {
   auto async_write_some(const ConstBuffers& buffers, Token&& token) {
     return net::async_initiate<Token, void(beast::error_code, std::size_t)>(
         [this](auto handler, const ConstBuffers& from) {
-          start(std::move(handler),
-                [&](auto completion) { socket_.async_write_some(from, std::move(completion)); });
+          start(
+              std::move(handler),
+              [&](auto completion) { socket_.async_write_some(from, std::move(completion)); },
+              std::size_t{0});
         },
         token, buffers);
+  }
+
+  /// Waits until the socket may have bytes to read, or its peer closed it, and reads none: a
+  /// connection waiting for its next request needs no buffer for it. The read that follows
+  /// finds the bytes (or, rarely, none yet, and waits for them).
+  template <class Token>
+  auto async_wait_readable(Token&& token) {
+    return net::async_initiate<Token, void(beast::error_code)>(
+        [this](auto handler) {
+          start(std::move(handler), [&](auto completion) {
+            reader_.async_wait_readable(socket_, std::move(completion));
+          });
+        },
+        token);
   }
 
  private:
@@ -99,30 +118,35 @@ class Stream {
     using allocator_type = net::associated_allocator_t<Handler>;
     allocator_type get_allocator() const noexcept { return net::get_associated_allocator(handler); }
 
-    void operator()(beast::error_code ec, std::size_t n) {
+    template <class... Results>
+    void operator()(beast::error_code ec, Results... results) {
       if (ec == net::error::operation_aborted && stream->timed_out()) {
         ec = beast::error::timeout;
       }
-      std::move(handler)(ec, n);
+      std::move(handler)(ec, results...);
     }
   };
 
   /// Starts an operation on the socket with `handler` wrapped, or ends it with a timeout if
   /// the deadline has passed.
-  template <class Handler, class Operation>
-  void start(Handler handler, Operation operation) {
+  /// `nothing`: what the operation reports besides its error when it ends before it starts
+  /// (0 bytes for a read or a write).
+  template <class Handler, class Operation, class... Nothing>
+  void start(Handler handler, Operation operation, Nothing... nothing) {
     if (deadline_->expired) {
-      complete_later(std::move(handler), beast::error::timeout);
+      complete_later(std::move(handler), nothing...);
       return;
     }
     operation(Completion<Handler>{std::move(handler), this});
   }
 
-  /// Completes an operation that ends before it starts, never inside its initiation.
-  template <class Handler>
-  void complete_later(Handler handler, beast::error_code ec) {
+  /// Ends an operation with a timeout before it starts, never inside its initiation.
+  template <class Handler, class... Nothing>
+  void complete_later(Handler handler, Nothing... nothing) {
     const auto executor = net::get_associated_executor(handler, socket_.get_executor());
-    net::post(executor, beast::bind_front_handler(std::move(handler), ec, std::size_t{0}));
+    net::post(executor,
+              beast::bind_front_handler(std::move(handler),
+                                        beast::error_code(beast::error::timeout), nothing...));
   }
 
   static void arm(const std::shared_ptr<Deadline>& deadline, Clock::time_point at);

@@ -24,7 +24,13 @@ namespace {
 /// benchmark; with fewer than the requests in flight, every burst closes and reopens some).
 constexpr std::size_t kIdleUpstreamConnections = 64;
 
-using Serve = io::Awaitable<void> (*)(io::Socket, http::LoopContext&);
+/// Starts serving an accepted connection, on the loop's thread.
+using Serve = void (*)(io::Socket, http::LoopContext&);
+
+void serve_admin(io::Socket socket, http::LoopContext& loop) {
+  const io::Executor executor = socket.get_executor();
+  net::co_spawn(executor, admin::serve_admin(std::move(socket), loop), net::detached);
+}
 
 /// How often a loop at the connection limit looks again for a free slot.
 constexpr std::chrono::milliseconds kFullRecheck{5};
@@ -71,7 +77,7 @@ io::Awaitable<void> accept_loop(io::Acceptor& acceptor, http::LoopContext& loop,
       }
     }
     socket.set_option(tcp::no_delay(true), ec);
-    net::co_spawn(acceptor.get_executor(), serve(std::move(socket), loop), net::detached);
+    serve(std::move(socket), loop);
   }
 }
 
@@ -111,7 +117,8 @@ void Server::start() {
     loop->acceptor->bind(endpoint_);
     loop->acceptor->listen(net::socket_base::max_listen_connections);
     endpoint_ = loop->acceptor->local_endpoint();  // port 0 becomes the real port
-    loop->context = std::make_unique<http::LoopContext>(state_, i, *loop->pool, loop->chunks);
+    loop->context = std::make_unique<http::LoopContext>(state_, i, *loop->pool, loop->chunks,
+                                                        loop->request_states);
     loops_.push_back(std::move(loop));
   }
   open_store(config);
@@ -119,13 +126,14 @@ void Server::start() {
     Loop& first = *loops_.front();
     const tcp::endpoint admin(net::ip::make_address(config.admin->host), config.admin->port);
     admin_ = std::make_unique<io::Acceptor>(first.io, admin);
-    net::co_spawn(first.io, accept_loop(*admin_, *first.context, &admin::serve_admin, false),
+    net::co_spawn(first.io, accept_loop(*admin_, *first.context, &serve_admin, false),
                   net::detached);
   }
   for (std::size_t i = 0; i < loops_.size(); ++i) {
     Loop* loop = loops_[i].get();
     net::co_spawn(loop->io, accept_loop(*loop->acceptor, *loop->context, &http::serve_client, true),
                   net::detached);
+    net::co_spawn(loop->io, http::park_lingering(*loop->context), net::detached);
     loop->thread = std::thread([io = &loop->io] { io->run(); });
   }
 }
@@ -159,12 +167,12 @@ void Server::stop(limiter::Duration drain) {
   state_.draining.store(true);
   for (auto& loop : loops_) {
     // Stop accepting; close the connections that wait for a request (nothing in flight).
-    net::post(loop->io, [acceptor = loop->acceptor.get(), idle = &loop->context->idle] {
+    net::post(loop->io, [acceptor = loop->acceptor.get(), clients = &loop->context->clients] {
       boost::system::error_code ignored;
       acceptor->close(ignored);
-      for (const auto& [stream, waiting] : idle->open) {
-        if (*waiting) {
-          stream->socket().cancel(ignored);
+      for (http::ClientConnection& client : *clients) {
+        if (client.waiting) {
+          client.stream.socket().cancel(ignored);
         }
       }
     });

@@ -51,11 +51,12 @@ class Server {
 
  private:
   struct Loop {
-    /// Outlives `io`: coroutine frames destroyed with it give their buffers back.
+    /// Outlive `io`: coroutine frames destroyed with it give their buffers back.
     io::ChunkPool chunks{kSpareChunks};
+    http::RequestStatePool request_states{kSpareRequestStates};
     /// What this loop's connections share. Outlives `io` too: the sessions still open when the
-    /// loop stops are destroyed with it, and they leave its idle list on the way out. (Made once
-    /// `pool` exists; `pool` goes first, but a session touches it only while it runs.)
+    /// loop stops are destroyed with it, and they leave its list of connections on the way out.
+    /// (Made once `pool` exists; `pool` goes first, but a session touches it only while it runs.)
     std::unique_ptr<http::LoopContext> context;
     /// One thread runs it and only that thread touches its sockets, so Asio may skip the
     /// per-socket locks; other threads only post to it.
@@ -66,6 +67,8 @@ class Server {
   };
 
   static constexpr std::size_t kSpareChunks = 64;
+  /// About 6 KB each: up to 384 KB per loop kept for the next busy connections.
+  static constexpr std::size_t kSpareRequestStates = 64;
 
   live::LiveConfig& live_;
   http::ProxyState state_;

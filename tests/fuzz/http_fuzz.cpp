@@ -39,7 +39,7 @@
 #include "proxy/http/head_fields.hpp"
 #include "proxy/http/message_parser.hpp"
 #include "proxy/http/message_read.hpp"
-#include "proxy/io/chunk_pool.hpp"
+#include "proxy/io/spare_pool.hpp"
 
 namespace {
 
@@ -47,12 +47,12 @@ namespace {
 using sluice::http::HeadFields;
 using sluice::http::MessageParser;
 using sluice::http::MessageRead;
-using sluice::io::ChunkPool;
+using sluice::io::kChunkBytes;
 
 namespace beast = boost::beast;
 namespace http = boost::beast::http;
 
-/// The session's and the relay's header limit (kMaxHeaderBytes, proxy/http/loop_context.hpp).
+/// The session's and the relay's header limit (kMaxHeaderBytes, proxy/http/message_parser.hpp).
 constexpr std::uint32_t kHeaderLimit = 16 * 1024;
 /// Messages read from one connection at most.
 constexpr int kMaxMessages = 16;
@@ -192,8 +192,8 @@ bool read_body(beast::flat_buffer& buffer, Peer& peer, MessageParser<isRequest>&
     return true;
   }
   // pump (relay.cpp): the buffer gets room for a chunk's worth, then piece by piece.
-  if (buffer.capacity() < ChunkPool::kChunkBytes) {
-    buffer.reserve(std::min(ChunkPool::kChunkBytes, buffer.max_size()));
+  if (buffer.capacity() < kChunkBytes) {
+    buffer.reserve(std::min(kChunkBytes, buffer.max_size()));
   }
   do {
     parser.body_into(chunk);
@@ -301,7 +301,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     hash = (hash ^ static_cast<unsigned char>(c)) * 16777619U;
   }
   const std::uint32_t seed = hash | 1U;
-  std::vector<char> room(ChunkPool::kChunkBytes);
+  std::vector<char> room(kChunkBytes);
   const std::span<char> whole(room);
   const std::span<char> small = whole.first(1 + hash % 61);
   if (bytes.starts_with("HTTP/")) {

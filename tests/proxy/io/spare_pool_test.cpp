@@ -1,6 +1,7 @@
-// The body buffers of one event loop: a lease's buffer comes back to the pool when the lease
-// ends and is lent again, last given back first, and the pool keeps no more than it may.
-#include "proxy/io/chunk_pool.hpp"
+// One event loop's spare objects (its body buffers here): a lease's object comes back to the
+// pool when the lease ends and is lent again, last given back first, recycled, and the pool
+// keeps no more than it may.
+#include "proxy/io/spare_pool.hpp"
 
 #include <gtest/gtest.h>
 
@@ -15,19 +16,19 @@ TEST(ChunkPool, LendsWholeChunksAndTakesThemBack) {
   char* first = nullptr;
   {
     const ChunkPool::Lease lease = pool.borrow();
-    EXPECT_EQ(lease.bytes().size(), ChunkPool::kChunkBytes);
-    first = lease.bytes().data();
-    lease.bytes()[ChunkPool::kChunkBytes - 1] = 'x';  // all of it is usable
+    EXPECT_EQ(lease->size(), kChunkBytes);
+    first = lease->data();
+    (*lease)[kChunkBytes - 1] = 'x';  // all of it is usable
   }
   const ChunkPool::Lease again = pool.borrow();
-  EXPECT_EQ(again.bytes().data(), first);  // recycled, not allocated anew
+  EXPECT_EQ(again->data(), first);  // recycled, not allocated anew
 }
 
 TEST(ChunkPool, LeasesAtOnceHaveTheirOwnChunks) {
   ChunkPool pool(4);
   const ChunkPool::Lease a = pool.borrow();
   const ChunkPool::Lease b = pool.borrow();
-  EXPECT_NE(a.bytes().data(), b.bytes().data());
+  EXPECT_NE(a->data(), b->data());
 }
 
 TEST(ChunkPool, KeepsAtMostMaxKeptSpareChunksLastInFirstOut) {
@@ -35,15 +36,15 @@ TEST(ChunkPool, KeepsAtMostMaxKeptSpareChunksLastInFirstOut) {
   std::optional<ChunkPool::Lease> a(pool.borrow());
   std::optional<ChunkPool::Lease> b(pool.borrow());
   std::optional<ChunkPool::Lease> c(pool.borrow());
-  char* const a_bytes = a->bytes().data();
-  char* const b_bytes = b->bytes().data();
+  char* const a_bytes = (*a)->data();
+  char* const b_bytes = (*b)->data();
   a.reset();
   b.reset();
   c.reset();  // a third spare: freed, not kept
   const ChunkPool::Lease first = pool.borrow();
   const ChunkPool::Lease second = pool.borrow();
-  EXPECT_EQ(first.bytes().data(), b_bytes);  // had c been kept, it would come first
-  EXPECT_EQ(second.bytes().data(), a_bytes);
+  EXPECT_EQ(first->data(), b_bytes);  // had c been kept, it would come first
+  EXPECT_EQ(second->data(), a_bytes);
 }
 
 TEST(ChunkPool, AMovedLeaseGivesItsChunkBackOnce) {
@@ -51,14 +52,35 @@ TEST(ChunkPool, AMovedLeaseGivesItsChunkBackOnce) {
   char* bytes = nullptr;
   {
     ChunkPool::Lease lease = pool.borrow();
-    bytes = lease.bytes().data();
+    bytes = lease->data();
     const ChunkPool::Lease moved(std::move(lease));
-    EXPECT_EQ(moved.bytes().data(), bytes);
+    EXPECT_EQ(moved->data(), bytes);
   }
   const ChunkPool::Lease first = pool.borrow();
   const ChunkPool::Lease second = pool.borrow();
-  EXPECT_EQ(first.bytes().data(), bytes);
-  EXPECT_NE(second.bytes().data(), bytes);  // not given back twice
+  EXPECT_EQ(first->data(), bytes);
+  EXPECT_NE(second->data(), bytes);  // not given back twice
+}
+
+/// Counts its recycling, as RequestState trims its buffers.
+struct Recyclable {
+  int recycled = 0;
+  void recycle() noexcept { ++recycled; }
+};
+
+TEST(SparePool, RecyclesWhatItKeepsAndOnlyThat) {
+  SparePool<Recyclable> pool(1);
+  std::optional<SparePool<Recyclable>::Lease> kept(pool.borrow());
+  std::optional<SparePool<Recyclable>::Lease> freed(pool.borrow());
+  Recyclable* const kept_item = &**kept;
+  EXPECT_EQ(kept_item->recycled, 0);
+  kept.reset();
+  freed.reset();  // over max_kept: destroyed without being recycled
+  EXPECT_EQ(pool.spares(), 1u);
+  const SparePool<Recyclable>::Lease again = pool.borrow();
+  EXPECT_EQ(&*again, kept_item);
+  EXPECT_EQ(again->recycled, 1);
+  EXPECT_EQ(pool.spares(), 0u);
 }
 
 }  // namespace

@@ -10,7 +10,9 @@
 #include <boost/beast/http.hpp>
 #include <memory>
 #include <string>
+#include <thread>
 
+#include "proxy/http/session.hpp"
 #include "tests/support/proxy_fixture.hpp"
 
 namespace sluice::test {
@@ -214,6 +216,46 @@ TEST(Proxy, ClosesIdleKeepAliveConnectionsAtOnceOnStop) {
   proxy.server().stop(std::chrono::seconds(30));
   EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(5));
   EXPECT_EQ(proxy.server().open_connections(), 0U);
+}
+
+/// Long enough for a quiet keep-alive connection to be parked (it lingers 1 to 2 times
+/// kLingerBeforeParking after its answer).
+constexpr auto kParked = 3 * sluice::http::kLingerBeforeParking;
+
+TEST(Proxy, ServesAParkedConnectionsNextRequestsWholeTrickledAndPipelined) {
+  ProxyFixture proxy("routes: [{name: all}]");
+  RawClient client(proxy.port());
+  const std::string request = "GET /one HTTP/1.1\r\nHost: a\r\n\r\n";
+  client.write(request);
+  EXPECT_THAT(client.read_until("GET /one\n"), HasSubstr("200 OK"));
+  std::this_thread::sleep_for(kParked);  // parked: it waits without its request state
+  client.write(request);
+  EXPECT_THAT(client.read_until("GET /one\n"), HasSubstr("200 OK"));
+  std::this_thread::sleep_for(kParked);
+  client.write("GE");  // the first bytes wake it; the rest comes later
+  std::this_thread::sleep_for(kParked);
+  client.write("T /two HTTP/1.1\r\nHost: a\r\n\r\n");
+  EXPECT_THAT(client.read_until("GET /two\n"), HasSubstr("200 OK"));
+  std::this_thread::sleep_for(kParked);
+  client.write(request + "GET /three HTTP/1.1\r\nHost: a\r\n\r\n");  // answered in order
+  std::string both = client.read_until("GET /one\n");
+  if (both.find("GET /three\n") == std::string::npos) {
+    both += client.read_until("GET /three\n");
+  }
+  EXPECT_LT(both.find("GET /one\n"), both.find("GET /three\n"));
+}
+
+TEST(Proxy, ClosesAParkedConnectionAtOnceOnStop) {
+  ProxyFixture proxy("routes: [{name: all}]");
+  RawClient client(proxy.port());
+  client.write("GET / HTTP/1.1\r\nHost: a\r\n\r\n");
+  EXPECT_THAT(client.read_until("\r\n\r\n"), HasSubstr("200 OK"));
+  std::this_thread::sleep_for(kParked);
+  const auto started = std::chrono::steady_clock::now();
+  proxy.server().stop(std::chrono::seconds(30));
+  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(5));
+  EXPECT_EQ(proxy.server().open_connections(), 0U);
+  EXPECT_EQ(client.read_until(""), "");  // closed, nothing more said
 }
 
 TEST(AdminPort, AnswersHealthReadinessAndKeyState) {

@@ -1,0 +1,53 @@
+#pragma once
+
+#include <boost/intrusive/list.hpp>
+#include <chrono>
+#include <string>
+
+#include "proxy/http/request_state.hpp"
+#include "proxy/io/stream.hpp"
+#include "proxy/pipeline/ip_address.hpp"
+
+namespace sluice::http {
+
+/// What one client connection owns from its first request to its last: little, because it is
+/// what an idle keep-alive connection costs (the README's "Memory per idle connection"). What
+/// serving requests takes is borrowed (`state`) while it has requests, and for a short while
+/// after (see LingeringConnections).
+struct ClientConnection {
+  using ListHook = boost::intrusive::list_member_hook<
+      boost::intrusive::link_mode<boost::intrusive::auto_unlink>>;
+
+  /// Takes over an accepted socket and reads its peer's address.
+  explicit ClientConnection(io::Socket socket);
+
+  io::Stream stream;
+  pipeline::IpAddress peer;
+  std::string peer_address_text;  ///< For X-Forwarded-For (no allocation for IPv4).
+  RequestState* state = nullptr;  ///< Borrowed while it serves requests; null while idle.
+  bool waiting = false;  ///< Nothing in flight: it waits for a request (a drain may close it).
+  ListHook listed;       ///< In its loop's list of open connections; leaves it when it goes.
+  ListHook lingering;    ///< In its loop's LingeringConnections while it lingers.
+  std::chrono::steady_clock::time_point lingering_since;  ///< io::CoarseClock
+  bool parked = false;  ///< Its lingering wait was ended: it is to wait without its state.
+};
+
+/// One event loop's open client connections (no allocation to enter or leave it).
+using ClientConnections = boost::intrusive::list<
+    ClientConnection,
+    boost::intrusive::member_hook<ClientConnection, ClientConnection::ListHook,
+                                  &ClientConnection::listed>,
+    boost::intrusive::constant_time_size<false>>;
+
+/// One event loop's connections that have answered all they read and wait for their next
+/// request while still holding their request state and coroutine, oldest first. A busy
+/// keep-alive connection usually sends its next request within microseconds: waiting for it
+/// so costs nothing more than a read. One quiet for longer is parked (park_lingering in
+/// session.hpp): its read is cancelled, its state given back, and it waits with no frame.
+using LingeringConnections = boost::intrusive::list<
+    ClientConnection,
+    boost::intrusive::member_hook<ClientConnection, ClientConnection::ListHook,
+                                  &ClientConnection::lingering>,
+    boost::intrusive::constant_time_size<false>>;
+
+}  // namespace sluice::http
