@@ -13,7 +13,7 @@ namespace sluice::http {
 /// What one client connection owns from its first request to its last: little, because it is
 /// what an idle keep-alive connection costs (the README's "Memory per idle connection"). What
 /// serving requests takes is borrowed (`state`) while it has requests, and for a short while
-/// after (see LingeringConnections).
+/// after (see QuietConnections).
 struct ClientConnection {
   using ListHook = boost::intrusive::list_member_hook<
       boost::intrusive::link_mode<boost::intrusive::auto_unlink>>;
@@ -27,8 +27,8 @@ struct ClientConnection {
   RequestState* state = nullptr;  ///< Borrowed while it serves requests; null while idle.
   bool waiting = false;  ///< Nothing in flight: it waits for a request (a drain may close it).
   ListHook listed;       ///< In its loop's list of open connections; leaves it when it goes.
-  ListHook lingering;    ///< In its loop's LingeringConnections while it lingers.
-  std::chrono::steady_clock::time_point lingering_since;  ///< io::CoarseClock
+  ListHook quiet;        ///< In its loop's `lingering` or `parked` list while it is quiet.
+  std::chrono::steady_clock::time_point quiet_since;  ///< Its last answer's end, when quiet.
   bool parked = false;  ///< Its lingering wait was ended: it is to wait without its state.
 };
 
@@ -40,14 +40,16 @@ using ClientConnections = boost::intrusive::list<
     boost::intrusive::constant_time_size<false>>;
 
 /// One event loop's connections that have answered all they read and wait for their next
-/// request while still holding their request state and coroutine, oldest first. A busy
-/// keep-alive connection usually sends its next request within microseconds: waiting for it
-/// so costs nothing more than a read. One quiet for longer is parked (park_lingering in
-/// session.hpp): its read is cancelled, its state given back, and it waits with no frame.
-using LingeringConnections = boost::intrusive::list<
+/// request, oldest first (by quiet_since). In LoopContext::lingering, those that still hold
+/// their request state and coroutine: a busy keep-alive connection usually sends its next
+/// request within microseconds, and waiting for it so costs nothing more than a read. One quiet
+/// for longer is parked (park_quiet in session.hpp): its read is cancelled, its state given
+/// back, and it moves to LoopContext::parked, where it waits with no frame and no timer of its
+/// own: the loop's timer closes it when `timeouts.idle` has passed since its last answer.
+using QuietConnections = boost::intrusive::list<
     ClientConnection,
     boost::intrusive::member_hook<ClientConnection, ClientConnection::ListHook,
-                                  &ClientConnection::lingering>,
+                                  &ClientConnection::quiet>,
     boost::intrusive::constant_time_size<false>>;
 
 }  // namespace sluice::http

@@ -49,7 +49,8 @@ struct LoopContext {
   std::size_t index;                  ///< This loop's slot in per-loop counters and stores.
   live::GenerationCache generations;  ///< This loop's view of the live configuration.
   ClientConnections clients;          ///< This loop's open client connections.
-  LingeringConnections lingering;     ///< Those between requests that are not parked yet.
+  QuietConnections lingering;         ///< Those between requests, not parked yet.
+  QuietConnections parked;            ///< Those between requests, parked.
   UpstreamPool& pool;                 ///< This loop's upstream connections.
   io::ChunkPool& chunks;              ///< This loop's body buffers.
   RequestStatePool& request_states;   ///< What its connections borrow while they are busy.

@@ -17,7 +17,6 @@
 #include "proxy/http/relay.hpp"
 #include "proxy/http/request_state.hpp"
 #include "proxy/http/responses.hpp"
-#include "proxy/io/coarse_clock.hpp"
 #include "proxy/io/socket_io.hpp"
 
 namespace sluice::http {
@@ -177,8 +176,8 @@ void wait_for_request(OpenPtr open, LoopContext& loop, bool first);
 
 /// Serves a connection's requests from the first bytes of one, which the socket has just
 /// reported, with a request state borrowed for that time, until it is parked (quiet for
-/// kLingerBeforeParking after its last answer): then waits for the next request without the
-/// state, or closes the connection. `first`: this is the connection's first request.
+/// until the loop's next parking sweep after its last answer): then waits for the next request
+/// without the state, or closes the connection. `first`: this is the connection's first request.
 io::Awaitable<void> serve_requests(OpenPtr open, LoopContext& loop, bool first) {
   ProxyState& proxy = loop.proxy;
   ClientConnection& client = open->client;
@@ -200,7 +199,7 @@ io::Awaitable<void> serve_requests(OpenPtr open, LoopContext& loop, bool first) 
         stream.expires_after(timeouts.idle);
         client.waiting = true;
         if (state.buffer.size() == 0) {
-          client.lingering_since = io::CoarseClock::now();
+          client.quiet_since = std::chrono::steady_clock::now();
           loop.lingering.push_back(client);
         }
       }
@@ -212,8 +211,8 @@ io::Awaitable<void> serve_requests(OpenPtr open, LoopContext& loop, bool first) 
       beast::error_code ec;
       for (MessageRead read(state.buffer, parser, MessageRead<true>::Until::header_done);
            read.wants_bytes(ec);) {
-        if (state.buffer.size() > 0 && client.lingering.is_linked()) {
-          client.lingering.unlink();  // part of a head is in: never parked with it
+        if (state.buffer.size() > 0 && client.quiet.is_linked()) {
+          client.quiet.unlink();  // part of a head is in: never parked with it
         }
         if (!header_deadline && state.buffer.size() > 0) {
           // Part of a new head is in and the rest is awaited: from its first byte a head gets
@@ -227,8 +226,8 @@ io::Awaitable<void> serve_requests(OpenPtr open, LoopContext& loop, bool first) 
         read.received(n, error, ec);
       }
       client.waiting = false;
-      if (client.lingering.is_linked()) {
-        client.lingering.unlink();
+      if (client.quiet.is_linked()) {
+        client.quiet.unlink();
       }
       if (std::exchange(client.parked, false) && ec == net::error::operation_aborted &&
           state.buffer.size() == 0) {
@@ -309,24 +308,36 @@ io::Awaitable<void> serve_requests(OpenPtr open, LoopContext& loop, bool first) 
   }
 }
 
-/// Waits, with no buffer and no coroutine frame, for `open`'s next request: what an idle
-/// keep-alive connection costs is its socket, its deadline and this wait. Then serves it, or
-/// closes the connection when the wait times out or is cancelled (a drain).
+/// Waits, with no buffer, no coroutine frame and (after the first request) no timer of its
+/// own, for `open`'s next request: what an idle keep-alive connection costs is its socket and
+/// this wait. Then serves it, or closes the connection when the wait times out or is cancelled
+/// (a drain).
 void wait_for_request(OpenPtr open, LoopContext& loop, bool first) {
   if (loop.proxy.draining.load(std::memory_order_relaxed)) {
     return;  // closes it
   }
   follow_reloads(open->generation, loop);
-  const config::Timeouts& timeouts = open->generation->config->timeouts;
-  io::Stream& stream = open->client.stream;
-  stream.expires_after(first ? timeouts.header : timeouts.idle);
-  open->client.waiting = true;  // nothing in flight: a drain may close it
-  stream.async_wait_readable([open = std::move(open), &loop, first](beast::error_code ec) mutable {
-    if (!ec) {
-      io::Executor executor = open->client.stream.get_executor();
-      net::co_spawn(executor, serve_requests(std::move(open), loop, first), net::detached);
-    }
-  });
+  ClientConnection& client = open->client;
+  if (first) {
+    client.stream.expires_after(open->generation->config->timeouts.header);
+  } else {
+    client.stream.forget_deadline();  // the loop's timer closes it after timeouts.idle
+    loop.parked.push_back(client);
+  }
+  client.waiting = true;  // nothing in flight: a drain may close it
+  client.stream.async_wait_readable(
+      [open = std::move(open), &loop, first](beast::error_code ec) mutable {
+        if (ec) {
+          return;  // closes it
+        }
+        ClientConnection& woken = open->client;
+        if (woken.quiet.is_linked()) {
+          woken.quiet.unlink();
+          woken.stream.expires_at(woken.quiet_since + open->generation->config->timeouts.idle);
+        }
+        const io::Executor executor = woken.stream.get_executor();
+        net::co_spawn(executor, serve_requests(std::move(open), loop, first), net::detached);
+      });
 }
 
 }  // namespace
@@ -335,18 +346,29 @@ void serve_client(io::Socket socket, LoopContext& loop) {
   wait_for_request(std::make_unique<OpenConnection>(std::move(socket), loop), loop, true);
 }
 
-io::Awaitable<void> park_lingering(LoopContext& loop) {
+io::Awaitable<void> park_quiet(LoopContext& loop) {
   io::Timer timer(co_await net::this_coro::executor);
   for (;;) {
-    timer.expires_after(kLingerBeforeParking);
+    timer.expires_after(kParkingInterval);
     co_await timer.async_wait(io::use_nothrow);
-    const auto quiet_since = io::CoarseClock::now() - kLingerBeforeParking;
-    while (!loop.lingering.empty() && loop.lingering.front().lingering_since <= quiet_since) {
+    // Every lingering one, even one that went quiet a moment ago: were its next request that
+    // close, it pays only for starting a coroutine again, once.
+    while (!loop.lingering.empty()) {
       ClientConnection& client = loop.lingering.front();
       loop.lingering.pop_front();
       client.parked = true;
       beast::error_code ignored;
       client.stream.socket().cancel(ignored);  // its read ends with operation_aborted
+    }
+    // The configuration in force times them all, so the oldest is the first to go.
+    const auto idle_since = std::chrono::steady_clock::now() -
+                            std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                loop.generations.get()->config->timeouts.idle);
+    while (!loop.parked.empty() && loop.parked.front().quiet_since <= idle_since) {
+      ClientConnection& client = loop.parked.front();
+      loop.parked.pop_front();
+      beast::error_code ignored;
+      client.stream.socket().close(ignored);  // its wait ends, and the connection with it
     }
   }
 }

@@ -13,12 +13,13 @@ namespace sluice::http {
 /// connections is in `loop`, which outlives it. Call it on the loop's thread.
 void serve_client(io::Socket socket, LoopContext& loop);
 
-/// How long a keep-alive connection keeps its request state and coroutine after answering, in
-/// case its next request comes soon (LingeringConnections); it is parked after 1 to 2 times this.
-inline constexpr std::chrono::milliseconds kLingerBeforeParking{50};
+/// How often a loop parks its quiet connections (QuietConnections): a keep-alive connection
+/// keeps its request state and coroutine after answering until the next such sweep, 0 to this
+/// long, in case its next request comes soon.
+inline constexpr std::chrono::milliseconds kParkingInterval{20};
 
-/// Parks, every kLingerBeforeParking, the loop's connections that have lingered that long.
-/// Runs on the loop until it stops.
-io::Awaitable<void> park_lingering(LoopContext& loop);
+/// Every kParkingInterval: parks the loop's lingering connections, and closes the parked ones
+/// quiet for `timeouts.idle`. Runs on the loop until it stops.
+io::Awaitable<void> park_quiet(LoopContext& loop);
 
 }  // namespace sluice::http

@@ -15,9 +15,14 @@ Stream::Stream(const executor_type& executor)
       reader_(executor),
       deadline_(std::make_shared<Deadline>(executor, &socket_)) {}
 
-Stream::~Stream() {
-  deadline_->socket = nullptr;
-  deadline_->timer.cancel();
+Stream::~Stream() { forget_deadline(); }
+
+void Stream::forget_deadline() noexcept {
+  if (deadline_) {
+    deadline_->socket = nullptr;
+    deadline_->timer.cancel();  // its handler, which shares the deadline, frees it
+    deadline_.reset();
+  }
 }
 
 void Stream::expires_after(limiter::Duration timeout) {
@@ -27,6 +32,9 @@ void Stream::expires_after(limiter::Duration timeout) {
 }
 
 void Stream::expires_at(Clock::time_point at) {
+  if (!deadline_) {
+    deadline_ = std::make_shared<Deadline>(socket_.get_executor(), &socket_);
+  }
   deadline_->at = at;
   deadline_->expired = false;
   if (at < deadline_->armed) {
@@ -35,6 +43,9 @@ void Stream::expires_at(Clock::time_point at) {
 }
 
 void Stream::expires_never() noexcept {
+  if (!deadline_) {
+    return;
+  }
   deadline_->at = Clock::time_point::max();
   deadline_->expired = false;
 }

@@ -49,8 +49,12 @@ class Stream {
   /// Operations from now on must be over by `at` (a time the caller has just read).
   void expires_at(Clock::time_point at);
   void expires_never() noexcept;
+  /// Drops the deadline and its timer until the next expires_after or expires_at, for a
+  /// connection whose owner times its wait itself (a parked client connection: its timer and
+  /// deadline are a third of what it would keep).
+  void forget_deadline() noexcept;
   /// Whether the deadline passed (and the socket was closed).
-  bool timed_out() const noexcept { return deadline_->expired; }
+  bool timed_out() const noexcept { return deadline_ && deadline_->expired; }
 
   template <class MutableBuffers, class Token>
   auto async_read_some(const MutableBuffers& buffers, Token&& token) {
@@ -133,7 +137,7 @@ class Stream {
   /// (0 bytes for a read or a write).
   template <class Handler, class Operation, class... Nothing>
   void start(Handler handler, Operation operation, Nothing... nothing) {
-    if (deadline_->expired) {
+    if (timed_out()) {
       complete_later(std::move(handler), nothing...);
       return;
     }
@@ -154,7 +158,7 @@ class Stream {
 
   Socket socket_;
   SocketReader reader_;
-  std::shared_ptr<Deadline> deadline_;
+  std::shared_ptr<Deadline> deadline_;  ///< Null after forget_deadline() until the next one.
 };
 
 }  // namespace sluice::io

@@ -133,7 +133,7 @@ void Server::start() {
     Loop* loop = loops_[i].get();
     net::co_spawn(loop->io, accept_loop(*loop->acceptor, *loop->context, &http::serve_client, true),
                   net::detached);
-    net::co_spawn(loop->io, http::park_lingering(*loop->context), net::detached);
+    net::co_spawn(loop->io, http::park_quiet(*loop->context), net::detached);
     loop->thread = std::thread([io = &loop->io] { io->run(); });
   }
 }

@@ -218,9 +218,9 @@ TEST(Proxy, ClosesIdleKeepAliveConnectionsAtOnceOnStop) {
   EXPECT_EQ(proxy.server().open_connections(), 0U);
 }
 
-/// Long enough for a quiet keep-alive connection to be parked (it lingers 1 to 2 times
-/// kLingerBeforeParking after its answer).
-constexpr auto kParked = 3 * sluice::http::kLingerBeforeParking;
+/// Long enough for a quiet keep-alive connection to be parked (at the loop's next parking sweep
+/// after its answer).
+constexpr auto kParked = 3 * sluice::http::kParkingInterval;
 
 TEST(Proxy, ServesAParkedConnectionsNextRequestsWholeTrickledAndPipelined) {
   ProxyFixture proxy("routes: [{name: all}]");
@@ -243,6 +243,18 @@ TEST(Proxy, ServesAParkedConnectionsNextRequestsWholeTrickledAndPipelined) {
     both += client.read_until("GET /three\n");
   }
   EXPECT_LT(both.find("GET /one\n"), both.find("GET /three\n"));
+}
+
+TEST(Proxy, ClosesAParkedConnectionOnceIdleForTheIdleTimeout) {
+  ProxyFixture proxy("timeouts: {idle: 400ms}\nroutes: [{name: all}]");
+  RawClient client(proxy.port());
+  client.write("GET / HTTP/1.1\r\nHost: a\r\n\r\n");
+  EXPECT_THAT(client.read_until("GET /\n"), HasSubstr("200 OK"));
+  const auto answered = std::chrono::steady_clock::now();
+  EXPECT_EQ(client.read_until(""), "");  // parked within 20 ms, closed at 400 ms
+  const auto quiet = std::chrono::steady_clock::now() - answered;
+  EXPECT_GE(quiet, std::chrono::milliseconds(390));
+  EXPECT_LT(quiet, std::chrono::seconds(3));
 }
 
 TEST(Proxy, ClosesAParkedConnectionAtOnceOnStop) {
