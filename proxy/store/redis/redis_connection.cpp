@@ -1,5 +1,9 @@
 #include "proxy/store/redis/redis_connection.hpp"
 
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+
 #include <algorithm>
 #include <array>
 #include <boost/asio/co_spawn.hpp>
@@ -66,6 +70,11 @@ io::Awaitable<std::shared_ptr<RedisConnection>> RedisConnection::open(
   }
   boost::system::error_code ignored;
   stream.socket().set_option(tcp::no_delay(true), ignored);
+  stream.socket().set_option(net::socket_base::keep_alive(true), ignored);
+  const int fd = stream.socket().native_handle();
+  ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &kKeepAliveIdleSeconds, sizeof(int));
+  ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &kKeepAliveIntervalSeconds, sizeof(int));
+  ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &kKeepAliveProbes, sizeof(int));
   auto connection = std::make_shared<RedisConnection>(stream.release_socket());
   const auto fail = [&](std::string_view step, const std::string& why) {
     connection->close();
@@ -130,6 +139,7 @@ io::Awaitable<RedisReply> RedisConnection::command(std::span<const std::string_v
   }
   if (!pending->done) {
     pending->done = true;  // the reply, when it comes, is dropped
+    ++timeouts_in_a_row_;
     co_return RedisReply{.error = beast::error::timeout, .value = {}};
   }
   co_return std::move(pending->reply);
@@ -176,6 +186,7 @@ void RedisConnection::complete_next(RespValue value) {
   }
   const std::shared_ptr<Pending> pending = std::move(waiting_.front());
   waiting_.pop_front();
+  timeouts_in_a_row_ = 0;  // Redis answers on this connection, if late
   if (pending->done) {
     return;  // its command timed out
   }

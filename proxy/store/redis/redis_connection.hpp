@@ -4,6 +4,7 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/system/error_code.hpp>
+#include <cstdint>
 #include <deque>
 #include <memory>
 #include <span>
@@ -37,6 +38,13 @@ struct RedisReply {
 /// that loop send commands at once; they are written in order, batched into as few writes as the
 /// socket allows, and the replies are matched to them in order. The networking is Asio's; the
 /// replies are parsed by hiredis's reader.
+/// TCP keepalive on every Redis connection: a Redis host that vanished without closing (a
+/// failover that moved its address, a partition) is found dead after about 25 s of silence
+/// (idle 10 s, then 3 probes 5 s apart), even when no command is waiting for it.
+inline constexpr int kKeepAliveIdleSeconds = 10;
+inline constexpr int kKeepAliveIntervalSeconds = 5;
+inline constexpr int kKeepAliveProbes = 3;
+
 class RedisConnection : public std::enable_shared_from_this<RedisConnection> {
  public:
   /// Connects within `timeout`, then sends AUTH and SELECT as `endpoint` says and checks with a
@@ -58,6 +66,12 @@ class RedisConnection : public std::enable_shared_from_this<RedisConnection> {
                                     limiter::Duration timeout);
 
   io::Executor get_executor() { return socket_.get_executor(); }
+  /// The socket's descriptor, to read its options.
+  int native_handle() { return socket_.native_handle(); }
+
+  /// Commands that timed out since the last reply came in (even a late one): a connection that
+  /// only times out may lead to a host that is gone (half-open after a failover).
+  std::uint32_t timeouts_in_a_row() const noexcept { return timeouts_in_a_row_; }
 
   /// Why the connection is unusable (closed, reset, not RESP); empty while it works.
   boost::system::error_code broken() const noexcept { return broken_; }
@@ -86,6 +100,7 @@ class RedisConnection : public std::enable_shared_from_this<RedisConnection> {
   bool reading_ = false;
   std::deque<std::shared_ptr<Pending>> waiting_;  ///< Sent or unsent, in order.
   boost::system::error_code broken_;
+  std::uint32_t timeouts_in_a_row_ = 0;
 };
 
 }  // namespace sluice::store::redis

@@ -175,6 +175,7 @@ io::Awaitable<bool> RedisStore::call(Loop& loop, const pipeline::Decision& decis
       co_return false;
     }
     const std::shared_ptr<RedisConnection> connection = picked->shared_from_this();
+    const std::uint64_t ticket = breaker_.ticket();
     // The loop's call buffer serves all its requests: it is built right before it is sent
     // (command() copies it out before it first waits), and never read after a wait.
     loop.call.build(decide_sha_, options_.prefix, decision, charges, permit, simulated_now_);
@@ -186,7 +187,7 @@ io::Awaitable<bool> RedisStore::call(Loop& loop, const pipeline::Decision& decis
       }
     }
     if (!reply.error && read_decision(reply.value, charges, result)) {
-      if (breaker_.succeeded()) {
+      if (breaker_.succeeded(ticket)) {
         spdlog::info("Redis store at {} answers again", shown_url_);
       }
       co_return true;
@@ -195,10 +196,12 @@ io::Awaitable<bool> RedisStore::call(Loop& loop, const pipeline::Decision& decis
       // Redis may still run the script when it wakes up: give back the concurrency permits it
       // would take. On the same connection, so after the script; harmless if it never ran.
       send_releases(*connection, permits_of(decision, charges), permit);
-    } else if (reply.error) {
+    }
+    if ((reply.error && reply.error != beast::error::timeout) ||
+        connection->timeouts_in_a_row() >= kTimeoutsBeforeReplacing) {
       for (std::size_t slot = 0; slot < loop.connections.size(); ++slot) {
         if (loop.connections[slot] == connection) {
-          replace(loop, slot);  // the connection broke
+          replace(loop, slot);  // the connection broke, or leads nowhere
         }
       }
     }
@@ -257,8 +260,9 @@ io::Awaitable<void> RedisStore::probe(std::size_t index) {
   }
   const std::shared_ptr<RedisConnection> connection = picked->shared_from_this();
   const std::array<std::string_view, 1> ping{"PING"};
+  const std::uint64_t ticket = breaker_.ticket();
   const RedisReply pong = co_await connection->command(ping, options_.timeout);
-  if (!pong.error && !pong.value.is_error() && breaker_.succeeded()) {
+  if (!pong.error && !pong.value.is_error() && breaker_.succeeded(ticket)) {
     spdlog::info("Redis store at {} answers again", shown_url_);
   }
 }

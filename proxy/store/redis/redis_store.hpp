@@ -27,10 +27,14 @@ namespace sluice::store::redis {
 /// When Redis fails (timeout, broken connection, error reply), the request follows `on_error`:
 /// allow (forwarded, uncounted), deny (503) or local (the memory limiters). The first failure
 /// opens the breaker: requests then skip Redis, but for one probe every kProbeInterval, until
-/// one succeeds. Broken connections reconnect in the background with backoff.
+/// one succeeds. Broken connections reconnect in the background with backoff, and so does one
+/// whose last kTimeoutsBeforeReplacing commands all timed out with no reply since (its host may
+/// be gone without a word, as after a failover). A decision that timed out on it may then hold
+/// its concurrency permits in Redis until their lease ends, as a crashed replica's would.
 class RedisStore final : public Store {
  public:
   static constexpr std::chrono::milliseconds kProbeInterval{250};
+  static constexpr std::uint32_t kTimeoutsBeforeReplacing = 3;
 
   RedisStore(config::RedisOptions options, std::size_t loops);
   ~RedisStore() override;

@@ -1,8 +1,11 @@
 // The circuit breaker in front of a failing store: the first failure opens it, then one probe
-// per interval is let through, and a success closes it. Times are given, not read.
+// per interval is let through, and a success of a call begun after the last failure closes it.
+// Times are given, not read.
 #include "proxy/store/redis/circuit_breaker.hpp"
 
 #include <gtest/gtest.h>
+
+#include <cstdint>
 
 namespace sluice::store::redis {
 namespace {
@@ -18,7 +21,7 @@ TEST(CircuitBreaker, LetsEveryRequestThroughWhileClosed) {
   for (int i = 0; i < 3; ++i) {
     EXPECT_TRUE(breaker.allow(at(0s)));
   }
-  EXPECT_FALSE(breaker.succeeded());  // nothing to close
+  EXPECT_FALSE(breaker.succeeded(breaker.ticket()));  // nothing to close
   EXPECT_FALSE(breaker.is_open());
 }
 
@@ -56,15 +59,39 @@ TEST(CircuitBreaker, ASuccessfulProbeClosesItOnce) {
   CircuitBreaker breaker(1s);
   breaker.failed(at(0s));
   ASSERT_TRUE(breaker.allow(at(1s)));
-  EXPECT_TRUE(breaker.succeeded());
+  const std::uint64_t probe = breaker.ticket();
+  EXPECT_TRUE(breaker.succeeded(probe));
   EXPECT_FALSE(breaker.is_open());
-  EXPECT_FALSE(breaker.succeeded());  // closed already: nothing to log
+  EXPECT_FALSE(breaker.succeeded(probe));  // closed already: nothing to log
   EXPECT_TRUE(breaker.allow(at(1s)));
   EXPECT_TRUE(breaker.allow(at(1s)));
   // Failing again opens it again, with a fresh interval.
   EXPECT_TRUE(breaker.failed(at(5s)));
   EXPECT_FALSE(breaker.allow(at(5s) + 999ms));
   EXPECT_TRUE(breaker.allow(at(6s)));
+}
+
+TEST(CircuitBreaker, ALateSuccessOfACallSentBeforeAFailureDoesNotCloseIt) {
+  CircuitBreaker breaker(1s);
+  const std::uint64_t early = breaker.ticket();  // sent while Redis still answered
+  EXPECT_TRUE(breaker.failed(at(0s)));           // another call timed out
+  EXPECT_FALSE(breaker.succeeded(early));        // the early call's answer comes in late
+  EXPECT_TRUE(breaker.is_open());
+  EXPECT_FALSE(breaker.allow(at(500ms)));  // still no traffic but the probe
+  ASSERT_TRUE(breaker.allow(at(1s)));
+  const std::uint64_t probe = breaker.ticket();
+  EXPECT_TRUE(breaker.succeeded(probe));
+  EXPECT_FALSE(breaker.is_open());
+}
+
+TEST(CircuitBreaker, AProbeThatSucceedsAfterAnotherFailureDoesNotCloseIt) {
+  CircuitBreaker breaker(1s);
+  breaker.failed(at(0s));
+  ASSERT_TRUE(breaker.allow(at(1s)));
+  const std::uint64_t probe = breaker.ticket();
+  breaker.failed(at(1s) + 10ms);  // a call on another loop failed meanwhile
+  EXPECT_FALSE(breaker.succeeded(probe));
+  EXPECT_TRUE(breaker.is_open());
 }
 
 }  // namespace

@@ -3,6 +3,9 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
 
 #include <array>
 #include <boost/asio.hpp>
@@ -90,6 +93,23 @@ TEST(RedisConnection, PipelinesConcurrentCommandsAndMatchesRepliesInOrder) {
   for (std::size_t i = 0; i < got.size(); ++i) {
     EXPECT_EQ(got[i], static_cast<long long>(i + 1)) << i;
   }
+}
+
+TEST(RedisConnection, KeepsItsConnectionCheckedWithTcpKeepalive) {
+  const test::RedisServer redis;
+  Loop loop;
+  const auto connection = loop.open(redis.url());
+  const auto option = [&](int level, int name) {
+    int value = -1;
+    socklen_t size = sizeof value;
+    EXPECT_EQ(::getsockopt(connection->native_handle(), level, name, &value, &size), 0);
+    return value;
+  };
+  EXPECT_EQ(option(SOL_SOCKET, SO_KEEPALIVE), 1);
+  EXPECT_EQ(option(IPPROTO_TCP, TCP_KEEPIDLE), kKeepAliveIdleSeconds);
+  EXPECT_EQ(option(IPPROTO_TCP, TCP_KEEPINTVL), kKeepAliveIntervalSeconds);
+  EXPECT_EQ(option(IPPROTO_TCP, TCP_KEEPCNT), kKeepAliveProbes);
+  connection->close();
 }
 
 TEST(RedisConnection, RunsScriptsByHashAfterLoadingThem) {

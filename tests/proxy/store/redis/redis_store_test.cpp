@@ -334,6 +334,60 @@ TEST_P(OnError, RedisHungCostsTheTimeoutOnceThenRecoversWithinASecond) {
   EXPECT_EQ(timed(fixture).first.outcome, pipeline::Outcome::limited);
 }
 
+/// Connections Redis has accepted since it started (INFO stats), this one included.
+long long connections_received(StoreFixture& fixture) {
+  long long received = -1;
+  fixture.loop().run([&]() -> io::Awaitable<void> {
+    auto connection = co_await RedisConnection::open(fixture.store().options().endpoint,
+                                                     fixture.store().options().url, 1s);
+    const std::array<std::string_view, 2> info{"INFO", "stats"};
+    const RedisReply reply = co_await connection->command(info, 1s);
+    const std::string_view field = "total_connections_received:";
+    const std::size_t at = reply.value.text.find(field);
+    if (at != std::string::npos) {
+      received = std::stoll(reply.value.text.substr(at + field.size()));
+    }
+    connection->close();
+  });
+  return received;
+}
+
+TEST(RedisStore, ReplacesAConnectionWhoseCommandsOnlyTimeOut) {
+  test::RedisServer server;
+  StoreFixture fixture(kTwoPerHour, "url: \"" + server.url() + "\", timeout: " +
+                                        std::string(kTimeoutText) + ", on_error: allow");
+  EXPECT_EQ(timed(fixture).first.outcome, pipeline::Outcome::allowed);
+  const long long before = connections_received(fixture);
+  ASSERT_GT(before, 0);
+  server.pause();
+  // The first request times out and opens the breaker; the probes that follow time out too.
+  // The third timeout in a row on the loop's one connection replaces it.
+  const auto started = std::chrono::steady_clock::now();
+  while (fixture.store().errors() < RedisStore::kTimeoutsBeforeReplacing &&
+         std::chrono::steady_clock::now() - started < 10s) {
+    fixture.loop().run_for(10ms);
+    timed(fixture);
+  }
+  ASSERT_GE(fixture.store().errors(), RedisStore::kTimeoutsBeforeReplacing);
+  server.resume();
+  EXPECT_LT(time_to_recover(fixture, 3s), 1s);
+  // The new connection, and this count's own: without the replacement, only the latter.
+  EXPECT_GE(connections_received(fixture) - before, 2);
+}
+
+TEST(RedisStore, KeepsAConnectionThatTimedOutButAnswersAgain) {
+  test::RedisServer server;
+  StoreFixture fixture(kTwoPerHour, "url: \"" + server.url() + "\", timeout: " +
+                                        std::string(kTimeoutText) + ", on_error: allow");
+  EXPECT_EQ(timed(fixture).first.outcome, pipeline::Outcome::allowed);
+  const long long before = connections_received(fixture);
+  server.pause();
+  timed(fixture);  // one timeout: the breaker opens
+  server.resume();
+  EXPECT_LT(time_to_recover(fixture, 3s), 1s);
+  EXPECT_EQ(connections_received(fixture) - before, 1);  // only this count's own
+}
+
 TEST(RedisStore, RequestsInFlightWhenRedisHangsWaitNoLongerThanTheTimeout) {
   test::RedisServer server;
   StoreFixture fixture(kTwoPerHour, "url: \"" + server.url() + "\", timeout: " +
