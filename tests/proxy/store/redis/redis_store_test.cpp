@@ -262,6 +262,12 @@ constexpr Duration kSlack = 60ms;
 #endif
 constexpr std::string_view kTimeoutText = "100ms";
 
+/// The store section for `server` with the 100 ms timeout and `on_error`.
+std::string timing_out_after_100ms(const test::RedisServer& server, std::string_view on_error) {
+  return "url: \"" + server.url() + "\", timeout: " + std::string(kTimeoutText) +
+         ", on_error: " + std::string(on_error);
+}
+
 /// A sliding log: no window edge can fall inside a test and reset the count.
 const char* const kTwoPerHour = R"(
 upstream: http://127.0.0.1:9000
@@ -312,8 +318,7 @@ class OnError : public ::testing::TestWithParam<std::string> {
 
 TEST_P(OnError, RedisHungCostsTheTimeoutOnceThenRecoversWithinASecond) {
   test::RedisServer server;
-  StoreFixture fixture(kTwoPerHour, "url: \"" + server.url() + "\", timeout: " +
-                                        std::string(kTimeoutText) + ", on_error: " + GetParam());
+  StoreFixture fixture(kTwoPerHour, timing_out_after_100ms(server, GetParam()));
   EXPECT_EQ(timed(fixture).first.outcome, pipeline::Outcome::allowed);
   server.pause();
   int slow = 0;
@@ -354,8 +359,7 @@ long long connections_received(StoreFixture& fixture) {
 
 TEST(RedisStore, ReplacesAConnectionWhoseCommandsOnlyTimeOut) {
   test::RedisServer server;
-  StoreFixture fixture(kTwoPerHour, "url: \"" + server.url() + "\", timeout: " +
-                                        std::string(kTimeoutText) + ", on_error: allow");
+  StoreFixture fixture(kTwoPerHour, timing_out_after_100ms(server, "allow"));
   EXPECT_EQ(timed(fixture).first.outcome, pipeline::Outcome::allowed);
   const long long before = connections_received(fixture);
   ASSERT_GT(before, 0);
@@ -377,8 +381,7 @@ TEST(RedisStore, ReplacesAConnectionWhoseCommandsOnlyTimeOut) {
 
 TEST(RedisStore, KeepsAConnectionThatTimedOutButAnswersAgain) {
   test::RedisServer server;
-  StoreFixture fixture(kTwoPerHour, "url: \"" + server.url() + "\", timeout: " +
-                                        std::string(kTimeoutText) + ", on_error: allow");
+  StoreFixture fixture(kTwoPerHour, timing_out_after_100ms(server, "allow"));
   EXPECT_EQ(timed(fixture).first.outcome, pipeline::Outcome::allowed);
   const long long before = connections_received(fixture);
   server.pause();
@@ -390,8 +393,7 @@ TEST(RedisStore, KeepsAConnectionThatTimedOutButAnswersAgain) {
 
 TEST(RedisStore, RequestsInFlightWhenRedisHangsWaitNoLongerThanTheTimeout) {
   test::RedisServer server;
-  StoreFixture fixture(kTwoPerHour, "url: \"" + server.url() + "\", timeout: " +
-                                        std::string(kTimeoutText) + ", on_error: allow");
+  StoreFixture fixture(kTwoPerHour, timing_out_after_100ms(server, "allow"));
   EXPECT_EQ(timed(fixture).first.outcome, pipeline::Outcome::allowed);
   server.pause();
   // 50 requests of 50 clients at once, all sent to a Redis that no longer answers.
@@ -459,8 +461,7 @@ TEST(RedisStore, ReleasesPermitsAfterTheScriptsWereFlushed) {
 
 TEST(RedisStore, GivesBackThePermitsOfADecisionThatTimedOut) {
   test::RedisServer server;
-  StoreFixture fixture(kOneAtATime, "url: \"" + server.url() + "\", timeout: " +
-                                        std::string(kTimeoutText) + ", on_error: allow");
+  StoreFixture fixture(kOneAtATime, timing_out_after_100ms(server, "allow"));
   server.pause();
   // Sent, unanswered: when Redis wakes up it takes the permit, then gives it back.
   EXPECT_EQ(fixture.redis({}, std::nullopt).outcome,
@@ -474,8 +475,7 @@ TEST(RedisStore, GivesBackThePermitsOfADecisionThatTimedOut) {
 
 TEST_P(OnError, RedisKilledFailsFastAndARestartedOneIsFoundWithinASecond) {
   test::RedisServer server;
-  StoreFixture fixture(kTwoPerHour, "url: \"" + server.url() + "\", timeout: " +
-                                        std::string(kTimeoutText) + ", on_error: " + GetParam());
+  StoreFixture fixture(kTwoPerHour, timing_out_after_100ms(server, GetParam()));
   EXPECT_EQ(timed(fixture).first.outcome, pipeline::Outcome::allowed);
   server.kill();
   for (int i = 0; i < 20; ++i) {
