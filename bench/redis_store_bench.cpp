@@ -1,25 +1,23 @@
 // Decisions per second through one Redis from one sluice event loop: the Redis store's
-// decision script, `in_flight` requests at a time, 1000 clients, a token bucket that never
-// limits (the forward path). bench/redis.sh runs it against a pinned redis-server, next to the
-// ceiling redis-benchmark reaches with the same EVALSHA.
+// decide.lua, `in_flight` requests at a time (batched as the store batches them), 1000 clients,
+// a token bucket that never limits (the forward path). bench/redis.sh runs it against a pinned
+// redis-server.
 //
 //   SLUICE_BENCH_REDIS_URL  the Redis to use (default: a redis-server started here)
-//   SLUICE_BENCH_PRINT_CALL=1  print one decision's EVALSHA arguments and exit
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
+#include <array>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/use_future.hpp>
 #include <cstdlib>
-#include <iostream>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "config/load_config.hpp"
-#include "proxy/store/redis/redis_decision.hpp"
-#include "proxy/store/redis/redis_scripts.hpp"
 #include "proxy/store/redis/redis_store.hpp"
 #include "tests/support/redis_server.hpp"
 #include "tests/support/store_decision.hpp"
@@ -106,41 +104,33 @@ class Setup {
     }
   }
 
-  /// One decision's EVALSHA, as redis-benchmark takes it (the key spread by __rand_int__).
-  std::string call() {
-    pipeline::Decision decision;
-    pipeline::Charges charges;
-    pipeline_->prepare(request(0), clock_.now(), std::nullopt, decision, charges);
-    DecisionCall call;
-    call.build(sha_of_decide(), config_->store.redis.prefix, decision, charges, 1);
-    std::string text;
-    for (std::string_view argument : call.arguments()) {
-      std::string word(argument);
-      if (word.starts_with("{")) {
-        word = word.substr(0, word.rfind(':') + 1) + "__rand_int__";
-      }
-      text += (text.empty() ? "" : " ") + word;
-    }
-    return text;
-  }
-
-  std::string sha_of_decide() {
-    std::string sha;
-    auto loaded = net::co_spawn(
+  /// Redis's own count of decide calls (FCALL or EVALSHA) and the time it spent in them (µs).
+  std::pair<double, double> redis_calls() {
+    std::pair<double, double> calls{0, 0};
+    auto read = net::co_spawn(
         io_,
         [&]() -> io::Awaitable<void> {
+          const std::array<std::string_view, 2> info{"INFO", "commandstats"};
           auto connection = co_await RedisConnection::open(
               config_->store.redis.endpoint, config_->store.redis.url, std::chrono::seconds(1));
-          const std::array<std::string_view, 3> load{"SCRIPT", "LOAD", decide_script()};
-          sha = (co_await connection->command(load, std::chrono::seconds(1))).value.text;
+          const RedisReply reply = co_await connection->command(info, std::chrono::seconds(1));
           connection->close();
+          for (const std::string_view command :
+               {"cmdstat_fcall:calls=", "cmdstat_evalsha:calls="}) {
+            const std::size_t at = reply.value.text.find(command);
+            if (at != std::string::npos) {
+              calls.first += std::stod(reply.value.text.substr(at + command.size()));
+              const std::size_t usec = reply.value.text.find("usec=", at);
+              calls.second += std::stod(reply.value.text.substr(usec + 5));
+            }
+          }
         },
         net::use_future);
-    while (loaded.wait_for(std::chrono::seconds(0)) != std::future_status::ready) {
+    while (read.wait_for(std::chrono::seconds(0)) != std::future_status::ready) {
       io_.run_one();
     }
-    loaded.get();
-    return sha;
+    read.get();
+    return calls;
   }
 
  private:
@@ -160,10 +150,16 @@ Setup& setup() {
 
 void BM_RedisDecisions(benchmark::State& state) {
   const auto in_flight = static_cast<std::size_t>(state.range(0));
+  const auto [calls_before, usec_before] = setup().redis_calls();
   for (auto _ : state) {
     setup().decide(kBatch, in_flight);
   }
-  state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(kBatch));
+  const auto decisions = static_cast<double>(state.iterations()) * static_cast<double>(kBatch);
+  state.SetItemsProcessed(static_cast<std::int64_t>(decisions));
+  const auto [calls_after, usec_after] = setup().redis_calls();
+  // How many requests each call carried, and Redis's time per decision, inside its commands.
+  state.counters["per_call"] = decisions / std::max(1.0, calls_after - calls_before);
+  state.counters["redis_us"] = (usec_after - usec_before) / decisions;
 }
 BENCHMARK(BM_RedisDecisions)
     ->ArgName("in_flight")
@@ -178,10 +174,6 @@ BENCHMARK(BM_RedisDecisions)
 }  // namespace sluice::store::redis
 
 int main(int argc, char** argv) {
-  if (std::getenv("SLUICE_BENCH_PRINT_CALL") != nullptr) {
-    std::cout << sluice::store::redis::setup().call() << '\n';
-    return 0;
-  }
   benchmark::Initialize(&argc, argv);
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();

@@ -29,6 +29,8 @@ using sluice::limiter::kMaxChargesPerRequest;
 using sluice::pipeline::ChargeResult;
 using sluice::pipeline::Charges;
 using sluice::store::redis::append_command;
+using sluice::store::redis::DecisionReply;
+using sluice::store::redis::failure_of;
 using sluice::store::redis::read_decision;
 using sluice::store::redis::RespReader;
 using sluice::store::redis::RespValue;
@@ -62,8 +64,8 @@ Reading read(std::string_view bytes, std::size_t piece) {
       const std::size_t n = piece == 0 ? bytes.size() : std::min(piece, bytes.size());
       reader.feed(bytes.substr(0, n));
       bytes.remove_prefix(n);
-      while (std::optional<RespValue> reply = reader.next()) {
-        reading.replies.push_back(std::move(*reply));
+      while (const RespValue* reply = reader.next()) {
+        reading.replies.push_back(*reply);
       }
     } while (!bytes.empty());
   } catch (const std::runtime_error&) {
@@ -72,26 +74,34 @@ Reading read(std::string_view bytes, std::size_t piece) {
   return reading;
 }
 
-/// `reply` as decide.lua's answer: a status, then five integers per charge (the last charge a
-/// shadow one). Any reply must be read without harm; one that is read must make sense.
+/// `reply` as decide.lua's answer for requests of one to four charges (the last charge a shadow
+/// one), read request by request as a batch is. Any reply must be read without harm; what is
+/// read must make sense.
 void read_as_decision(const RespValue& reply) {
-  if (reply.kind != RespValue::Kind::array || reply.elements.empty() ||
-      (reply.elements.size() - 1) / 5 > kMaxChargesPerRequest) {
-    return;
+  std::size_t at = 0;
+  for (std::size_t request = 0; request < 64; ++request) {
+    Charges charges;
+    charges.count = 1 + request % 4;
+    charges.live = charges.count > 1 ? charges.count - 1 : charges.count;
+    ChargeResult result;
+    const std::size_t before = at;
+    const DecisionReply read = read_decision(reply, at, charges, result);
+    if (read == DecisionReply::malformed) {
+      require(at == before, "a malformed part moved the reading on");
+      return;
+    }
+    require(at == before + 1 + 5 * charges.count, "a part read to the wrong length");
+    if (read == DecisionReply::failed) {
+      continue;
+    }
+    for (std::size_t i = 0; i < charges.count; ++i) {
+      require(result.outcomes[i].verdict.hold >= Duration::zero() &&
+                  result.outcomes[i].verdict.retry_after >= Duration::zero() &&
+                  result.outcomes[i].status.reset >= Duration::zero(),
+              "a negative duration from a decision reply");
+    }
   }
-  Charges charges;
-  charges.count = (reply.elements.size() - 1) / 5;
-  charges.live = charges.count > 1 ? charges.count - 1 : charges.count;
-  ChargeResult result;
-  if (!read_decision(reply, charges, result)) {
-    return;
-  }
-  for (std::size_t i = 0; i < charges.count; ++i) {
-    require(result.outcomes[i].verdict.hold >= Duration::zero() &&
-                result.outcomes[i].verdict.retry_after >= Duration::zero() &&
-                result.outcomes[i].status.reset >= Duration::zero(),
-            "a negative duration from a decision reply");
-  }
+  static_cast<void>(failure_of(reply, at));
 }
 
 }  // namespace

@@ -117,46 +117,86 @@ io::Awaitable<std::shared_ptr<RedisConnection>> RedisConnection::open(
 
 io::Awaitable<RedisReply> RedisConnection::command(std::span<const std::string_view> arguments,
                                                    limiter::Duration timeout) {
+  co_return co_await exchange(arguments, timeout, nullptr);
+}
+
+io::Awaitable<RedisReply> RedisConnection::command(std::span<const std::string_view> arguments,
+                                                   limiter::Duration timeout, ReplySink& sink) {
+  co_return co_await exchange(arguments, timeout, &sink);
+}
+
+std::shared_ptr<RedisConnection::Pending> RedisConnection::take_pending(
+    const io::Executor& executor) {
+  if (spare_.empty()) {
+    return std::make_shared<Pending>(executor);
+  }
+  std::shared_ptr<Pending> pending = std::move(spare_.back());
+  spare_.pop_back();
+  pending->reply.error = {};
+  pending->done = false;
+  return pending;
+}
+
+void RedisConnection::recycle(std::shared_ptr<Pending> pending) {
+  // Only a pending nobody else holds: one that timed out stays in waiting_ until its reply.
+  if (pending.use_count() == 1 && spare_.size() < kSparePending) {
+    spare_.push_back(std::move(pending));
+  }
+}
+
+io::Awaitable<RedisReply> RedisConnection::exchange(std::span<const std::string_view> arguments,
+                                                    limiter::Duration timeout, ReplySink* sink) {
   if (broken_) {
     co_return RedisReply{.error = broken_, .value = {}};
   }
-  auto self = shared_from_this();
   const auto executor = co_await net::this_coro::executor;
-  auto pending = std::make_shared<Pending>(executor);
+  std::shared_ptr<Pending> pending = take_pending(executor);
+  pending->sink = sink;
   pending->wake.expires_after(timeout);
   append_command(unsent_, arguments);
   waiting_.push_back(pending);
   if (!reading_) {
     reading_ = true;
-    net::co_spawn(executor, read_loop(self), net::detached);
+    net::co_spawn(executor, read_loop(shared_from_this()), net::detached);
   }
-  if (!writing_) {
-    writing_ = true;
-    net::co_spawn(executor, write_loop(self), net::detached);
+  if (!writer_) {
+    writer_.emplace(executor);
+    writer_->expires_at(io::Timer::time_point::max());
+    net::co_spawn(executor, write_loop(shared_from_this()), net::detached);
+  } else if (writer_idle_) {
+    writer_idle_ = false;
+    writer_->cancel();
   }
   if (!pending->done) {  // a connection that failed meanwhile has answered it already
     co_await pending->wake.async_wait(io::use_nothrow);
   }
+  RedisReply reply;
   if (!pending->done) {
     pending->done = true;  // the reply, when it comes, is dropped
     ++timeouts_in_a_row_;
-    co_return RedisReply{.error = beast::error::timeout, .value = {}};
+    reply.error = beast::error::timeout;
+  } else {
+    reply = std::move(pending->reply);
   }
-  co_return std::move(pending->reply);
+  recycle(std::move(pending));
+  co_return reply;
 }
 
 io::Awaitable<void> RedisConnection::write_loop(std::shared_ptr<RedisConnection> /*keep_alive*/) {
-  std::string sending;
-  while (!unsent_.empty() && !broken_) {
-    sending.clear();
-    sending.swap(unsent_);  // commands added meanwhile go in the next write
+  while (!broken_) {
+    if (unsent_.empty()) {
+      writer_idle_ = true;  // until a command comes, or the connection fails
+      co_await writer_->async_wait(io::use_nothrow);
+      continue;
+    }
+    sending_.clear();
+    sending_.swap(unsent_);  // commands added meanwhile go in the next write
     auto [error, written] =
-        co_await net::async_write(socket_, net::buffer(sending), io::use_nothrow);
+        co_await net::async_write(socket_, net::buffer(sending_), io::use_nothrow);
     if (error) {
       fail(error);
     }
   }
-  writing_ = false;
 }
 
 io::Awaitable<void> RedisConnection::read_loop(std::shared_ptr<RedisConnection> /*keep_alive*/) {
@@ -169,8 +209,8 @@ io::Awaitable<void> RedisConnection::read_loop(std::shared_ptr<RedisConnection> 
     }
     try {
       reader_.feed(std::string_view(bytes.data(), read));
-      while (std::optional<RespValue> value = reader_.next()) {
-        complete_next(std::move(*value));
+      while (const RespValue* value = reader_.next()) {
+        complete_next(*value);
       }
     } catch (const std::runtime_error&) {
       fail(protocol_error());
@@ -179,19 +219,29 @@ io::Awaitable<void> RedisConnection::read_loop(std::shared_ptr<RedisConnection> 
   reading_ = false;
 }
 
-void RedisConnection::complete_next(RespValue value) {
-  if (waiting_.empty()) {
+void RedisConnection::complete_next(const RespValue& value) {
+  if (waiting_head_ == waiting_.size()) {
     fail(protocol_error());  // a reply nobody asked for
     return;
   }
-  const std::shared_ptr<Pending> pending = std::move(waiting_.front());
-  waiting_.pop_front();
+  const std::shared_ptr<Pending> pending = std::move(waiting_[waiting_head_++]);
+  if (waiting_head_ == waiting_.size()) {
+    waiting_.clear();  // keeps its capacity
+    waiting_head_ = 0;
+  } else if (waiting_head_ >= kSparePending && waiting_head_ * 2 >= waiting_.size()) {
+    waiting_.erase(waiting_.begin(), waiting_.begin() + static_cast<std::ptrdiff_t>(waiting_head_));
+    waiting_head_ = 0;
+  }
   timeouts_in_a_row_ = 0;  // Redis answers on this connection, if late
   if (pending->done) {
     return;  // its command timed out
   }
   pending->done = true;
-  pending->reply.value = std::move(value);
+  if (pending->sink != nullptr) {
+    pending->sink->read(value);
+  } else {
+    pending->reply.value = value;
+  }
   pending->wake.cancel();
 }
 
@@ -201,15 +251,20 @@ void RedisConnection::fail(boost::system::error_code error) {
   }
   boost::system::error_code ignored;
   socket_.close(ignored);
-  for (const std::shared_ptr<Pending>& pending : waiting_) {
-    if (!pending->done) {
-      pending->done = true;
-      pending->reply.error = broken_;
-      pending->wake.cancel();
+  for (std::size_t i = waiting_head_; i < waiting_.size(); ++i) {
+    Pending& pending = *waiting_[i];
+    if (!pending.done) {
+      pending.done = true;
+      pending.reply.error = broken_;
+      pending.wake.cancel();
     }
   }
   waiting_.clear();
+  waiting_head_ = 0;
   unsent_.clear();
+  if (writer_) {
+    writer_->cancel();  // the writer sees the failure and ends
+  }
 }
 
 void RedisConnection::close() { fail(net::error::operation_aborted); }

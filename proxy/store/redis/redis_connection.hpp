@@ -5,12 +5,13 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/system/error_code.hpp>
 #include <cstdint>
-#include <deque>
 #include <memory>
+#include <optional>
 #include <span>
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "config/proxy_config.hpp"
 #include "limiter/clock.hpp"
@@ -65,6 +66,19 @@ class RedisConnection : public std::enable_shared_from_this<RedisConnection> {
   io::Awaitable<RedisReply> command(std::span<const std::string_view> arguments,
                                     limiter::Duration timeout);
 
+  /// Reads a reply where the reader built it, before the next one is parsed: no copy.
+  class ReplySink {
+   public:
+    virtual void read(const RespValue& reply) = 0;
+
+   protected:
+    ~ReplySink() = default;
+  };
+  /// As command(), but the reply goes to `sink` (if it comes in time) instead of being copied
+  /// into the result, whose `value` stays nil.
+  io::Awaitable<RedisReply> command(std::span<const std::string_view> arguments,
+                                    limiter::Duration timeout, ReplySink& sink);
+
   io::Executor get_executor() { return socket_.get_executor(); }
   /// The socket's descriptor, to read its options.
   int native_handle() { return socket_.native_handle(); }
@@ -84,21 +98,38 @@ class RedisConnection : public std::enable_shared_from_this<RedisConnection> {
     explicit Pending(const io::Executor& executor) : wake(executor) {}
     io::Timer wake;
     RedisReply reply;
+    ReplySink* sink = nullptr;  ///< Reads the reply in place, if set.
     bool done = false;
   };
 
-  /// Each loop holds the connection alive while its operation is pending.
+  /// Both command()s: the reply goes to `sink`, or is copied when there is none.
+  io::Awaitable<RedisReply> exchange(std::span<const std::string_view> arguments,
+                                     limiter::Duration timeout, ReplySink* sink);
+  /// A Pending for the next command: a spare one, or a new one.
+  std::shared_ptr<Pending> take_pending(const io::Executor& executor);
+  void recycle(std::shared_ptr<Pending> pending);
+  /// Each loop holds the connection alive while its operation is pending. The writer runs as
+  /// long as the connection works, waiting on writer_ while there is nothing to write.
   io::Awaitable<void> write_loop(std::shared_ptr<RedisConnection> keep_alive);
   io::Awaitable<void> read_loop(std::shared_ptr<RedisConnection> keep_alive);
-  void complete_next(RespValue value);
+  void complete_next(const RespValue& value);
   void fail(boost::system::error_code error);
 
   io::Socket socket_;
   RespReader reader_;
-  std::string unsent_;  ///< Commands not yet handed to the socket.
-  bool writing_ = false;
+  /// Pendings kept for the next commands: a connection busy with this many commands at once
+  /// allocates none.
+  static constexpr std::size_t kSparePending = 64;
+
+  std::string unsent_;   ///< Commands not yet handed to the socket.
+  std::string sending_;  ///< Commands being written; swapped with unsent_, so both keep capacity.
+  std::optional<io::Timer> writer_;  ///< Never expires: wakes the idle writer when cancelled.
+  bool writer_idle_ = false;
   bool reading_ = false;
-  std::deque<std::shared_ptr<Pending>> waiting_;  ///< Sent or unsent, in order.
+  /// Sent or unsent, in order, from waiting_head_ on (a vector: it keeps its capacity).
+  std::vector<std::shared_ptr<Pending>> waiting_;
+  std::size_t waiting_head_ = 0;
+  std::vector<std::shared_ptr<Pending>> spare_;
   boost::system::error_code broken_;
   std::uint32_t timeouts_in_a_row_ = 0;
 };

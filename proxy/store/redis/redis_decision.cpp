@@ -14,8 +14,8 @@ namespace {
 using limiter::AlgorithmKind;
 using limiter::LimiterOptions;
 
-/// Values per limiter after the three leading arguments (decide.lua's FIELDS).
-[[maybe_unused]] constexpr std::size_t kFields = 8;
+/// Reply values per limiter (decide.lua's VALUES).
+constexpr std::size_t kReplyValues = 5;
 
 /// decide.lua's index of an algorithm in its `algorithms` table.
 int script_algorithm(const LimiterOptions& options) noexcept {
@@ -127,71 +127,119 @@ std::uint64_t redis_key_id(std::string_view limiter_name, const LimiterOptions& 
   return limiter::hash_key(limiter_name, key ^ (std::uint64_t{definition_hash(options)} << 32));
 }
 
-void DecisionCall::build(std::string_view sha, std::string_view prefix,
-                         const pipeline::Decision& decision, const pipeline::Charges& charges,
-                         std::uint64_t permit, std::optional<limiter::TimePoint> now) {
-  text_.clear();
-  ends_.clear();
-  const auto end_argument = [this] { ends_.push_back(text_.size()); };
-  text_ += "EVALSHA";
-  end_argument();
-  text_ += sha;
-  end_argument();
-  append_number(text_, charges.count);
-  end_argument();
-  for (std::size_t i = 0; i < charges.count; ++i) {
-    const config::LimiterConfig& limiter = *decision.reports[charges.report[i]].limiter;
-    append_redis_key(text_, prefix, limiter.name, *charges.options[i], charges.shared_key[i]);
-    end_argument();
-  }
-  append_number(
-      text_,
-      now ? std::chrono::duration_cast<std::chrono::microseconds>(now->time_since_epoch()).count()
-          : 0);
-  end_argument();
-  append_number(text_, charges.live);
-  end_argument();
-  append_number(text_, permit, 16);
-  end_argument();
-  for (std::size_t i = 0; i < charges.count; ++i) {
-    const LimiterOptions& options = *charges.options[i];
-    const bool delay = options.policy.mode == limiter::Mode::delay;
-    append_number(text_, script_algorithm(options));
-    end_argument();
-    append_number(text_, charges.items[i].cost);
-    end_argument();
-    text_ += delay ? '1' : '0';
-    end_argument();
-    append_number(text_, microseconds(options.policy.max_delay));
-    end_argument();
-    for (const double parameter : script_parameters(options)) {
-      append_number(text_, parameter);
-      end_argument();
-    }
-  }
-  // Views last: text_ may have moved while it grew.
-  arguments_.clear();
+void BatchCall::Words::view_into(std::vector<std::string_view>& out) const {
   std::size_t begin = 0;
-  for (const std::size_t end : ends_) {
-    arguments_.emplace_back(text_.data() + begin, end - begin);
+  for (const std::size_t end : ends) {
+    out.emplace_back(text.data() + begin, end - begin);
     begin = end;
   }
 }
 
-bool read_decision(const RespValue& reply, const pipeline::Charges& charges,
-                   pipeline::ChargeResult& result) {
-  if (reply.kind != RespValue::Kind::array || reply.elements.size() != 1 + 5 * charges.count) {
-    return false;
+void BatchCall::clear() {
+  for (Words* words : {&keys_, &definitions_, &values_}) {
+    words->text.clear();
+    words->ends.clear();
   }
-  for (const RespValue& element : reply.elements) {
-    if (element.kind != RespValue::Kind::integer) {
-      return false;
+  defined_.clear();
+  requests_ = 0;
+}
+
+std::size_t BatchCall::definition(const LimiterOptions& options) {
+  const auto known = std::find(defined_.begin(), defined_.end(), &options);
+  if (known != defined_.end()) {
+    return static_cast<std::size_t>(known - defined_.begin()) + 1;
+  }
+  defined_.push_back(&options);
+  append_number(definitions_.text, script_algorithm(options));
+  definitions_.end();
+  definitions_.text += options.policy.mode == limiter::Mode::delay ? '1' : '0';
+  definitions_.end();
+  append_number(definitions_.text, microseconds(options.policy.max_delay));
+  definitions_.end();
+  for (const double parameter : script_parameters(options)) {
+    append_number(definitions_.text, parameter);
+    definitions_.end();
+  }
+  return defined_.size();
+}
+
+void BatchCall::add(std::string_view prefix, const pipeline::Decision& decision,
+                    const pipeline::Charges& charges, std::uint64_t permit) {
+  ++requests_;
+  for (std::size_t i = 0; i < charges.count; ++i) {
+    const config::LimiterConfig& limiter = *decision.reports[charges.report[i]].limiter;
+    append_redis_key(keys_.text, prefix, limiter.name, *charges.options[i], charges.shared_key[i]);
+    keys_.end();
+  }
+  append_number(values_.text, charges.count);
+  values_.end();
+  append_number(values_.text, charges.live);
+  values_.end();
+  append_number(values_.text, permit, 16);
+  values_.end();
+  for (std::size_t i = 0; i < charges.count; ++i) {
+    append_number(values_.text, definition(*charges.options[i]));
+    values_.end();
+    append_number(values_.text, charges.items[i].cost);
+    values_.end();
+  }
+}
+
+std::span<const std::string_view> BatchCall::arguments(std::string_view command,
+                                                       std::string_view target,
+                                                       std::optional<limiter::TimePoint> now) {
+  head_.text.clear();
+  head_.ends.clear();
+  append_number(head_.text, keys_.ends.size());
+  head_.end();
+  append_number(
+      head_.text,
+      now ? std::chrono::duration_cast<std::chrono::microseconds>(now->time_since_epoch()).count()
+          : 0);
+  head_.end();
+  append_number(head_.text, requests_);
+  head_.end();
+  append_number(head_.text, defined_.size());
+  head_.end();
+  // Views last, once no text grows any more.
+  arguments_.clear();
+  arguments_.push_back(command);
+  arguments_.push_back(target);
+  const std::size_t first = arguments_.size();
+  head_.view_into(arguments_);  // numkeys, now, requests, definitions
+  const std::array<std::string_view, 3> after_keys{arguments_[first + 1], arguments_[first + 2],
+                                                   arguments_[first + 3]};
+  arguments_.resize(first + 1);
+  keys_.view_into(arguments_);
+  arguments_.insert(arguments_.end(), after_keys.begin(), after_keys.end());
+  definitions_.view_into(arguments_);
+  values_.view_into(arguments_);
+  return arguments_;
+}
+
+DecisionReply read_decision(const RespValue& reply, std::size_t& at,
+                            const pipeline::Charges& charges, pipeline::ChargeResult& result) {
+  const std::size_t end = at + 1 + kReplyValues * charges.count;
+  if (reply.kind != RespValue::Kind::array || reply.elements.size() < end) {
+    return DecisionReply::malformed;
+  }
+  for (std::size_t i = at; i < end; ++i) {
+    if (reply.elements[i].kind != RespValue::Kind::integer) {
+      return DecisionReply::malformed;
     }
+  }
+  const long long status = reply.elements[at].integer;
+  if (status != 0 && status != 1) {
+    return DecisionReply::malformed;
+  }
+  const RespValue* values = &reply.elements[at + 1];
+  at = end;
+  if (status == 0) {
+    return DecisionReply::failed;
   }
   result.live_admitted = true;
   result.shadow_admitted = charges.count > charges.live;
-  for (std::size_t i = 0; i < charges.count; ++i) {
-    const RespValue* values = &reply.elements[1 + 5 * i];
+  for (std::size_t i = 0; i < charges.count; ++i, values += kReplyValues) {
     limiter::Outcome& outcome = result.outcomes[i];
     outcome.verdict = {.admitted = values[0].integer == 1,
                        .hold = from_microseconds(values[1].integer),
@@ -206,7 +254,15 @@ bool read_decision(const RespValue& reply, const pipeline::Charges& charges,
   if (!result.live_admitted) {
     result.shadow_admitted = false;
   }
-  return true;
+  return DecisionReply::decided;
+}
+
+std::string_view failure_of(const RespValue& reply, std::size_t at) noexcept {
+  if (reply.kind != RespValue::Kind::array || at >= reply.elements.size() ||
+      reply.elements[at].kind != RespValue::Kind::bulk) {
+    return {};
+  }
+  return reply.elements[at].text;
 }
 
 ReleaseCall release_call(std::string_view prefix, const pipeline::Permit& permit,

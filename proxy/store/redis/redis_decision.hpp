@@ -29,29 +29,57 @@ void append_redis_key(std::string& out, std::string_view prefix, std::string_vie
 std::uint64_t redis_key_id(std::string_view limiter_name, const limiter::LimiterOptions& options,
                            limiter::KeyHash key) noexcept;
 
-/// One call of the decision script (proxy/lua/decide.lua) for one request's charges: its
-/// arguments, built in buffers that keep their capacity from call to call.
-class DecisionCall {
+/// One call of decide.lua for many requests' charges: its arguments, built in buffers that keep
+/// their capacity from call to call.
+class BatchCall {
  public:
-  /// EVALSHA `sha` over `charges` (whose limiter names are in `decision`'s reports). `now`:
-  /// the time to decide at; nullopt = Redis's own clock (the proxy's way: replicas agree).
-  /// `permit`: the id the request's concurrency permits are held under.
-  void build(std::string_view sha, std::string_view prefix, const pipeline::Decision& decision,
-             const pipeline::Charges& charges, std::uint64_t permit,
-             std::optional<limiter::TimePoint> now = std::nullopt);
-  /// The arguments, EVALSHA first; valid until the next build().
-  std::span<const std::string_view> arguments() const noexcept { return arguments_; }
+  /// Empties the call, keeping the buffers.
+  void clear();
+  /// Adds one request: its `charges` (whose limiter names are in `decision`'s reports), held
+  /// under `permit` (the id its concurrency permits get).
+  void add(std::string_view prefix, const pipeline::Decision& decision,
+           const pipeline::Charges& charges, std::uint64_t permit);
+  std::size_t requests() const noexcept { return requests_; }
+  /// The whole command: `command` (FCALL or EVALSHA) of `target` (the function's name or the
+  /// script's SHA1) over the requests added. `now`: the time to decide at; nullopt = Redis's own
+  /// clock (the proxy's way: replicas agree). Valid until the next change.
+  std::span<const std::string_view> arguments(std::string_view command, std::string_view target,
+                                              std::optional<limiter::TimePoint> now = std::nullopt);
 
  private:
-  std::string text_;
-  std::vector<std::size_t> ends_;  ///< Where each argument ends in text_.
+  /// Text with the end of each argument: keys and values go in separate ones, since the keys
+  /// come first in the command.
+  struct Words {
+    std::string text;
+    std::vector<std::size_t> ends;
+    void end() { ends.push_back(text.size()); }
+    void view_into(std::vector<std::string_view>& out) const;
+  };
+  /// The index (1-based) of `options` among the call's definitions, added if it is new.
+  std::size_t definition(const limiter::LimiterOptions& options);
+
+  Words keys_;
+  Words definitions_;  ///< 7 values per definition: algorithm, policy, parameters.
+  Words values_;       ///< Per request: its counts, permit, and each limiter's definition and cost.
+  Words head_;         ///< numkeys, now, the request and definition counts, built last.
+  std::vector<const limiter::LimiterOptions*> defined_;  ///< Few: a linear search finds them.
+  std::size_t requests_ = 0;
   std::vector<std::string_view> arguments_;
 };
 
-/// Reads the script's reply for `charges` into `result`. False when the reply is not the one
-/// the script gives (an error reply, or a script of another version).
-bool read_decision(const RespValue& reply, const pipeline::Charges& charges,
-                   pipeline::ChargeResult& result);
+/// How one request's part of a decide.lua reply reads.
+enum class DecisionReply {
+  decided,    ///< `result` holds the decision
+  failed,     ///< Redis could not decide it (an error in its script call); see failure_of()
+  malformed,  ///< not what decide.lua answers: the rest of the reply cannot be trusted
+};
+/// Reads the part of a decide.lua `reply` (an array) that starts at element `at`, for `charges`,
+/// into `result`, and moves `at` past it.
+DecisionReply read_decision(const RespValue& reply, std::size_t& at,
+                            const pipeline::Charges& charges, pipeline::ChargeResult& result);
+/// What made the first failed request of a reply fail: its last element, after the requests'
+/// parts (which end at `at`); empty if there is none.
+std::string_view failure_of(const RespValue& reply, std::size_t at) noexcept;
 
 /// The arguments of release.lua for one permit of a finished request.
 struct ReleaseCall {

@@ -6,11 +6,13 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <deque>
 #include <random>
 
 #include "config/url.hpp"
 #include "limiter/key_hash.hpp"
 #include "proxy/io/net.hpp"
+#include "proxy/store/redis/decision_batch.hpp"
 #include "proxy/store/redis/redis_scripts.hpp"
 
 namespace sluice::store::redis {
@@ -31,12 +33,30 @@ std::string reason(const RedisReply& reply) {
   return reply.value.is_error() ? reply.value.text : std::string("unexpected reply");
 }
 
+/// Loads of the code one call may make before it gives up: another flush may land between a load
+/// and the call it was for.
+constexpr int kCodeReloads = 2;
+
+/// Whether an error reply says Redis has forgotten the code (SCRIPT FLUSH, FUNCTION FLUSH, a
+/// failover to a node that never had it).
+bool code_missing(std::string_view error) {
+  return error.starts_with("NOSCRIPT") || error.find("Function not found") != error.npos;
+}
+
+/// Whether an error reply says Redis has no functions (before 7): scripts are used instead.
+bool no_functions(std::string_view error) { return error.find("unknown command") != error.npos; }
+
 }  // namespace
 
 struct RedisStore::Loop {
   std::vector<std::shared_ptr<RedisConnection>> connections;  ///< nullptr while reconnecting.
   std::size_t next = 0;
-  DecisionCall call;
+  DecisionBatch* open = nullptr;  ///< Takes the requests that arrive until it is sent.
+  /// Waiting to be sent, oldest first; `open` is the last. Few: kCallsInFlight are being sent.
+  std::vector<DecisionBatch*> queued;
+  std::size_t senders = 0;  ///< Calls in flight, at most kCallsInFlight.
+  std::vector<std::unique_ptr<DecisionBatch>> batches;  ///< Every batch made, queued or spare.
+  std::vector<DecisionBatch*> spare;
   OverLimitCache over_limit;
   std::uint64_t permits_issued = 0;
   telemetry::LoopCounter errors;
@@ -66,22 +86,47 @@ limiter::Duration RedisStore::connect_timeout() const noexcept {
 io::Awaitable<std::shared_ptr<RedisConnection>> RedisStore::connect() {
   auto connection =
       co_await RedisConnection::open(options_.endpoint, options_.url, connect_timeout());
-  // SCRIPT LOAD on every connection: a Redis that restarted has forgotten them.
-  for (auto [script, sha] :
-       {std::pair{decide_script(), &decide_sha_}, std::pair{release_script(), &release_sha_}}) {
-    const std::array<std::string_view, 3> load{"SCRIPT", "LOAD", script};
-    const RedisReply loaded = co_await connection->command(load, connect_timeout());
-    if (loaded.error || loaded.value.kind != RespValue::Kind::bulk) {
-      connection->close();
-      throw RedisError("Redis at " + shown_url_ + ": SCRIPT LOAD failed: " + reason(loaded));
-    }
-    // A script's SHA1 never changes: it is kept from the first connection, opened before the
-    // loops run, and only read afterwards (reconnections run on every loop at once).
-    if (sha->empty()) {
-      *sha = loaded.value.text;
-    }
+  // On every connection: a Redis that restarted has forgotten the code.
+  std::string why;
+  if (!co_await load_code(*connection, connect_timeout(), why)) {
+    connection->close();
+    throw RedisError("Redis at " + shown_url_ + ": loading the decision code failed: " + why);
   }
   co_return connection;
+}
+
+io::Awaitable<bool> RedisStore::load_code(RedisConnection& connection, limiter::Duration timeout,
+                                          std::string& why) {
+  const std::array<std::string_view, 4> function_load{"FUNCTION", "LOAD", "REPLACE", library()};
+  const RedisReply loaded = co_await connection.command(function_load, timeout);
+  if (!loaded.error && !loaded.value.is_error()) {
+    functions_ = true;
+    co_return true;
+  }
+  if (loaded.error || !no_functions(loaded.value.text)) {
+    why = reason(loaded);
+    co_return false;
+  }
+  for (const std::string_view script : {decide_script(), release_script()}) {
+    const std::array<std::string_view, 3> script_load{"SCRIPT", "LOAD", script};
+    const RedisReply reply = co_await connection.command(script_load, timeout);
+    if (reply.error || reply.value.is_error()) {
+      why = reason(reply);
+      co_return false;
+    }
+  }
+  functions_ = false;
+  co_return true;
+}
+
+std::pair<std::string_view, std::string_view> RedisStore::decide_command() const noexcept {
+  return functions_ ? std::pair{std::string_view("FCALL"), decide_function()}
+                    : std::pair{std::string_view("EVALSHA"), decide_sha()};
+}
+
+std::pair<std::string_view, std::string_view> RedisStore::release_command() const noexcept {
+  return functions_ ? std::pair{std::string_view("FCALL"), release_function()}
+                    : std::pair{std::string_view("EVALSHA"), release_sha()};
 }
 
 io::Awaitable<void> RedisStore::open(std::size_t index) {
@@ -146,56 +191,78 @@ io::Awaitable<void> RedisStore::reconnect(Loop& loop, std::size_t slot) {
   }
 }
 
-void RedisStore::failed(Loop& loop, std::string_view why) {
-  loop.errors.add();
+void RedisStore::failed(Loop& loop, std::string_view why, std::size_t requests) {
+  loop.errors.add(requests);
   if (breaker_.failed(CircuitBreaker::Clock::now())) {
     spdlog::warn("Redis store at {} failed ({}); requests follow on_error: {}", shown_url_, why,
                  name_of(options_.on_error));
   }
 }
 
-io::Awaitable<bool> RedisStore::load_scripts(RedisConnection& connection) {
-  for (const std::string_view script : {decide_script(), release_script()}) {
-    const std::array<std::string_view, 3> load{"SCRIPT", "LOAD", script};
-    const RedisReply loaded = co_await connection.command(load, options_.timeout);
-    if (loaded.error || loaded.value.is_error()) {
-      co_return false;
-    }
+RedisStore::Batch& RedisStore::open_batch(Loop& loop, const io::Executor& executor) {
+  if (loop.open != nullptr) {
+    return *loop.open;
   }
-  co_return true;
+  if (loop.spare.empty()) {
+    loop.spare.push_back(loop.batches.emplace_back(std::make_unique<Batch>(executor)).get());
+  }
+  loop.open = loop.spare.back();
+  loop.spare.pop_back();
+  loop.queued.push_back(loop.open);
+  if (loop.senders < kCallsInFlight) {
+    ++loop.senders;
+    net::co_spawn(executor, send_batches(loop), net::detached);
+  }
+  return *loop.open;
 }
 
-io::Awaitable<bool> RedisStore::call(Loop& loop, const pipeline::Decision& decision,
-                                     const pipeline::Charges& charges, std::uint64_t permit,
-                                     pipeline::ChargeResult& result) {
-  for (int attempt = 0; attempt < 2; ++attempt) {
+io::Awaitable<void> RedisStore::send_batches(Loop& loop) {
+  // Let the loop run what is ready first: the requests it holds join the batch.
+  co_await net::post(co_await net::this_coro::executor, io::use_awaitable);
+  while (!loop.queued.empty()) {
+    Batch& batch = *loop.queued.front();
+    loop.queued.erase(loop.queued.begin());
+    if (loop.open == &batch) {
+      loop.open = nullptr;
+    }
+    co_await call(loop, batch);
+    batch.wake();
+    loop.spare.push_back(&batch);
+  }
+  --loop.senders;
+}
+
+io::Awaitable<bool> RedisStore::call(Loop& loop, Batch& batch) {
+  for (int attempt = 0; attempt <= kCodeReloads; ++attempt) {
     RedisConnection* picked = pick(loop);
     if (picked == nullptr) {
-      failed(loop, "no connection");
+      failed(loop, "no connection", batch.size());
       co_return false;
     }
     const std::shared_ptr<RedisConnection> connection = picked->shared_from_this();
     const std::uint64_t ticket = breaker_.ticket();
-    // The loop's call buffer serves all its requests: it is built right before it is sent
-    // (command() copies it out before it first waits), and never read after a wait.
-    loop.call.build(decide_sha_, options_.prefix, decision, charges, permit, simulated_now_);
-    const RedisReply reply = co_await connection->command(loop.call.arguments(), options_.timeout);
-    if (!reply.error && reply.value.is_error() && reply.value.text.starts_with("NOSCRIPT")) {
-      // The scripts were flushed (SCRIPT FLUSH, a failover): load both again, once.
-      if (attempt == 0 && co_await load_scripts(*connection)) {
+    const auto [command, target] = decide_command();
+    const RedisReply reply = co_await connection->command(
+        batch.arguments(command, target, simulated_now_), options_.timeout, batch);
+    if (!reply.error && code_missing(batch.failure())) {
+      // The code was flushed (SCRIPT or FUNCTION FLUSH, a failover): load it again.
+      std::string why;
+      if (attempt < kCodeReloads && co_await load_code(*connection, options_.timeout, why)) {
         continue;
       }
     }
-    if (!reply.error && read_decision(reply.value, charges, result)) {
+    if (!reply.error && batch.failure().empty()) {
       if (breaker_.succeeded(ticket)) {
         spdlog::info("Redis store at {} answers again", shown_url_);
       }
       co_return true;
     }
     if (reply.error == beast::error::timeout) {
-      // Redis may still run the script when it wakes up: give back the concurrency permits it
-      // would take. On the same connection, so after the script; harmless if it never ran.
-      send_releases(*connection, permits_of(decision, charges), permit);
+      // Redis may still run the call when it wakes up: give back the concurrency permits it
+      // would take. On the same connection, so after the call; harmless if it never ran.
+      for (const BatchWaiter* waiter : batch.waiters()) {
+        send_releases(*connection, permits_of(waiter->decision, waiter->charges), waiter->permit);
+      }
     }
     if ((reply.error && reply.error != beast::error::timeout) ||
         connection->timeouts_in_a_row() >= kTimeoutsBeforeReplacing) {
@@ -205,7 +272,11 @@ io::Awaitable<bool> RedisStore::call(Loop& loop, const pipeline::Decision& decis
         }
       }
     }
-    failed(loop, reason(reply));
+    std::size_t undecided = 0;
+    for (const BatchWaiter* waiter : batch.waiters()) {
+      undecided += waiter->decided ? 0 : 1;
+    }
+    failed(loop, reply.error ? reason(reply) : batch.failure(), undecided);
     co_return false;
   }
   co_return false;
@@ -242,12 +313,17 @@ void RedisStore::send_releases(RedisConnection& connection,
 io::Awaitable<void> RedisStore::run_releases(std::shared_ptr<RedisConnection> connection,
                                              std::vector<ReleaseCall> releases) {
   for (const ReleaseCall& call : releases) {
-    const std::array<std::string_view, 6> arguments{"EVALSHA", release_sha_, "1",
-                                                    call.key,  call.permit,  call.cost};
+    const auto [command, target] = release_command();
+    const std::array<std::string_view, 6> arguments{command,  target,      "1",
+                                                    call.key, call.permit, call.cost};
     RedisReply reply = co_await connection->command(arguments, options_.timeout);
-    if (!reply.error && reply.value.is_error() && reply.value.text.starts_with("NOSCRIPT") &&
-        co_await load_scripts(*connection)) {
-      co_await connection->command(arguments, options_.timeout);
+    std::string why;
+    if (!reply.error && reply.value.is_error() && code_missing(reply.value.text) &&
+        co_await load_code(*connection, options_.timeout, why)) {
+      const auto [reloaded_command, reloaded_target] = release_command();
+      const std::array<std::string_view, 6> again{reloaded_command, reloaded_target, "1",
+                                                  call.key,         call.permit,     call.cost};
+      co_await connection->command(again, options_.timeout);
     }
   }
 }
@@ -334,12 +410,20 @@ io::Awaitable<pipeline::ChargeResult> RedisStore::charge(std::size_t index,
                                                          limiter::TimePoint now) {
   Loop& loop = *loops_[index];
   // Unique per request: the process's random base, a count per loop, the loop.
-  const std::uint64_t permit = permit_base_ + (++loop.permits_issued << 16) + index;
-  pipeline::ChargeResult result;
-  if (!co_await call(loop, decision, charges, permit, result)) {
+  BatchWaiter waiter{.decision = decision,
+                     .charges = charges,
+                     .permit = permit_base_ + (++loop.permits_issued << 16) + index};
+  Batch& batch = open_batch(loop, co_await net::this_coro::executor);
+  batch.add(options_.prefix, waiter);
+  if (batch.size() >= kMaxBatch) {
+    loop.open = nullptr;  // full: the next request opens another
+  }
+  co_await batch.wait();
+  if (!waiter.decided) {
     co_return fall_back(charges, now);
   }
-  result.store_permit = permit;
+  pipeline::ChargeResult& result = waiter.result;
+  result.store_permit = waiter.permit;
   if (!result.live_admitted) {
     const auto ids = cache_ids(decision, charges);
     const limiter::TimePoint cache_now = simulated_now_.value_or(now);

@@ -11,6 +11,7 @@
 #include "proxy/io/net.hpp"
 #include "proxy/pipeline/pipeline.hpp"
 #include "proxy/store/redis/circuit_breaker.hpp"
+#include "proxy/store/redis/decision_batch.hpp"
 #include "proxy/store/redis/over_limit_cache.hpp"
 #include "proxy/store/redis/redis_connection.hpp"
 #include "proxy/store/redis/redis_decision.hpp"
@@ -20,9 +21,12 @@
 namespace sluice::store::redis {
 
 /// The limiters' counters in Redis, shared by every replica (SPEC §2 `store: redis`). A request's
-/// limiters are decided by one call of the decision script: one round trip, atomic, with Redis's
-/// clock. Each event loop has its own pipelined connections (`pool` in all, at least one per
-/// loop), its own over-limit cache and counters; the circuit breaker is shared.
+/// limiters are decided atomically, with Redis's clock, by decide.lua: a function (FCALL) on
+/// Redis 7 and later, a script (EVALSHA) before. Requests that arrive together on one event loop
+/// are decided by one call (a batch): a request opens a batch if none is open, and the batch is
+/// sent once the loop has run what was ready at that moment, so a lone request never waits for
+/// others. Each event loop has its own pipelined connections (`pool` in all, at least one per
+/// loop), batches, over-limit cache and counters; the circuit breaker is shared.
 ///
 /// When Redis fails (timeout, broken connection, error reply), the request follows `on_error`:
 /// allow (forwarded, uncounted), deny (503) or local (the memory limiters). The first failure
@@ -35,6 +39,12 @@ class RedisStore final : public Store {
  public:
   static constexpr std::chrono::milliseconds kProbeInterval{250};
   static constexpr std::uint32_t kTimeoutsBeforeReplacing = 3;
+  /// Requests in one call at most; more make another batch.
+  static constexpr std::size_t kMaxBatch = 128;
+  /// Calls of decide.lua in flight per loop at most. While they are, arriving requests wait in
+  /// the open batch: batches grow with the load, and Redis wakes once per batch, not per
+  /// request. A request that finds fewer in flight is sent after one turn of the loop.
+  static constexpr std::size_t kCallsInFlight = 8;
 
   RedisStore(config::RedisOptions options, std::size_t loops);
   ~RedisStore() override;
@@ -50,9 +60,9 @@ class RedisStore final : public Store {
   bool charge_now(std::size_t loop, const pipeline::Decision& decision,
                   const pipeline::Charges& charges, limiter::TimePoint now,
                   pipeline::ChargeResult& result) override;
-  /// Decides `charges` in Redis, in one call of the decision script; on failure, as `on_error`
-  /// says. From loop `loop`'s thread. `now` is the proxy's clock: it serves the over-limit cache
-  /// and `on_error: local`; Redis decides on its own clock.
+  /// Decides `charges` in Redis, in the loop's open batch; on failure, as `on_error` says. From
+  /// loop `loop`'s thread. `now` is the proxy's clock: it serves the over-limit cache and
+  /// `on_error: local`; Redis decides on its own clock.
   io::Awaitable<pipeline::ChargeResult> charge(std::size_t loop, const pipeline::Decision& decision,
                                                const pipeline::Charges& charges,
                                                limiter::TimePoint now) override;
@@ -68,6 +78,8 @@ class RedisStore final : public Store {
 
   /// False while the breaker is open: Redis is failing, requests follow on_error.
   bool available() const noexcept { return !breaker_.is_open(); }
+  /// Whether Redis took decide.lua as a function library (Redis 7 and later), not as scripts.
+  bool uses_functions() const noexcept { return functions_; }
   std::uint64_t errors() const noexcept;
   /// Requests refused from the over-limit cache, without a round trip.
   std::uint64_t cached_refusals() const noexcept;
@@ -79,13 +91,22 @@ class RedisStore final : public Store {
 
  private:
   struct Loop;
+  using Batch = DecisionBatch;
 
-  /// One decision script call for `charges`; false when Redis failed.
-  io::Awaitable<bool> call(Loop& loop, const pipeline::Decision& decision,
-                           const pipeline::Charges& charges, std::uint64_t permit,
-                           pipeline::ChargeResult& result);
-  /// SCRIPT LOAD of both scripts (after NOSCRIPT); false when Redis refused.
-  io::Awaitable<bool> load_scripts(RedisConnection& connection);
+  /// The loop's open batch, or a new one, sent once the loop has run what is ready now.
+  Batch& open_batch(Loop& loop, const io::Executor& executor);
+  /// Sends the loop's queued batches one after the other, after a turn of the loop, and wakes
+  /// each one's waiters with their answers.
+  io::Awaitable<void> send_batches(Loop& loop);
+  /// One call of decide.lua for `batch`; false when Redis failed.
+  io::Awaitable<bool> call(Loop& loop, Batch& batch);
+  /// Loads decide.lua and release.lua on `connection`: as a function library, or as scripts
+  /// where Redis has no functions. False, with the reason in `why`, when Redis refused.
+  io::Awaitable<bool> load_code(RedisConnection& connection, limiter::Duration timeout,
+                                std::string& why);
+  /// The command and its target (function name or SHA1) that run decide.lua or release.lua.
+  std::pair<std::string_view, std::string_view> decide_command() const noexcept;
+  std::pair<std::string_view, std::string_view> release_command() const noexcept;
   /// The concurrency permits `charges` take, as a finished request gives them back.
   static std::vector<pipeline::Permit> permits_of(const pipeline::Decision& decision,
                                                   const pipeline::Charges& charges);
@@ -101,7 +122,8 @@ class RedisStore final : public Store {
   /// Drops a broken connection and reconnects its slot in the background.
   void replace(Loop& loop, std::size_t slot);
   limiter::Duration connect_timeout() const noexcept;
-  void failed(Loop& loop, std::string_view why);
+  /// `requests` requests could not be decided in Redis.
+  void failed(Loop& loop, std::string_view why, std::size_t requests = 1);
   /// What `on_error` makes of a request Redis could not decide.
   pipeline::ChargeResult fall_back(const pipeline::Charges& charges, limiter::TimePoint now) const;
   /// The keys of the live charges, as the over-limit cache knows them.
@@ -112,8 +134,8 @@ class RedisStore final : public Store {
   std::string shown_url_;  ///< The URL with its password redacted.
   std::vector<std::unique_ptr<Loop>> loops_;
   CircuitBreaker breaker_{kProbeInterval};
-  std::string decide_sha_;  ///< Deterministic (SHA1 of the script): the same for every loop.
-  std::string release_sha_;
+  /// Set by every load: the loops' connections all lead to one Redis.
+  std::atomic<bool> functions_{true};
   std::uint64_t permit_base_;  ///< Random, so replicas' permit ids never meet.
   std::optional<limiter::TimePoint> simulated_now_;
 };

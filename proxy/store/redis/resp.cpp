@@ -9,70 +9,86 @@
 namespace sluice::store::redis {
 namespace {
 
-redisReader* as_reader(void* reader) noexcept { return static_cast<redisReader*>(reader); }
-
-/// hiredis allocates an array's element table as soon as it reads the length, before any element
-/// arrives: "*500000000" would take 4 GB. Longer arrays are refused; the store's longest reply,
-/// a decision for 16 charges, has 81 elements.
+/// hiredis would allocate an array's element table as soon as it reads the length, before any
+/// element arrives ("*500000000" would take 4 GB); the builders below would resize a vector to
+/// it. Longer arrays are refused: the store's longest reply is a batch's decisions.
 constexpr int kMaxArrayElements = 1 << 16;
 
-/// The length of the array refused by the last redisReaderGetReply on this thread, or -1.
-thread_local long long refused_array = -1;
+}  // namespace
 
-/// hiredis's own reply builders, but for arrays longer than kMaxArrayElements (a null object,
-/// which hiredis reports as running out of memory).
-redisReplyObjectFunctions* reply_functions() {
-  static void* (*create_array)(const redisReadTask*, int) = nullptr;
-  static redisReplyObjectFunctions functions = [] {
-    redisReader* reader = redisReaderCreate();
+/// hiredis's reader with builders that write each reply into `reply`, which keeps its capacity
+/// from reply to reply: an element's place is its parent's element at the task's index.
+struct RespReader::State {
+  redisReader* reader = nullptr;
+  RespValue reply;
+  long long refused_array = -1;  ///< The length of the array refused by the last parse, or -1.
+
+  static State& of(const redisReadTask* task) {
+    // The reader's privdata, which hiredis copies into every task.
+    return *static_cast<State*>(task->privdata);
+  }
+
+  /// The value a task builds: the reply itself, or its parent's element.
+  static RespValue* place(const redisReadTask* task, RespValue::Kind kind) {
+    RespValue* value = task->parent == nullptr
+                           ? &of(task).reply
+                           : &static_cast<RespValue*>(task->parent->obj)
+                                  ->elements[static_cast<std::size_t>(task->idx)];
+    value->kind = kind;
+    value->text.clear();
+    value->integer = 0;
+    return value;
+  }
+
+  static void* create_string(const redisReadTask* task, char* text, size_t length) {
+    const RespValue::Kind kind = task->type == REDIS_REPLY_STATUS  ? RespValue::Kind::status
+                                 : task->type == REDIS_REPLY_ERROR ? RespValue::Kind::error
+                                                                   : RespValue::Kind::bulk;
+    RespValue* value = place(task, kind);
+    value->text.assign(text, length);
+    value->elements.clear();
+    return value;
+  }
+  static void* create_array(const redisReadTask* task, int elements) {
+    if (elements > kMaxArrayElements) {
+      of(task).refused_array = elements;
+      return nullptr;  // hiredis reports it as running out of memory
+    }
+    RespValue* value = place(task, RespValue::Kind::array);
+    value->elements.resize(static_cast<std::size_t>(elements));
+    return value;
+  }
+  static void* create_integer(const redisReadTask* task, long long integer) {
+    RespValue* value = place(task, RespValue::Kind::integer);
+    value->integer = integer;
+    value->elements.clear();
+    return value;
+  }
+  static void* create_nil(const redisReadTask* task) {
+    RespValue* value = place(task, RespValue::Kind::nil);
+    value->elements.clear();
+    return value;
+  }
+  static void free_object(void* /*reply*/) {}  // the reply is the State's own
+
+  State() {
+    static redisReplyObjectFunctions functions{
+        .createString = create_string,
+        .createArray = create_array,
+        .createInteger = create_integer,
+        .createNil = create_nil,
+        .freeObject = free_object,
+    };
+    reader = redisReaderCreateWithFunctions(&functions);
     if (reader == nullptr) {
       throw std::bad_alloc();
     }
-    redisReplyObjectFunctions own = *reader->fn;
-    redisReaderFree(reader);
-    create_array = own.createArray;
-    own.createArray = [](const redisReadTask* task, int elements) -> void* {
-      if (elements > kMaxArrayElements) {
-        refused_array = elements;
-        return nullptr;
-      }
-      return create_array(task, elements);
-    };
-    return own;
-  }();
-  return &functions;
-}
-
-RespValue convert(const redisReply& reply) {
-  RespValue value;
-  switch (reply.type) {
-    case REDIS_REPLY_STATUS:
-    case REDIS_REPLY_ERROR:
-    case REDIS_REPLY_STRING:
-      value.kind = reply.type == REDIS_REPLY_STATUS  ? RespValue::Kind::status
-                   : reply.type == REDIS_REPLY_ERROR ? RespValue::Kind::error
-                                                     : RespValue::Kind::bulk;
-      value.text.assign(reply.str, reply.len);
-      break;
-    case REDIS_REPLY_INTEGER:
-      value.kind = RespValue::Kind::integer;
-      value.integer = reply.integer;
-      break;
-    case REDIS_REPLY_ARRAY:
-      value.kind = RespValue::Kind::array;
-      value.elements.reserve(reply.elements);
-      for (std::size_t i = 0; i < reply.elements; ++i) {
-        value.elements.push_back(convert(*reply.element[i]));
-      }
-      break;
-    default:  // REDIS_REPLY_NIL
-      value.kind = RespValue::Kind::nil;
-      break;
+    reader->privdata = this;
   }
-  return value;
-}
-
-}  // namespace
+  State(const State&) = delete;
+  State& operator=(const State&) = delete;
+  ~State() { redisReaderFree(reader); }
+};
 
 void append_command(std::string& out, std::span<const std::string_view> arguments) {
   out += '*';
@@ -87,42 +103,30 @@ void append_command(std::string& out, std::span<const std::string_view> argument
   }
 }
 
-void RespReader::Deleter::operator()(void* reader) const noexcept {
-  redisReaderFree(as_reader(reader));
-}
-
-RespReader::RespReader() : reader_(redisReaderCreateWithFunctions(reply_functions())) {
-  if (!reader_) {
-    throw std::bad_alloc();
-  }
-}
+RespReader::RespReader() : state_(std::make_unique<State>()) {}
 
 RespReader::RespReader(RespReader&&) noexcept = default;
 RespReader& RespReader::operator=(RespReader&&) noexcept = default;
 RespReader::~RespReader() = default;
 
 void RespReader::feed(std::string_view bytes) {
-  if (redisReaderFeed(as_reader(reader_.get()), bytes.data(), bytes.size()) != REDIS_OK) {
+  if (redisReaderFeed(state_->reader, bytes.data(), bytes.size()) != REDIS_OK) {
     throw std::runtime_error("the Redis reply reader ran out of memory");
   }
 }
 
-std::optional<RespValue> RespReader::next() {
-  void* raw = nullptr;
-  refused_array = -1;
-  if (redisReaderGetReply(as_reader(reader_.get()), &raw) != REDIS_OK) {
-    if (refused_array >= 0) {
-      throw std::runtime_error("not a Redis reply: an array of " + std::to_string(refused_array) +
-                               " elements (at most " + std::to_string(kMaxArrayElements) + ")");
+const RespValue* RespReader::next() {
+  void* reply = nullptr;
+  state_->refused_array = -1;
+  if (redisReaderGetReply(state_->reader, &reply) != REDIS_OK) {
+    if (state_->refused_array >= 0) {
+      throw std::runtime_error("not a Redis reply: an array of " +
+                               std::to_string(state_->refused_array) + " elements (at most " +
+                               std::to_string(kMaxArrayElements) + ")");
     }
-    throw std::runtime_error(std::string("not a Redis reply: ") + as_reader(reader_.get())->errstr);
+    throw std::runtime_error(std::string("not a Redis reply: ") + state_->reader->errstr);
   }
-  if (raw == nullptr) {
-    return std::nullopt;
-  }
-  const std::unique_ptr<redisReply, void (*)(void*)> reply(static_cast<redisReply*>(raw),
-                                                           freeReplyObject);
-  return convert(*reply);
+  return static_cast<const RespValue*>(reply);
 }
 
 }  // namespace sluice::store::redis

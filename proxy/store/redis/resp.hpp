@@ -26,7 +26,8 @@ struct RespValue {
 void append_command(std::string& out, std::span<const std::string_view> arguments);
 
 /// Parses replies from the bytes a connection reads, with hiredis's reader (only its parser: the
-/// networking is the proxy's own).
+/// networking is the proxy's own). Each reply is built in place in one RespValue that the reader
+/// keeps and reuses, so replies of a shape seen before are read without allocating.
 class RespReader {
  public:
   RespReader();
@@ -38,15 +39,13 @@ class RespReader {
 
   /// Hands over bytes read from the connection.
   void feed(std::string_view bytes);
-  /// The next whole reply, if one has arrived. Throws std::runtime_error on a protocol error
-  /// (the peer is not speaking RESP).
-  std::optional<RespValue> next();
+  /// The next whole reply, if one has arrived: valid until the next call, to be read in place or
+  /// copied. Throws std::runtime_error on a protocol error (the peer is not speaking RESP).
+  const RespValue* next();
 
  private:
-  struct Deleter {
-    void operator()(void* reader) const noexcept;
-  };
-  std::unique_ptr<void, Deleter> reader_;
+  struct State;
+  std::unique_ptr<State> state_;  ///< On the heap: hiredis holds its address.
 };
 
 }  // namespace sluice::store::redis

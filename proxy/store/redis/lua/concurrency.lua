@@ -1,7 +1,7 @@
 -- concurrency: in-flight requests per key, as a sorted set of permits scored by when their
 -- lease ends, so that the permits of a replica that died expire on their own. The proxy gives
 -- each request's permits back (release.lua) when its response is over.
--- Parameters: limit, lease (µs), permit id (ARGV, unique per request).
+-- Parameters: limit, lease (µs). commit() takes the request's permit id (unique per request).
 local function make_concurrency()
   local concurrency = {}
 
@@ -21,12 +21,12 @@ local function make_concurrency()
     return 0, 0, 1000000 -- when a permit comes back is not known: a one-second hint
   end
 
-  function concurrency.commit(key, s, now, cost, hold, p)
+  function concurrency.commit(key, s, now, cost, hold, p, permit)
     local lease_end = now + p[2]
     local args = {}
     for i = 1, cost do -- in batches: unpack() takes a few thousand values at most
       args[#args + 1] = lease_end
-      args[#args + 1] = p.permit .. ':' .. i
+      args[#args + 1] = permit .. ':' .. i
       if #args >= 1000 or i == cost then
         redis.call('ZADD', key, unpack(args))
         args = {}

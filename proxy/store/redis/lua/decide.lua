@@ -1,74 +1,86 @@
--- The decision for one request, over all of its limiters, in one round trip, atomically: the
--- live limiters consume all or nothing; then the shadow ones, all or nothing, only if the live
--- ones admitted the request. Every key of a call shares one hash tag (Redis Cluster).
+-- The decisions of many requests, in one call: each request's limiters are decided atomically,
+-- the live ones all or nothing, then the shadow ones, all or nothing, only if the live ones
+-- admitted it. Requests are decided in the order given; one that fails (a key of the wrong type)
+-- fails alone.
 --
--- KEYS: one state key per limiter, live ones first.
--- ARGV: now (µs since the epoch; 0 = Redis's TIME, so replicas with skewed clocks agree),
---       the number of live limiters, the request's permit id (concurrency), then per limiter
---       8 values: algorithm, cost, delay (0/1), max_delay (µs), 4 parameters.
--- Returns: now, then per limiter: admitted (0/1), hold, retry_after (-1 = never), remaining,
---          reset (µs). Shadow limiters of a refused request are not evaluated (all zeros).
+-- keys: every request's state keys, one per limiter, live ones first, request after request.
+-- args: now (µs since the epoch; 0 = Redis's TIME, so replicas with skewed clocks agree), the
+--       number of requests, the number of limiter definitions, then per definition 7 values:
+--       algorithm, delay (0/1), max_delay (µs), 4 parameters; then per request: its number of
+--       limiters, of live limiters, its permit id (concurrency), then per limiter: its
+--       definition (1-based) and cost.
+-- Returns per request: 1 (decided) or 0 (failed), then per limiter: admitted (0/1), hold,
+--       retry_after (-1 = never), remaining, reset (µs); shadow limiters of a refused request are
+--       not evaluated (all zeros). After them, if a request failed, the first failure's message.
 --
--- A script's functions are created anew on every call, so each algorithm is built only when a
--- call uses it (make_*): most calls need one or two of the eight.
+-- A key met again in the same call is not read again: its state, as the requests before left
+-- it, is kept for the call (every algorithm's commit updates the state it wrote). Algorithms whose
+-- state is one value or hash (those with a save()) commit to that state only, and each key they
+-- changed is written once, at the end of the call: the call is atomic, so nobody can tell.
+--
+-- Loaded as a function library, the algorithms are built once per Redis; as a script (Redis
+-- before 7), once per call, each only when a call uses it: most calls need one or two of eight.
 local makers = {
   make_fixed_window, make_sliding_log, make_sliding_window, make_wheel,
   make_token_bucket, make_warming_bucket, make_leaky_bucket, make_concurrency,
 }
 local built = {}
-local FIELDS = 8
+local DEFINITION = 7 -- values per definition
+local VALUES = 5 -- reply values per limiter
 
-local now = tonumber(ARGV[1])
-if now == 0 then
-  local time = redis.call('TIME')
-  now = tonumber(time[1]) * 1000000 + tonumber(time[2])
-end
-local live = tonumber(ARGV[2])
-local permit = ARGV[3]
-
-local charges = {}
-for i = 1, #KEYS do
-  local base = 3 + (i - 1) * FIELDS
-  local code = tonumber(ARGV[base + 1])
+local function algorithm_of(code)
   local algorithm = built[code]
   if not algorithm then
     if not makers[code] then
-      return redis.error_reply('sluice: unknown algorithm ' .. tostring(ARGV[base + 1]))
+      error('sluice: unknown algorithm ' .. tostring(code), 0)
     end
     algorithm = makers[code]()
     built[code] = algorithm
   end
-  charges[i] = {
-    algorithm = algorithm,
-    key = KEYS[i],
-    cost = tonumber(ARGV[base + 2]),
-    delay = ARGV[base + 3] == '1', -- the charge is its own policy: {delay, max_delay}
-    max_delay = tonumber(ARGV[base + 4]),
-    p = {tonumber(ARGV[base + 5]), tonumber(ARGV[base + 6]), tonumber(ARGV[base + 7]),
-         tonumber(ARGV[base + 8]), permit = permit},
+  return algorithm
+end
+
+-- Definition i of a call, from args[at + 1 ..]: its algorithm, policy {delay, max_delay} and
+-- parameters.
+local function definition_at(args, at)
+  return {
+    algorithm = algorithm_of(tonumber(args[at + 1])),
+    delay = args[at + 2] == '1',
+    max_delay = tonumber(args[at + 3]),
+    p = {tonumber(args[at + 4]), tonumber(args[at + 5]), tonumber(args[at + 6]),
+         tonumber(args[at + 7])},
   }
 end
 
-local reply = {now}
-
--- Charges charges[first..last] all or nothing; returns whether they admitted the request.
-local function charge(first, last)
+-- Charges charges[first..last] all or nothing, writing their reply values from reply[at + 1];
+-- returns whether they admitted the request.
+local function charge(charges, first, last, now, permit, states, changed, reply, at)
   local admitted = true
   for i = first, last do
     local c = charges[i]
-    c.state = c.algorithm.load(c.key, c.p, now)
-    c.admitted, c.hold, c.retry = c.algorithm.evaluate(c.state, now, c.cost, c.p, c)
+    local d = c.definition
+    c.state = states[c.key]
+    if not c.state then
+      c.state = d.algorithm.load(c.key, d.p, now)
+      states[c.key] = c.state
+    end
+    c.admitted, c.hold, c.retry = d.algorithm.evaluate(c.state, now, c.cost, d.p, d)
     if c.admitted == 0 then
       admitted = false
     end
   end
   for i = first, last do
     local c = charges[i]
+    local d = c.definition
     if admitted then
-      c.algorithm.commit(c.key, c.state, now, c.cost, c.hold, c.p)
+      d.algorithm.commit(c.key, c.state, now, c.cost, c.hold, d.p, permit)
+      if d.algorithm.save and not changed[c.key] then
+        changed[c.key] = true
+        changed[#changed + 1] = {key = c.key, state = c.state, definition = d}
+      end
     end
-    local remaining, reset = c.algorithm.status(c.state, now, c.p)
-    local base = 1 + (i - 1) * 5
+    local remaining, reset = d.algorithm.status(c.state, now, d.p)
+    local base = at + (i - 1) * VALUES
     reply[base + 1] = c.admitted
     reply[base + 2] = c.hold
     reply[base + 3] = c.retry
@@ -78,10 +90,80 @@ local function charge(first, last)
   return admitted
 end
 
-for i = 2, 1 + #KEYS * 5 do
-  reply[i] = 0
+-- One request's limiters, charges[1..count], live ones first; raises the failure of a
+-- definition it uses.
+local function decide_request(charges, count, live, now, permit, states, changed, reply, at)
+  for i = 1, count do
+    if charges[i].definition.failure then
+      error(charges[i].definition.failure, 0)
+    end
+  end
+  if charge(charges, 1, live, now, permit, states, changed, reply, at) and live < count then
+    charge(charges, live + 1, count, now, permit, states, changed, reply, at)
+  end
 end
-if charge(1, live) and live < #KEYS then
-  charge(live + 1, #KEYS)
+
+local function decide(keys, args)
+  local now = tonumber(args[1])
+  if now == 0 then
+    local time = redis.call('TIME')
+    now = tonumber(time[1]) * 1000000 + tonumber(time[2])
+  end
+  local definitions = {}
+  local arg_at = 4
+  for i = 1, tonumber(args[3]) do
+    local ok, definition = pcall(definition_at, args, arg_at - 1)
+    definitions[i] = ok and definition or {failure = definition}
+    arg_at = arg_at + DEFINITION
+  end
+  local states = {}
+  local changed = {} -- charges whose key needs saving, by key and in order
+  local charges = {} -- reused from request to request: one table per limiter of a request
+  local reply = {}
+  local failure
+  local key_at, at = 1, 1
+  for _ = 1, tonumber(args[2]) do
+    local count, live, permit = tonumber(args[arg_at]), tonumber(args[arg_at + 1]), args[arg_at + 2]
+    for i = 1, count do
+      local base = arg_at + 1 + 2 * i
+      local c = charges[i]
+      if not c then
+        c = {}
+        charges[i] = c
+      end
+      c.definition = definitions[tonumber(args[base])]
+      c.key = keys[key_at + i - 1]
+      c.cost = tonumber(args[base + 1])
+    end
+    for i = at, at + count * VALUES do
+      reply[i] = 0
+    end
+    local ok, why = pcall(decide_request, charges, count, live, now, permit, states, changed,
+                          reply, at)
+    if ok then
+      reply[at] = 1
+    else
+      for i = 1, count do
+        local algorithm = charges[i].definition.algorithm
+        if not (algorithm and algorithm.save) then
+          states[charges[i].key] = nil -- a write may have failed after its state changed
+        end
+      end
+      for i = at + 1, at + count * VALUES do
+        reply[i] = 0
+      end
+      -- redis.call raises a table {err = message}; error() a string.
+      failure = failure or (type(why) == 'table' and why.err) or tostring(why)
+    end
+    key_at = key_at + count
+    arg_at = arg_at + 3 + 2 * count
+    at = at + 1 + count * VALUES
+  end
+  for _, c in ipairs(changed) do
+    c.definition.algorithm.save(c.key, c.state, now, c.definition.p)
+  end
+  if failure then
+    reply[at] = failure
+  end
+  return reply
 end
-return reply

@@ -24,8 +24,12 @@ local function make_draining_level()
   -- the commit of both buckets.
   function draining_level.commit(key, s, now, permits, hold, p)
     s.empty_at = math.max(s.empty_at, now) + draining_level.time_for(permits, p)
-    redis.call('SET', key, s.empty_at)
-    expire_at(key, s.empty_at, now)
+  end
+
+  -- Kept until drained (expire_at's rule), in the same command.
+  function draining_level.save(key, s, now)
+    redis.call('SET', key, whole(s.empty_at), 'PX',
+      whole(math.max(1, math.ceil((s.empty_at - now) / 1000))))
   end
 
   -- Whole permits of room left in a bucket of `capacity`, and the time until it is empty.

@@ -34,8 +34,11 @@ local function make_fixed_window()
     else
       s.w, s.n = window, cost
     end
-    redis.call('HSET', key, 'w', s.w, 'n', s.n)
-    expire_at(key, (s.w + 1) * length, now)
+  end
+
+  function fixed_window.save(key, s, now, p)
+    redis.call('HSET', key, 'w', whole(s.w), 'n', whole(s.n))
+    expire_at(key, (s.w + 1) * p[2], now)
   end
 
   function fixed_window.status(s, now, p)

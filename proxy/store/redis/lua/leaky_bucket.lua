@@ -3,7 +3,9 @@
 -- Parameters: rate permits, rate period (µs), burst.
 local function make_leaky_bucket()
   local draining_level = make_draining_level()
-  local leaky_bucket = {load = draining_level.load, commit = draining_level.commit}
+  local leaky_bucket = {
+    load = draining_level.load, commit = draining_level.commit, save = draining_level.save,
+  }
 
   function leaky_bucket.evaluate(s, now, cost, p, policy)
     local capacity = p[3] + 1

@@ -68,8 +68,11 @@ local function make_sliding_window()
     local window = period_index(now + hold, length)
     local previous, current = counts_in(s, window)
     s.w, s.p, s.c = window, previous, current + cost
-    redis.call('HSET', key, 'w', s.w, 'p', s.p, 'c', s.c)
-    expire_at(key, (s.w + 2) * length, now)
+  end
+
+  function sliding_window.save(key, s, now, p)
+    redis.call('HSET', key, 'w', whole(s.w), 'p', whole(s.p), 'c', whole(s.c))
+    expire_at(key, (s.w + 2) * p[2], now)
   end
 
   function sliding_window.status(s, now, p)

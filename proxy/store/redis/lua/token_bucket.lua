@@ -2,7 +2,9 @@
 -- the tokens at once, going negative. Parameters: rate permits, rate period (µs), burst.
 local function make_token_bucket()
   local draining_level = make_draining_level()
-  local token_bucket = {load = draining_level.load, commit = draining_level.commit}
+  local token_bucket = {
+    load = draining_level.load, commit = draining_level.commit, save = draining_level.save,
+  }
 
   function token_bucket.evaluate(s, now, cost, p, policy)
     local burst = p[3]

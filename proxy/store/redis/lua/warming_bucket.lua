@@ -64,7 +64,11 @@ local function make_warming_bucket()
     local fresh = cost - spent
     s.f = s.f + ceil_us(stored_permits_wait(g, s.s, spent) + fresh * g.stable)
     s.s = s.s - spent
-    redis.call('HSET', key, 's', s.s, 'f', s.f)
+  end
+
+  function warming_bucket.save(key, s, now)
+    local g = s.g
+    redis.call('HSET', key, 's', s.s, 'f', whole(s.f)) -- s: stored permits, a fraction
     expire_at(key, s.f + ceil_us(math.max(0, g.max_permits - s.s) * g.cool_down), now)
   end
 

@@ -76,7 +76,7 @@ local function make_wheel()
       redis.call('HDEL', key, unpack(gone))
     end
     s.counts[bucket] = (s.counts[bucket] or 0) + cost
-    redis.call('HSET', key, bucket, s.counts[bucket])
+    redis.call('HSET', key, whole(bucket), whole(s.counts[bucket]))
     expire_at(key, (s.head + slots) * length, now)
   end
 

@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <string_view>
+#include <vector>
 
 #include "proxy/store/redis/resp.hpp"
 
@@ -17,16 +18,25 @@ using namespace std::chrono_literals;
 RespValue reply_of(std::string_view bytes) {
   RespReader reader;
   reader.feed(bytes);
-  return reader.next().value_or(RespValue{});
+  const RespValue* reply = reader.next();
+  return reply != nullptr ? *reply : RespValue{};
+}
+
+pipeline::Charges charges_of(std::size_t count, std::size_t live) {
+  pipeline::Charges charges;
+  charges.count = count;
+  charges.live = live;
+  return charges;
 }
 
 TEST(ReadDecision, ReadsEachChargesOutcomeInMicroseconds) {
-  pipeline::Charges charges;
-  charges.count = 1;
-  charges.live = 1;
+  const pipeline::Charges charges = charges_of(1, 1);
   pipeline::ChargeResult result;
-  ASSERT_TRUE(read_decision(reply_of("*6\r\n:1\r\n:1\r\n:1500\r\n:0\r\n:9\r\n:17000000\r\n"),
-                            charges, result));
+  std::size_t at = 0;
+  ASSERT_EQ(read_decision(reply_of("*6\r\n:1\r\n:1\r\n:1500\r\n:0\r\n:9\r\n:17000000\r\n"), at,
+                          charges, result),
+            DecisionReply::decided);
+  EXPECT_EQ(at, 6U);
   EXPECT_TRUE(result.live_admitted);
   EXPECT_TRUE(result.outcomes[0].verdict.admitted);
   EXPECT_EQ(result.outcomes[0].verdict.hold, 1500us);
@@ -36,17 +46,119 @@ TEST(ReadDecision, ReadsEachChargesOutcomeInMicroseconds) {
 
 TEST(ReadDecision, TakesDurationsBeyondNanosecondsAsNever) {
   // 2^63 - 1 microseconds would overflow as nanoseconds; a negative one means never already.
-  pipeline::Charges charges;
-  charges.count = 1;
-  charges.live = 1;
+  const pipeline::Charges charges = charges_of(1, 1);
   pipeline::ChargeResult result;
-  ASSERT_TRUE(read_decision(reply_of("*6\r\n:0\r\n:0\r\n:9223372036854775807\r\n"
-                                     ":9223372036854776\r\n:0\r\n:-1\r\n"),
-                            charges, result));
+  std::size_t at = 0;
+  ASSERT_EQ(read_decision(reply_of("*6\r\n:1\r\n:0\r\n:9223372036854775807\r\n"
+                                   ":9223372036854776\r\n:0\r\n:-1\r\n"),
+                          at, charges, result),
+            DecisionReply::decided);
   EXPECT_FALSE(result.live_admitted);
   EXPECT_EQ(result.outcomes[0].verdict.hold, limiter::Duration::max());
   EXPECT_EQ(result.outcomes[0].verdict.retry_after, limiter::Duration::max());
   EXPECT_EQ(result.outcomes[0].status.reset, limiter::Duration::max());
+}
+
+TEST(ReadDecision, ReadsABatchRequestByRequestAndNamesTheFirstFailure) {
+  // Three requests: two limiters (one shadow), one that failed, one limiter; then the failure.
+  const RespValue reply = reply_of(
+      "*20\r\n"
+      ":1\r\n:1\r\n:0\r\n:0\r\n:4\r\n:1000\r\n:0\r\n:0\r\n:0\r\n:0\r\n:0\r\n"
+      ":0\r\n:0\r\n:0\r\n:0\r\n:0\r\n:0\r\n"
+      ":1\r\n:0\r\n:0\r\n:250\r\n:0\r\n:750\r\n"
+      "$44\r\nWRONGTYPE Operation against a key holding th\r\n");
+  // (20 elements would not hold them all: the reader must see the reply is short.)
+  std::size_t at = 0;
+  pipeline::ChargeResult first;
+  ASSERT_EQ(read_decision(reply, at, charges_of(2, 1), first), DecisionReply::decided);
+  EXPECT_TRUE(first.live_admitted);
+  EXPECT_FALSE(first.shadow_admitted);
+  EXPECT_EQ(first.outcomes[0].status.remaining, 4U);
+  pipeline::ChargeResult second;
+  EXPECT_EQ(read_decision(reply, at, charges_of(1, 1), second), DecisionReply::failed);
+  EXPECT_EQ(at, 17U);
+  pipeline::ChargeResult third;
+  EXPECT_EQ(read_decision(reply, at, charges_of(1, 1), third), DecisionReply::malformed);
+  EXPECT_EQ(at, 17U);
+
+  const RespValue whole = reply_of(
+      "*24\r\n"
+      ":1\r\n:1\r\n:0\r\n:0\r\n:4\r\n:1000\r\n:0\r\n:0\r\n:0\r\n:0\r\n:0\r\n"
+      ":0\r\n:0\r\n:0\r\n:0\r\n:0\r\n:0\r\n"
+      ":1\r\n:0\r\n:0\r\n:250\r\n:0\r\n:750\r\n"
+      "$9\r\nWRONGTYPE\r\n");
+  at = 11;
+  ASSERT_EQ(read_decision(whole, at, charges_of(1, 1), second), DecisionReply::failed);
+  ASSERT_EQ(read_decision(whole, at, charges_of(1, 1), third), DecisionReply::decided);
+  EXPECT_FALSE(third.live_admitted);
+  EXPECT_EQ(third.outcomes[0].verdict.retry_after, 250us);
+  EXPECT_EQ(failure_of(whole, at), "WRONGTYPE");
+  EXPECT_EQ(failure_of(whole, at - 1), "");  // not a string there
+}
+
+TEST(ReadDecision, RefusesAPartThatIsNotDecideLuas) {
+  pipeline::ChargeResult result;
+  for (const std::string_view bytes :
+       {"*6\r\n:2\r\n:1\r\n:0\r\n:0\r\n:9\r\n:17\r\n",   // a status neither 0 nor 1
+        "*6\r\n:1\r\n+OK\r\n:0\r\n:0\r\n:9\r\n:17\r\n",  // not all integers
+        "*5\r\n:1\r\n:1\r\n:0\r\n:0\r\n:9\r\n",          // one short
+        "-ERR boom\r\n", ":1\r\n"}) {
+    std::size_t at = 0;
+    EXPECT_EQ(read_decision(reply_of(bytes), at, charges_of(1, 1), result),
+              DecisionReply::malformed)
+        << bytes;
+    EXPECT_EQ(at, 0U);
+  }
+}
+
+TEST(BatchCall, PutsEveryRequestsKeysFirstThenEachDefinitionOnceThenTheRequests) {
+  // Two requests on one limiter, then the same call emptied and reused for one.
+  config::LimiterConfig per_ip;
+  per_ip.name = "per-ip";
+  limiter::LimiterOptions options;
+  options.algorithm = limiter::AlgorithmKind::fixed_window;
+  options.limit = 10;
+  options.window = 1s;
+  pipeline::Decision decision;
+  decision.reports[0].limiter = &per_ip;
+  pipeline::Charges charges;
+  charges.count = 1;
+  charges.live = 1;
+  charges.options[0] = &options;
+  charges.items[0].cost = 2;
+  charges.shared_key[0] = 0xab;
+
+  BatchCall call;
+  call.add("p:", decision, charges, 0x10);
+  charges.shared_key[0] = 0xcd;
+  call.add("p:", decision, charges, 0x20);
+  EXPECT_EQ(call.requests(), 2U);
+  const auto arguments = call.arguments(
+      "FCALL", "decide", std::chrono::system_clock::time_point(std::chrono::microseconds(42)));
+  const std::vector<std::string_view> expected_tail{
+      "42", "2", "1",  // now (µs), requests, definitions
+      "1",  "0", "1e+06", "10", "1e+06",
+      "0",  "0",                      // fixed_window, reject, max_delay, limit, window (µs)
+      "1",  "1", "10",    "1",  "2",  // limiters, live, permit, definition, cost
+      "1",  "1", "20",    "1",  "2"};
+  ASSERT_EQ(arguments.size(), 5U + expected_tail.size());
+  EXPECT_EQ(arguments[0], "FCALL");
+  EXPECT_EQ(arguments[1], "decide");
+  EXPECT_EQ(arguments[2], "2");  // numkeys
+  EXPECT_TRUE(arguments[3].starts_with("{p:}per-ip:")) << arguments[3];
+  EXPECT_TRUE(arguments[3].ends_with(":00000000000000ab")) << arguments[3];
+  EXPECT_TRUE(arguments[4].ends_with(":00000000000000cd")) << arguments[4];
+  EXPECT_EQ(std::vector<std::string_view>(arguments.begin() + 5, arguments.end()), expected_tail);
+
+  call.clear();
+  call.add("p:", decision, charges, 0x30);
+  const auto again = call.arguments("EVALSHA", "sha", std::nullopt);
+  ASSERT_EQ(again.size(), 2U + 1 + 1 + 3 + 7 + 5);
+  EXPECT_EQ(again[2], "1");
+  EXPECT_EQ(again[4], "0");  // Redis's own clock
+  EXPECT_EQ(again[5], "1");
+  EXPECT_EQ(again[6], "1");
+  EXPECT_EQ(again[16], "30");
 }
 
 }  // namespace

@@ -18,10 +18,11 @@ using Kind = RespValue::Kind;
 RespValue parse(std::string_view bytes) {
   RespReader reader;
   reader.feed(bytes);
-  std::optional<RespValue> reply = reader.next();
-  EXPECT_TRUE(reply.has_value()) << bytes;
-  EXPECT_FALSE(reader.next().has_value()) << bytes;
-  return reply.value_or(RespValue{});
+  const RespValue* reply = reader.next();
+  EXPECT_NE(reply, nullptr) << bytes;
+  const RespValue copy = reply != nullptr ? *reply : RespValue{};
+  EXPECT_EQ(reader.next(), nullptr) << bytes;
+  return copy;
 }
 
 TEST(AppendCommand, WritesAnArrayOfBulkStrings) {
@@ -104,11 +105,11 @@ TEST(RespReader, WaitsForTheLastByteOfAReplySplitAnywhere) {
   RespReader reader;
   for (std::size_t i = 0; i + 1 < bytes.size(); ++i) {
     reader.feed(bytes.substr(i, 1));
-    ASSERT_FALSE(reader.next().has_value()) << "after " << i + 1 << " bytes";
+    ASSERT_EQ(reader.next(), nullptr) << "after " << i + 1 << " bytes";
   }
   reader.feed(bytes.substr(bytes.size() - 1));
-  const std::optional<RespValue> reply = reader.next();
-  ASSERT_TRUE(reply.has_value());
+  const RespValue* reply = reader.next();
+  ASSERT_NE(reply, nullptr);
   ASSERT_EQ(reply->elements.size(), 2U);
   EXPECT_EQ(reply->elements[0].text, "hello");
   EXPECT_EQ(reply->elements[1].integer, 12);
@@ -120,10 +121,37 @@ TEST(RespReader, ReadsSeveralRepliesFromOneReadInOrder) {
   EXPECT_EQ(reader.next()->text, "OK");
   EXPECT_EQ(reader.next()->integer, 1);
   EXPECT_EQ(reader.next()->text, "x");
-  EXPECT_FALSE(reader.next().has_value());  // ":2" is not whole yet
+  EXPECT_EQ(reader.next(), nullptr);  // ":2" is not whole yet
   reader.feed("\r\n");
   EXPECT_EQ(reader.next()->integer, 2);
-  EXPECT_FALSE(reader.next().has_value());
+  EXPECT_EQ(reader.next(), nullptr);
+}
+
+TEST(RespReader, ReusesOneValueForEveryReplyWithNothingLeftOver) {
+  // Each reply is built in the place of the one before: what a longer or other-kind reply left
+  // there must not show through.
+  RespReader reader;
+  reader.feed("*3\r\n$5\r\nhello\r\n*1\r\n:9\r\n:3\r\n*2\r\n:1\r\n$-1\r\n-ERR no\r\n");
+  const RespValue* first = reader.next();
+  ASSERT_NE(first, nullptr);
+  EXPECT_EQ(first->elements.size(), 3U);
+  const RespValue* second = reader.next();
+  ASSERT_NE(second, nullptr);
+  EXPECT_EQ(second, first);  // the same place, reused
+  ASSERT_EQ(second->kind, Kind::array);
+  ASSERT_EQ(second->elements.size(), 2U);
+  EXPECT_EQ(second->elements[0].kind, Kind::integer);
+  EXPECT_EQ(second->elements[0].integer, 1);
+  EXPECT_TRUE(second->elements[0].text.empty());
+  EXPECT_TRUE(second->elements[0].elements.empty());
+  EXPECT_EQ(second->elements[1].kind, Kind::nil);
+  EXPECT_TRUE(second->elements[1].elements.empty());
+  const RespValue* third = reader.next();
+  ASSERT_NE(third, nullptr);
+  EXPECT_EQ(third->kind, Kind::error);
+  EXPECT_EQ(third->text, "ERR no");
+  EXPECT_TRUE(third->elements.empty());
+  EXPECT_EQ(third->integer, 0);
 }
 
 TEST(RespReader, KeepsAPartReadAcrossAMove) {

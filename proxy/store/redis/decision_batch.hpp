@@ -1,0 +1,66 @@
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <tuple>
+#include <vector>
+
+#include "proxy/io/net.hpp"
+#include "proxy/pipeline/pipeline.hpp"
+#include "proxy/store/redis/redis_connection.hpp"
+#include "proxy/store/redis/redis_decision.hpp"
+
+namespace sluice::store::redis {
+
+/// A request waiting in a batch: what it asks and where its answer goes. It lives in the frame
+/// of the coroutine that waits, so a batch holds no request state of its own.
+struct BatchWaiter {
+  const pipeline::Decision& decision;
+  const pipeline::Charges& charges;
+  std::uint64_t permit;  ///< The id its concurrency permits are held under.
+  pipeline::ChargeResult result{};
+  bool decided = false;  ///< Whether `result` holds Redis's decision.
+};
+
+/// Requests of one event loop decided by one call of decide.lua. Its waiters add themselves and
+/// wait; the reply is read where it lies (no copy) straight into their results; wake() resumes
+/// them all at once. Reused from batch to batch: its buffers keep their capacity.
+class DecisionBatch final : public RedisConnection::ReplySink {
+ public:
+  explicit DecisionBatch(const io::Executor& executor);
+
+  void add(std::string_view prefix, BatchWaiter& waiter);
+  std::span<BatchWaiter* const> waiters() const noexcept { return waiters_; }
+  bool empty() const noexcept { return waiters_.empty(); }
+  std::size_t size() const noexcept { return waiters_.size(); }
+
+  /// The command, as BatchCall::arguments() builds it.
+  std::span<const std::string_view> arguments(std::string_view command, std::string_view target,
+                                              std::optional<limiter::TimePoint> now) {
+    return call_.arguments(command, target, now);
+  }
+
+  /// Reads decide.lua's reply into the waiters' results.
+  void read(const RespValue& reply) override;
+  /// Why the last reply read decided nothing or not all (an error reply, a failed request, a
+  /// reply of the wrong shape); empty when every waiter was decided.
+  const std::string& failure() const noexcept { return failure_; }
+
+  /// Suspends a waiter until wake(). Call right after add(), with no suspension in between.
+  io::Awaitable<std::tuple<boost::system::error_code>> wait() {
+    return answered_.async_wait(io::use_nothrow);
+  }
+  /// Resumes every waiter and empties the batch for its next use. The waiters read only their
+  /// own BatchWaiter afterwards, so the batch may be reused at once.
+  void wake();
+
+ private:
+  io::Timer answered_;  ///< Never expires: the waiters wait on it, wake() cancels them.
+  std::vector<BatchWaiter*> waiters_;
+  BatchCall call_;
+  std::string failure_;
+};
+
+}  // namespace sluice::store::redis

@@ -1,0 +1,121 @@
+// A batch on its own: decide.lua's reply read into its waiters, and the waiters woken, without a
+// Redis server (redis_store_test.cpp sends real batches).
+#include "proxy/store/redis/decision_batch.hpp"
+
+#include <gtest/gtest.h>
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+#include <string_view>
+
+#include "proxy/store/redis/resp.hpp"
+
+namespace sluice::store::redis {
+namespace {
+
+RespValue reply_of(std::string_view bytes) {
+  RespReader reader;
+  reader.feed(bytes);
+  const RespValue* reply = reader.next();
+  return reply != nullptr ? *reply : RespValue{};
+}
+
+/// A request of one live limiter, waiting in a batch.
+struct OneLimiter {
+  config::LimiterConfig limiter;
+  limiter::LimiterOptions options;
+  pipeline::Decision decision;
+  pipeline::Charges charges;
+  BatchWaiter waiter{.decision = decision, .charges = charges, .permit = 7};
+
+  OneLimiter() {
+    limiter.name = "per-ip";
+    decision.reports[0].limiter = &limiter;
+    charges.count = 1;
+    charges.live = 1;
+    charges.options[0] = &options;
+  }
+};
+
+class DecisionBatchTest : public ::testing::Test {
+ protected:
+  net::io_context io;
+  DecisionBatch batch{io.get_executor()};
+  OneLimiter first;
+  OneLimiter second;
+
+  /// Runs what is ready; the loop stops each time it runs out of work.
+  void run_ready() {
+    io.restart();
+    io.poll();
+  }
+
+  void add_both() {
+    batch.add("p:", first.waiter);
+    batch.add("p:", second.waiter);
+  }
+};
+
+TEST_F(DecisionBatchTest, ReadsEachWaitersDecisionIntoItsOwnResult) {
+  add_both();
+  batch.read(
+      reply_of("*12\r\n:1\r\n:1\r\n:0\r\n:0\r\n:4\r\n:1000\r\n"
+               ":1\r\n:0\r\n:0\r\n:250\r\n:0\r\n:750\r\n"));
+  EXPECT_TRUE(batch.failure().empty());
+  ASSERT_TRUE(first.waiter.decided);
+  EXPECT_TRUE(first.waiter.result.live_admitted);
+  EXPECT_EQ(first.waiter.result.outcomes[0].status.remaining, 4U);
+  ASSERT_TRUE(second.waiter.decided);
+  EXPECT_FALSE(second.waiter.result.live_admitted);
+  EXPECT_EQ(second.waiter.result.outcomes[0].verdict.retry_after, std::chrono::microseconds(250));
+}
+
+TEST_F(DecisionBatchTest, AFailedRequestFailsAloneAndNamesWhy) {
+  add_both();
+  batch.read(
+      reply_of("*13\r\n:0\r\n:0\r\n:0\r\n:0\r\n:0\r\n:0\r\n"
+               ":1\r\n:1\r\n:0\r\n:0\r\n:3\r\n:10\r\n$9\r\nWRONGTYPE\r\n"));
+  EXPECT_FALSE(first.waiter.decided);
+  EXPECT_TRUE(second.waiter.decided);
+  EXPECT_EQ(batch.failure(), "WRONGTYPE");
+}
+
+TEST_F(DecisionBatchTest, AnErrorReplyOrAReplyOfTheWrongShapeDecidesNobody) {
+  add_both();
+  batch.read(reply_of("-ERR Function not found\r\n"));
+  EXPECT_EQ(batch.failure(), "ERR Function not found");
+  EXPECT_FALSE(first.waiter.decided);
+  EXPECT_FALSE(second.waiter.decided);
+  batch.read(reply_of("*6\r\n:1\r\n:1\r\n:0\r\n:0\r\n:4\r\n:1000\r\n"));  // one request short
+  EXPECT_EQ(batch.failure(), "unexpected reply");
+  EXPECT_FALSE(second.waiter.decided);
+}
+
+TEST_F(DecisionBatchTest, WakesEveryWaiterAtOnceAndEmptiesForItsNextUse) {
+  int woken = 0;
+  const auto wait = [&](BatchWaiter& waiter) -> io::Awaitable<void> {
+    batch.add("p:", waiter);
+    co_await batch.wait();
+    ++woken;
+  };
+  net::co_spawn(io, wait(first.waiter), net::detached);
+  net::co_spawn(io, wait(second.waiter), net::detached);
+  run_ready();
+  EXPECT_EQ(batch.size(), 2U);
+  EXPECT_EQ(woken, 0);
+  batch.wake();
+  EXPECT_TRUE(batch.empty());
+  run_ready();
+  EXPECT_EQ(woken, 2);
+  // Reused: the next waiter waits again until the next wake().
+  net::co_spawn(io, wait(first.waiter), net::detached);
+  run_ready();
+  EXPECT_EQ(woken, 2);
+  batch.wake();
+  run_ready();
+  EXPECT_EQ(woken, 3);
+}
+
+}  // namespace
+}  // namespace sluice::store::redis
