@@ -149,6 +149,11 @@ io::Awaitable<RedisReply> RedisConnection::exchange(std::span<const std::string_
   if (broken_) {
     co_return RedisReply{.error = broken_, .value = {}};
   }
+  if (unsent_.size() >= kMaxUnsentBytes) {
+    co_return RedisReply{
+        .error = boost::system::errc::make_error_code(boost::system::errc::no_buffer_space),
+        .value = {}};
+  }
   const auto executor = co_await net::this_coro::executor;
   std::shared_ptr<Pending> pending = take_pending(executor);
   pending->sink = sink;

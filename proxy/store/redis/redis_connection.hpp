@@ -61,6 +61,10 @@ class RedisConnection : public std::enable_shared_from_this<RedisConnection> {
   RedisConnection& operator=(RedisConnection&&) = delete;
   ~RedisConnection();
 
+  /// Commands waiting to be written, at most: beyond, a command fails at once with
+  /// errc::no_buffer_space (Redis has stopped reading, its connection still up).
+  static constexpr std::size_t kMaxUnsentBytes = 4 << 20;
+
   /// Sends one command and waits up to `timeout` for its reply. A reply that comes after its
   /// command timed out is read and dropped, so the ones after it still match.
   io::Awaitable<RedisReply> command(std::span<const std::string_view> arguments,

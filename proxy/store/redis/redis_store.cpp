@@ -264,7 +264,8 @@ io::Awaitable<bool> RedisStore::call(Loop& loop, Batch& batch) {
         send_releases(*connection, permits_of(waiter->decision, waiter->charges), waiter->permit);
       }
     }
-    if ((reply.error && reply.error != beast::error::timeout) ||
+    const bool backed_up = reply.error == boost::system::errc::no_buffer_space;
+    if ((reply.error && reply.error != beast::error::timeout && !backed_up) ||
         connection->timeouts_in_a_row() >= kTimeoutsBeforeReplacing) {
       for (std::size_t slot = 0; slot < loop.connections.size(); ++slot) {
         if (loop.connections[slot] == connection) {
@@ -398,6 +399,11 @@ bool RedisStore::charge_now(std::size_t index, const pipeline::Decision& decisio
     return true;
   }
   if (!breaker_.allow(CircuitBreaker::Clock::now())) {
+    result = fall_back(charges, now);
+    return true;
+  }
+  if (loop.open == nullptr && loop.queued.size() >= kQueuedBatches) {
+    loop.errors.add();  // Redis is not keeping up: no room to wait
     result = fall_back(charges, now);
     return true;
   }

@@ -45,6 +45,10 @@ class RedisStore final : public Store {
   /// the open batch: batches grow with the load, and Redis wakes once per batch, not per
   /// request. A request that finds fewer in flight is sent after one turn of the loop.
   static constexpr std::size_t kCallsInFlight = 8;
+  /// Batches waiting for a call in flight to come back, at most, per loop. While Redis hangs
+  /// with its connection up, requests beyond kCallsInFlight + kQueuedBatches batches follow
+  /// on_error at once (counted as errors) instead of piling up until the timeout.
+  static constexpr std::size_t kQueuedBatches = 8;
 
   RedisStore(config::RedisOptions options, std::size_t loops);
   ~RedisStore() override;
@@ -55,8 +59,8 @@ class RedisStore final : public Store {
   /// Closes loop `loop`'s connections; from that loop's thread, or once it has stopped.
   void close(std::size_t loop) override;
 
-  /// Answers at once a request with no charges, one refused by the over-limit cache, and,
-  /// while the breaker is open, one that follows `on_error`.
+  /// Answers at once a request with no charges, one refused by the over-limit cache, and one
+  /// that follows `on_error`: while the breaker is open, or when kQueuedBatches are waiting.
   bool charge_now(std::size_t loop, const pipeline::Decision& decision,
                   const pipeline::Charges& charges, limiter::TimePoint now,
                   pipeline::ChargeResult& result) override;

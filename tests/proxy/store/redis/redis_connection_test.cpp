@@ -251,5 +251,44 @@ TEST(RedisConnection, TimesOutWhileRedisHangsAndRecoversWhenItResumes) {
   EXPECT_TRUE(loop.call(*connection, {"PING"}).error);
 }
 
+TEST(RedisConnection, RefusesCommandsAtOnceWhileTooManyBytesWaitToBeWritten) {
+  // Redis stops reading, its connection up: 32 SETs of 1 MiB fill the socket's buffers, then
+  // kMaxUnsentBytes; the commands beyond fail at once instead of piling up.
+  const test::RedisServer redis;
+  Loop loop;
+  const auto connection = loop.open(redis.url());
+  redis.pause();
+  const std::string value(1 << 20, 'x');
+  std::size_t refused = 0;
+  std::size_t answered = 0;
+  constexpr std::size_t kCommands = 32;
+  for (std::size_t i = 0; i < kCommands; ++i) {
+    net::co_spawn(
+        loop.io(),
+        [&]() -> io::Awaitable<void> {
+          const std::array<std::string_view, 3> set{"SET", "big", value};
+          const RedisReply reply = co_await connection->command(set, 5s);
+          if (reply.error == boost::system::errc::no_buffer_space) {
+            ++refused;
+          } else {
+            EXPECT_FALSE(reply.error) << reply.error.message();
+            ++answered;
+          }
+        },
+        net::detached);
+  }
+  loop.run_for(200ms);
+  EXPECT_GT(refused, 0U);
+  EXPECT_EQ(answered, 0U);  // Redis still sleeps
+  EXPECT_FALSE(connection->broken());
+  redis.resume();
+  while (refused + answered < kCommands) {
+    loop.io().run_one();
+  }
+  EXPECT_GE(answered, RedisConnection::kMaxUnsentBytes / value.size());
+  EXPECT_EQ(loop.call(*connection, {"STRLEN", "big"}).value.integer, 1 << 20);
+  connection->close();
+}
+
 }  // namespace
 }  // namespace sluice::store::redis

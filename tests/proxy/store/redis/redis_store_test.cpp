@@ -601,6 +601,41 @@ TEST(RedisStore, DecidesRequestsThatArriveTogetherInOneCallEachAndExactly) {
   EXPECT_EQ(redis_info(fixture, "commandstats", "cmdstat_fcall:calls="), 5);
 }
 
+TEST(RedisStore, BoundsTheRequestsWaitingWhileRedisHangs) {
+  // Redis sleeps with its connection up and a long timeout: 3000 requests arrive at once. The
+  // ones that find kQueuedBatches batches waiting follow on_error at once (allow, counted as
+  // errors); the others wait for Redis and are decided when it wakes up.
+  test::RedisServer server;
+  StoreFixture fixture(kHundredPerHour, "url: \"" + server.url() + "\", timeout: 5s");
+  server.pause();
+  constexpr std::size_t kRequests = 3000;
+  std::vector<pipeline::Decision> decisions(kRequests);
+  std::vector<pipeline::Charges> charges(kRequests);
+  std::size_t done = 0;
+  const TimePoint now = limiter::SystemClock().now();
+  for (std::size_t i = 0; i < kRequests; ++i) {
+    net::co_spawn(fixture.loop().io(),
+                  decide_one(fixture, {.peer = "198.51.100.40"}, std::nullopt, now, decisions[i],
+                             charges[i], done),
+                  net::detached);
+  }
+  fixture.loop().run_for(200ms);
+  constexpr std::size_t kMostWaiting =
+      (RedisStore::kCallsInFlight + RedisStore::kQueuedBatches) * RedisStore::kMaxBatch;
+  EXPECT_GE(done, kRequests - kMostWaiting);
+  EXPECT_LT(done, kRequests);  // the first ones wait for Redis
+  EXPECT_EQ(fixture.store().errors(), done);
+  const std::size_t answered_at_once = done;
+  server.resume();
+  while (done < kRequests) {
+    fixture.loop().run_for(1ms);
+  }
+  // The first 100 of those that waited are admitted by Redis, the others limited; those that
+  // could not wait were let through uncounted.
+  EXPECT_EQ(allowed_among(decisions), answered_at_once + 100);
+  EXPECT_EQ(fixture.store().errors(), answered_at_once);
+}
+
 /// FUNCTION FLUSH from a connection of its own, counted in `flushed` when Redis says OK.
 io::Awaitable<void> flush_function(StoreFixture& fixture, std::size_t& flushed) {
   auto connection = co_await RedisConnection::open(fixture.store().options().endpoint,
