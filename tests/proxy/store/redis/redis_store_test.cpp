@@ -636,32 +636,46 @@ TEST(RedisStore, BoundsTheRequestsWaitingWhileRedisHangs) {
   EXPECT_EQ(fixture.store().errors(), answered_at_once);
 }
 
-/// FUNCTION FLUSH from a connection of its own, counted in `flushed` when Redis says OK.
-io::Awaitable<void> flush_function(StoreFixture& fixture, std::size_t& flushed) {
+/// `what` FLUSH (FUNCTION or SCRIPT) from a connection of its own, counted in `flushed` when
+/// Redis says OK.
+io::Awaitable<void> flush_concurrently(StoreFixture& fixture, std::string what,
+                                       std::size_t& flushed) {
   auto connection = co_await RedisConnection::open(fixture.store().options().endpoint,
                                                    fixture.store().options().url, 1s);
-  const std::array<std::string_view, 2> flush{"FUNCTION", "FLUSH"};
+  const std::array<std::string_view, 2> flush{what, "FLUSH"};
   const RedisReply reply = co_await connection->command(flush, 1s);
   flushed += reply.value.text == "OK" ? 1U : 0U;
   connection->close();
 }
 
-TEST(RedisStore, RecoversWhenItsCodeIsFlushedUnderLoad) {
-  // FUNCTION FLUSH lands among 200 requests in flight: the batch sent after it finds its
-  // function gone, loads the code again, and is decided; nobody follows on_error.
-  test::RedisServer server;
-  StoreFixture fixture(kHundredPerHour, "url: \"" + server.url() + "\", on_error: deny");
+class CodeFlushed : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(CodeFlushed, UnderLoadTheStoreLoadsItAgainAndDecidesEveryRequest) {
+  // A flush lands among 200 requests in flight, three times: the batch sent after it finds its
+  // code gone (Function not found, NOSCRIPT), loads it again, and is decided; nobody follows
+  // on_error.
+  const std::string& code = GetParam();
+  const auto server = redis_with(code);
+  StoreFixture fixture(kHundredPerHour, "url: \"" + server->url() + "\", on_error: deny");
+  ASSERT_EQ(fixture.store().uses_functions(), code == "functions");
   std::size_t flushed = 0;
   for (int wave = 0; wave < 3; ++wave) {
-    const auto decisions =
-        together(fixture, times(200, {.peer = "198.51.100." + std::to_string(30 + wave)}),
-                 std::nullopt, flush_function(fixture, flushed));
+    const auto decisions = together(
+        fixture, times(200, {.peer = "198.51.100." + std::to_string(30 + wave)}), std::nullopt,
+        flush_concurrently(fixture, code == "functions" ? "FUNCTION" : "SCRIPT", flushed));
     EXPECT_EQ(allowed_among(decisions), 100U) << "wave " << wave;
   }
   EXPECT_EQ(flushed, 3U);
   EXPECT_EQ(fixture.store().errors(), 0U);
-  EXPECT_GE(redis_info(fixture, "commandstats", "cmdstat_function|load:calls="), 2);
+  // Loaded at the start, and again after a flush.
+  EXPECT_GE(redis_info(fixture, "commandstats",
+                       code == "functions" ? "cmdstat_function|load:calls="
+                                           : "cmdstat_script|load:calls="),
+            code == "functions" ? 2 : 4);
 }
+
+INSTANTIATE_TEST_SUITE_P(Redis, CodeFlushed, ::testing::Values("functions", "scripts"),
+                         [](const auto& test) { return test.param; });
 
 const char* const kOneAtATime = R"(
 upstream: http://127.0.0.1:9000
