@@ -201,8 +201,10 @@ void Server::stop(limiter::Duration drain) {
       store_->close(i);  // the loops have stopped: no other thread touches the connections
     }
   }
-  loops_.clear();
+  // The store's timers belong to the loops' io_contexts: it goes before them. What the loops
+  // still hold of it (suspended coroutines) is only destroyed with them, never resumed.
   store_.reset();
+  loops_.clear();
 }
 
 }  // namespace sluice::server
