@@ -6,7 +6,6 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <deque>
 #include <random>
 
 #include "config/url.hpp"
@@ -52,9 +51,9 @@ struct RedisStore::Loop {
   std::vector<std::shared_ptr<RedisConnection>> connections;  ///< nullptr while reconnecting.
   std::size_t next = 0;
   DecisionBatch* open = nullptr;  ///< Takes the requests that arrive until it is sent.
-  /// Waiting to be sent, oldest first; `open` is the last. Few: kCallsInFlight are being sent.
+  /// Waiting to be sent, oldest first; `open` is the last. At most kQueuedBatches.
   std::vector<DecisionBatch*> queued;
-  std::size_t senders = 0;  ///< Calls in flight, at most kCallsInFlight.
+  std::size_t senders = 0;  ///< Coroutines sending batches, one call each: kCallsInFlight at most.
   std::vector<std::unique_ptr<DecisionBatch>> batches;  ///< Every batch made, queued or spare.
   std::vector<DecisionBatch*> spare;
   OverLimitCache over_limit;
