@@ -16,8 +16,10 @@ namespace sluice::store {
 struct StoreHealth {
   std::string_view name;              ///< As `store:` spells it.
   bool available = true;              ///< False while it fails and requests follow `on_error`.
-  std::uint64_t errors = 0;           ///< Failed calls.
+  std::uint64_t errors = 0;           ///< Requests it could not decide.
   std::uint64_t cached_refusals = 0;  ///< Requests refused without asking it.
+  std::uint64_t calls = 0;            ///< Round trips made (a batch of requests each).
+  std::uint64_t requests_in_calls = 0;  ///< Requests those round trips carried.
 };
 
 /// Where the limiters' counters live (SPEC §2 `store`): it takes a request's prepared charges

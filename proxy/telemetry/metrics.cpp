@@ -137,7 +137,8 @@ std::string Metrics::render(const Gauges& gauges) const {
     fmt::format_to(to, "sluice_limiter_keys{{limiter=\"{}\"}} {}\n", label(limiter), keys);
   }
   fmt::format_to(to,
-                 "# HELP sluice_store_errors_total Failed calls to the limiter store.\n"
+                 "# HELP sluice_store_errors_total Requests the limiter store could not "
+                 "decide: they followed on_error.\n"
                  "# TYPE sluice_store_errors_total counter\n"
                  "sluice_store_errors_total{{store=\"{0}\"}} {1}\n"
                  "# HELP sluice_store_available 1 while the limiter store answers; 0 while "
@@ -147,9 +148,18 @@ std::string Metrics::render(const Gauges& gauges) const {
                  "# HELP sluice_store_cached_refusals_total Requests refused from the over-limit "
                  "cache, without a store round trip.\n"
                  "# TYPE sluice_store_cached_refusals_total counter\n"
-                 "sluice_store_cached_refusals_total{{store=\"{0}\"}} {3}\n",
+                 "sluice_store_cached_refusals_total{{store=\"{0}\"}} {3}\n"
+                 "# HELP sluice_store_calls_total Round trips to the limiter store; each carries "
+                 "a batch of requests.\n"
+                 "# TYPE sluice_store_calls_total counter\n"
+                 "sluice_store_calls_total{{store=\"{0}\"}} {4}\n"
+                 "# HELP sluice_store_call_requests_total Requests carried by those round "
+                 "trips.\n"
+                 "# TYPE sluice_store_call_requests_total counter\n"
+                 "sluice_store_call_requests_total{{store=\"{0}\"}} {5}\n",
                  gauges.store, gauges.store_errors, gauges.store_available ? 1 : 0,
-                 gauges.store_cached_refusals);
+                 gauges.store_cached_refusals, gauges.store_calls,
+                 gauges.store_requests_in_calls);
   fmt::format_to(to,
                  "# HELP sluice_config_reloads_total Configuration reloads by result.\n"
                  "# TYPE sluice_config_reloads_total counter\n"

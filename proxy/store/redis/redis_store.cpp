@@ -60,6 +60,8 @@ struct RedisStore::Loop {
   std::uint64_t permits_issued = 0;
   telemetry::LoopCounter errors;
   telemetry::LoopCounter cached_refusals;
+  telemetry::LoopCounter calls;              ///< Calls of decide.lua sent.
+  telemetry::LoopCounter requests_in_calls;  ///< Requests they carried.
   bool closed = false;
 };
 
@@ -241,6 +243,8 @@ io::Awaitable<bool> RedisStore::call(Loop& loop, Batch& batch) {
     const std::shared_ptr<RedisConnection> connection = picked->shared_from_this();
     const std::uint64_t ticket = breaker_.ticket();
     const auto [command, target] = decide_command();
+    loop.calls.add();
+    loop.requests_in_calls.add(batch.size());
     const RedisReply reply = co_await connection->command(
         batch.arguments(command, target, simulated_now_), options_.timeout, batch);
     if (!reply.error && code_missing(batch.failure())) {
@@ -462,10 +466,15 @@ void RedisStore::release(std::size_t index, const pipeline::Decision& decision) 
 }
 
 std::optional<StoreHealth> RedisStore::health() const {
-  return StoreHealth{.name = "redis",
+  StoreHealth health{.name = "redis",
                      .available = available(),
                      .errors = errors(),
                      .cached_refusals = cached_refusals()};
+  for (const auto& loop : loops_) {
+    health.calls += loop->calls.value();
+    health.requests_in_calls += loop->requests_in_calls.value();
+  }
+  return health;
 }
 
 std::uint64_t RedisStore::errors() const noexcept {

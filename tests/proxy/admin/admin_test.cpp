@@ -119,6 +119,9 @@ TEST(AdminPort, ReadyzAndMetricsFollowTheRedisStore) {
   std::string body = proxy.send(get("/metrics"), true).body();
   EXPECT_THAT(body, HasSubstr("sluice_store_available{store=\"redis\"} 1\n"));
   EXPECT_THAT(body, HasSubstr("sluice_store_errors_total{store=\"redis\"} 0\n"));
+  // One request, alone: one call that carried it.
+  EXPECT_THAT(body, HasSubstr("sluice_store_calls_total{store=\"redis\"} 1\n"));
+  EXPECT_THAT(body, HasSubstr("sluice_store_call_requests_total{store=\"redis\"} 1\n"));
 
   redis.pause();
   const auto denied = proxy.send(get("/"));  // fails closed: 503
