@@ -14,11 +14,11 @@ namespace sluice::store {
 
 /// What a store that lives outside the process reports on the admin port (/metrics, /readyz).
 struct StoreHealth {
-  std::string_view name;              ///< As `store:` spells it.
-  bool available = true;              ///< False while it fails and requests follow `on_error`.
-  std::uint64_t errors = 0;           ///< Requests it could not decide.
-  std::uint64_t cached_refusals = 0;  ///< Requests refused without asking it.
-  std::uint64_t calls = 0;            ///< Round trips made (a batch of requests each).
+  std::string_view name;                ///< As `store:` spells it.
+  bool available = true;                ///< False while it fails and requests follow `on_error`.
+  std::uint64_t errors = 0;             ///< Requests it could not decide.
+  std::uint64_t cached_refusals = 0;    ///< Requests refused without asking it.
+  std::uint64_t calls = 0;              ///< Round trips made (a batch of requests each).
   std::uint64_t requests_in_calls = 0;  ///< Requests those round trips carried.
 };
 

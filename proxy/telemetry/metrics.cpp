@@ -158,8 +158,7 @@ std::string Metrics::render(const Gauges& gauges) const {
                  "# TYPE sluice_store_call_requests_total counter\n"
                  "sluice_store_call_requests_total{{store=\"{0}\"}} {5}\n",
                  gauges.store, gauges.store_errors, gauges.store_available ? 1 : 0,
-                 gauges.store_cached_refusals, gauges.store_calls,
-                 gauges.store_requests_in_calls);
+                 gauges.store_cached_refusals, gauges.store_calls, gauges.store_requests_in_calls);
   fmt::format_to(to,
                  "# HELP sluice_config_reloads_total Configuration reloads by result.\n"
                  "# TYPE sluice_config_reloads_total counter\n"
