@@ -590,10 +590,16 @@ YAML
     sleep 0.02
   done
   # Redis decides again: a new key's answer carries the limiter's RateLimit headers (an
-  # `allow` pass-through has none).
-  local after_headers
-  after_headers=$(curl -s -D - -o /dev/null --max-time 2 -H 'X-Client: after' "$tight" |
-    tr -d '\r' | awk -F': ' 'tolower($1) == "ratelimit" {print $2}')
+  # `allow` pass-through has none). On every event loop, so asked until 1 s after the restart:
+  # the loop that answered the probe may not be the one whose connection is back first (each
+  # reconnects on its own backoff, up to 400 ms apart).
+  local after_headers="" n=0
+  while [[ -z $after_headers ]] && (($(now_ms) - t0 < 1000)); do
+    n=$((n + 1))
+    after_headers=$(curl -s -D - -o /dev/null --max-time 2 -H "X-Client: after-$n" "$tight" |
+      tr -d '\r' | awk -F': ' 'tolower($1) == "ratelimit" {print $2}')
+    [[ -n $after_headers ]] || sleep 0.05
+  done
   wait_wrk "$wrk_pid" "$out"
   stop_pid "$sluice_pid"
   stop_pid "$redis_pid"
