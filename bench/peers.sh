@@ -339,14 +339,10 @@ done
 cores=$(nproc)
 cpu_model=$(awk -F': *' '/^model name/ {print $2; exit}' /proc/cpuinfo)
 clk_tck=$(getconf CLK_TCK)
-proxy_pin=()
-load_pin=()
+read -r -a proxy_pin < <(pin_prefix "$PROXY_CPU") || true
+read -r -a load_pin < <(pin_prefix "$LOAD_CPU") || true
 pinning="none"
-if ((PIN)) && ((cores >= 2)) && command -v taskset >/dev/null 2>&1; then
-  proxy_pin=(taskset -c "$PROXY_CPU")
-  load_pin=(taskset -c "$LOAD_CPU")
-  pinning="proxy on CPU $PROXY_CPU; wrk and upstream on CPU $LOAD_CPU"
-fi
+((${#proxy_pin[@]} == 0)) || pinning="proxy on CPU $PROXY_CPU; wrk and upstream on CPU $LOAD_CPU"
 
 for port in "$UPSTREAM_PORT" "$SLUICE_PORT" "$SLUICE_ADMIN_PORT" "$NGINX_PORT" "$HAPROXY_PORT" \
   "$REDIS_PORT"; do

@@ -17,6 +17,8 @@
 set -euo pipefail
 
 repo_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# shellcheck source=scripts/lib/processes.sh
+source "$repo_root/scripts/lib/processes.sh"
 REDIS_PORT=${REDIS_PORT:-18379}
 REDIS_CPU=${REDIS_CPU:-0}
 LOAD_CPU=${LOAD_CPU:-1}
@@ -29,14 +31,10 @@ BENCH_BIN=${BENCH_BIN:-build/release/bench/redis_store_bench}
 command -v redis-server >/dev/null ||
   { echo "redis.sh: needs redis-server (apt-get install redis-server)" >&2; exit 1; }
 
-redis_pin=()
-load_pin=()
+read -r -a redis_pin < <(pin_prefix "$REDIS_CPU") || true
+read -r -a load_pin < <(pin_prefix "$LOAD_CPU") || true
 pinning="none"
-if ((PIN)) && (($(nproc) >= 2)) && command -v taskset >/dev/null; then
-  redis_pin=(taskset -c "$REDIS_CPU")
-  load_pin=(taskset -c "$LOAD_CPU")
-  pinning="redis-server on CPU $REDIS_CPU, load on CPU $LOAD_CPU"
-fi
+((${#redis_pin[@]} == 0)) || pinning="redis-server on CPU $REDIS_CPU, load on CPU $LOAD_CPU"
 
 "${redis_pin[@]}" redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save "" --appendonly no \
   >/dev/null 2>&1 &

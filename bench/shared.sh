@@ -64,14 +64,11 @@ for port in "$UPSTREAM_PORT" "$SLUICE_PORT" "$SLUICE_ADMIN_PORT" "$REDIS_PORT"; 
   ! port_open "$port" || die "127.0.0.1:$port is already in use (see the *_PORT variables)"
 done
 
-proxy_pin=()
-load_pin=()
+read -r -a proxy_pin < <(pin_prefix "$PROXY_CPU") || true
+read -r -a load_pin < <(pin_prefix "$LOAD_CPU") || true
 pinning="none"
-if ((PIN)) && (($(nproc) >= 2)) && command -v taskset >/dev/null; then
-  proxy_pin=(taskset -c "$PROXY_CPU")
-  load_pin=(taskset -c "$LOAD_CPU")
+((${#proxy_pin[@]} == 0)) ||
   pinning="sluice on CPU $PROXY_CPU; wrk, upstream and redis-server on CPU $LOAD_CPU"
-fi
 
 work=$(mktemp -d)
 started=()

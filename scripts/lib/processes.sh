@@ -1,6 +1,6 @@
 # shellcheck shell=bash
 # Process helpers shared by the scripts that start servers of their own (bench/peers.sh,
-# scripts/resilience.sh). Sourced, not run.
+# bench/shared.sh, bench/redis.sh, scripts/resilience.sh). Sourced, not run.
 
 # alive PID: whether the process is there and not a zombie. The command name in /proc/PID/stat
 # is in parentheses and may hold spaces, so the state is the field after the last ')'.
@@ -41,4 +41,14 @@ wait_port() {
   done
   tail -n 20 "$log" >&2 || true
   die "$name does not accept on 127.0.0.1:$port after 10 s"
+}
+
+# pin_prefix CPU: prints the command prefix that runs a process on CPU (taskset -c CPU), or
+# nothing when PIN is 0, the machine has one core or no taskset. The benchmarks give the process
+# under test a core of its own, and its load the other:
+#   read -r -a proxy_pin < <(pin_prefix "$PROXY_CPU") || true   # read fails on no output
+pin_prefix() {
+  if ((${PIN:-1})) && (($(nproc) >= 2)) && command -v taskset >/dev/null; then
+    echo "taskset -c $1"
+  fi
 }

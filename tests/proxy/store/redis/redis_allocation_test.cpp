@@ -1,39 +1,19 @@
 // A decision through the Redis store allocates nothing once the loop has warmed up: requests wait
 // in the frames of their coroutines, batches and their buffers are reused, replies are read in
-// place. This binary replaces the global operator new to count allocations, so it is kept apart
-// from the other tests.
+// place. This binary counts operator new's calls (tests/support/counted_new.cpp), so it is kept
+// apart from the other tests.
 #include <gtest/gtest.h>
 
-#include <atomic>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
-#include <cstdlib>
-#include <new>
 #include <vector>
 
 #include "proxy/store/redis/redis_store.hpp"
+#include "tests/support/counted_new.hpp"
 #include "tests/support/pipeline_fixture.hpp"
 #include "tests/support/redis_server.hpp"
 #include "tests/support/store_decision.hpp"
-
-namespace {
-std::atomic<std::size_t> g_allocations{0};
-}  // namespace
-
-// GCC 12 at -O2 inlines these into callers and then mistakes the replaced pair for a
-// malloc/operator-delete mismatch. The pair is consistent: both sides use malloc and free.
-#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
-
-void* operator new(std::size_t size) {
-  g_allocations.fetch_add(1, std::memory_order_relaxed);
-  if (void* memory = std::malloc(size == 0 ? 1 : size)) {
-    return memory;
-  }
-  throw std::bad_alloc();
-}
-void operator delete(void* memory) noexcept { std::free(memory); }
-void operator delete(void* memory, std::size_t /*size*/) noexcept { std::free(memory); }
 
 namespace sluice::store::redis {
 namespace {
@@ -115,9 +95,8 @@ TEST(Allocation, ADecisionThroughRedisAllocatesNothingOnceWarm) {
   Decisions decisions(server.url());
   for (const std::size_t in_flight : {std::size_t{1}, std::size_t{16}}) {
     decisions.decide(2000, in_flight);  // warms the loop up: batches, buffers, frames
-    const std::size_t before = g_allocations.load();
-    decisions.decide(2000, in_flight);
-    const std::size_t allocations = g_allocations.load() - before;
+    const std::size_t allocations =
+        test::allocations_during([&] { decisions.decide(2000, in_flight); });
     EXPECT_EQ(allocations, 0U) << in_flight << " in flight: " << allocations
                                << " allocations for 2000 decisions";
   }
