@@ -96,7 +96,7 @@ StoreOptions read_store(MapReader& top) {
           .value_or(StoreType::memory);
   store.max_keys = reader.whole_number("max_keys", 1, 1'000'000'000).value_or(store.max_keys);
   if (auto section_redis =
-          reader.section("redis", {"url", "prefix", "timeout", "pool", "on_error"})) {
+          reader.section("redis", {"url", "prefix", "timeout", "pool", "on_error", "cluster"})) {
     MapReader& redis = *section_redis;
     if (auto url = redis.text("url")) {
       std::string problem;
@@ -121,6 +121,10 @@ StoreOptions read_store(MapReader& top) {
                                                                   {"deny", OnStoreError::deny},
                                                                   {"local", OnStoreError::local}})
                                .value_or(OnStoreError::allow);
+    store.redis.cluster = redis.flag("cluster").value_or(false);
+    if (store.redis.cluster && store.redis.endpoint.db != 0) {
+      redis.error("url", "a Redis Cluster has only database 0");
+    }
   }
   return store;
 }

@@ -78,6 +78,8 @@ struct RedisOptions {
   Duration timeout = std::chrono::milliseconds(20);
   unsigned pool = 4;
   OnStoreError on_error = OnStoreError::allow;
+  /// Redis Cluster: `url` is a seed node; the masters and their slots are discovered.
+  bool cluster = false;
 
   bool operator==(const RedisOptions&) const = default;
 };

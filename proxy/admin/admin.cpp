@@ -105,6 +105,7 @@ http::response<http::string_body> metrics_page(const live::Generation& generatio
     gauges.store_cached_refusals = health->cached_refusals;
     gauges.store_calls = health->calls;
     gauges.store_requests_in_calls = health->requests_in_calls;
+    gauges.store_refunds = health->refunds;
   }
   return text_response(http::status::ok, version, keep_alive, context.proxy.metrics.render(gauges),
                        "text/plain; version=0.0.4; charset=utf-8");

@@ -207,7 +207,8 @@ std::string config_json(const config::ProxyConfig& config) {
                       {"prefix", redis.prefix},
                       {"timeout", limiter::format_duration(redis.timeout)},
                       {"pool", redis.pool},
-                      {"on_error", name_of(redis.on_error)}};
+                      {"on_error", name_of(redis.on_error)},
+                      {"cluster", redis.cluster}};
   }
   out["store"] = std::move(store);
   json::object limiters;

@@ -20,6 +20,9 @@ struct StoreHealth {
   std::uint64_t cached_refusals = 0;    ///< Requests refused without asking it.
   std::uint64_t calls = 0;              ///< Round trips made (a batch of requests each).
   std::uint64_t requests_in_calls = 0;  ///< Requests those round trips carried.
+  /// Requests charged on one Redis Cluster master and taken back there, since another master
+  /// refused them (their limiters live on both).
+  std::uint64_t refunds = 0;
 };
 
 /// Where the limiters' counters live (SPEC §2 `store`): it takes a request's prepared charges

@@ -156,9 +156,14 @@ std::string Metrics::render(const Gauges& gauges) const {
                  "# HELP sluice_store_call_requests_total Requests carried by those round "
                  "trips.\n"
                  "# TYPE sluice_store_call_requests_total counter\n"
-                 "sluice_store_call_requests_total{{store=\"{0}\"}} {5}\n",
+                 "sluice_store_call_requests_total{{store=\"{0}\"}} {5}\n"
+                 "# HELP sluice_store_refunds_total Requests taken back on a Redis Cluster "
+                 "master because another master refused them.\n"
+                 "# TYPE sluice_store_refunds_total counter\n"
+                 "sluice_store_refunds_total{{store=\"{0}\"}} {6}\n",
                  gauges.store, gauges.store_errors, gauges.store_available ? 1 : 0,
-                 gauges.store_cached_refusals, gauges.store_calls, gauges.store_requests_in_calls);
+                 gauges.store_cached_refusals, gauges.store_calls, gauges.store_requests_in_calls,
+                 gauges.store_refunds);
   fmt::format_to(to,
                  "# HELP sluice_config_reloads_total Configuration reloads by result.\n"
                  "# TYPE sluice_config_reloads_total counter\n"

@@ -94,6 +94,7 @@ class Metrics {
     std::uint64_t store_cached_refusals = 0;
     std::uint64_t store_calls = 0;
     std::uint64_t store_requests_in_calls = 0;
+    std::uint64_t store_refunds = 0;
   };
   /// The exposition: requests, durations, upstream errors, limiter keys, store errors, reloads.
   std::string render(const Gauges& gauges) const;

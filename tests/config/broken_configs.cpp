@@ -60,6 +60,10 @@ const std::vector<BrokenConfig>& broken_configs() {
        "\"redis://:hunter2@cache/db1\"}}\nroutes: [{name: a}]",
        {"proxy.yaml:2:35: store.redis.url: \"redis://:***@cache/db1\" has a database that is not "
         "a whole number (redis://[[user]:password@]host[:port][/db])"}},
+      {"redis_cluster_database",
+       "upstream: \"http://127.0.0.1:9000\"\nstore: {type: redis, redis: {url: "
+       "\"redis://cache:6379/2\", cluster: true}}\nroutes: [{name: a}]",
+       {"proxy.yaml:2:35: store.redis.url: a Redis Cluster has only database 0"}},
       {"bad_max_connections",
        "upstream: \"http://127.0.0.1:9000\"\nmax_connections: 0\nroutes: [{name: a}]",
        {"proxy.yaml:2:18: max_connections: \"0\" is not a whole number from 1 to 10000000"}},

@@ -66,6 +66,7 @@ store:
     timeout: 20ms
     pool: 4
     on_error: allow
+    cluster: false
 limiters:
   per-ip:
     algorithm: sliding_window
@@ -111,6 +112,7 @@ TEST(LoadConfig, ReadsTheSpecExample) {
   EXPECT_EQ(to_string(config.trusted_proxies[0]), "10.0.0.0/8");
   EXPECT_EQ(config.timeouts.upstream, 30s);
   EXPECT_EQ(config.store.redis.timeout, 20ms);
+  EXPECT_FALSE(config.store.redis.cluster);
 
   ASSERT_EQ(config.limiters.size(), 2U);
   const LimiterConfig& per_ip = config.limiters[0];

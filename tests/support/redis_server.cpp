@@ -18,8 +18,12 @@
 namespace sluice::test {
 namespace {
 
+bool accepts_connections(unsigned short port);
+
+}  // namespace
+
 /// A port nothing listens on now: the kernel picks it for a socket that is then closed.
-unsigned short free_port() {
+unsigned short free_loopback_port() {
   const int probe = ::socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in address{};
   address.sin_family = AF_INET;
@@ -30,6 +34,8 @@ unsigned short free_port() {
   ::close(probe);
   return ntohs(address.sin_port);
 }
+
+namespace {
 
 bool accepts_connections(unsigned short port) {
   const int probe = ::socket(AF_INET, SOCK_STREAM, 0);
@@ -46,7 +52,7 @@ bool accepts_connections(unsigned short port) {
 }  // namespace
 
 RedisServer::RedisServer(const std::string& password, std::vector<std::string> arguments)
-    : password_(password), arguments_(std::move(arguments)), port_(free_port()) {
+    : password_(password), arguments_(std::move(arguments)), port_(free_loopback_port()) {
   // The port was free when picked, but another process may take it before redis-server binds
   // it: then redis-server exits at once, and another port is tried.
   for (int attempt = 1;; ++attempt) {
@@ -57,7 +63,7 @@ RedisServer::RedisServer(const std::string& password, std::vector<std::string> a
       if (attempt == 3) {
         throw;
       }
-      port_ = free_port();
+      port_ = free_loopback_port();
     }
   }
 }

@@ -7,6 +7,9 @@
 
 namespace sluice::test {
 
+/// A loopback port nothing listens on now.
+unsigned short free_loopback_port();
+
 /// A real redis-server for tests: Debian's binary, on a free loopback port, without persistence,
 /// started by the constructor and killed by the destructor. It can be paused (SIGSTOP) and
 /// resumed, as a hung Redis would be.

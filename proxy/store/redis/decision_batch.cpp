@@ -6,8 +6,8 @@ DecisionBatch::DecisionBatch(const io::Executor& executor) : answered_(executor)
   answered_.expires_at(io::Timer::time_point::max());
 }
 
-void DecisionBatch::add(std::string_view prefix, BatchWaiter& waiter) {
-  call_.add(prefix, waiter.decision, waiter.charges, waiter.permit);
+void DecisionBatch::add(const KeyLayout& layout, BatchWaiter& waiter) {
+  call_.add(layout, waiter.decision, waiter.charges, waiter.permit);
   waiters_.push_back(&waiter);
 }
 
@@ -17,12 +17,18 @@ void DecisionBatch::read(const RespValue& reply) {
     failure_ = reply.text;
     return;
   }
-  std::size_t at = 0;
+  const auto decided = decided_at(reply);
+  if (!decided) {
+    failure_ = "unexpected reply";
+    return;
+  }
+  std::size_t at = decided->second;
   bool some_failed = false;
   for (BatchWaiter* waiter : waiters_) {
     switch (read_decision(reply, at, waiter->charges, waiter->result)) {
       case DecisionReply::decided:
         waiter->decided = true;
+        waiter->decided_at = decided->first;
         break;
       case DecisionReply::failed:
         some_failed = true;

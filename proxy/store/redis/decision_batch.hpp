@@ -22,6 +22,10 @@ struct BatchWaiter {
   std::uint64_t permit;  ///< The id its concurrency permits are held under.
   pipeline::ChargeResult result{};
   bool decided = false;  ///< Whether `result` holds Redis's decision.
+  /// Not decided because the node did not serve one of its keys' slots (Redis Cluster, a stale
+  /// slot map): worth another try once the map is read again.
+  bool redirected = false;
+  std::int64_t decided_at = 0;  ///< Redis's time of the decision (µs), for a refund.
 };
 
 /// Requests of one event loop decided by one call of decide.lua. Its waiters add themselves and
@@ -31,15 +35,16 @@ class DecisionBatch final : public RedisConnection::ReplySink {
  public:
   explicit DecisionBatch(const io::Executor& executor);
 
-  void add(std::string_view prefix, BatchWaiter& waiter);
+  void add(const KeyLayout& layout, BatchWaiter& waiter);
   std::span<BatchWaiter* const> waiters() const noexcept { return waiters_; }
   bool empty() const noexcept { return waiters_.empty(); }
   std::size_t size() const noexcept { return waiters_.size(); }
 
   /// The command, as BatchCall::arguments() builds it.
   std::span<const std::string_view> arguments(std::string_view command, std::string_view target,
-                                              std::optional<limiter::TimePoint> now) {
-    return call_.arguments(command, target, now);
+                                              std::optional<limiter::TimePoint> now,
+                                              bool keys_as_arguments = false) {
+    return call_.arguments(command, target, now, keys_as_arguments);
   }
 
   /// Reads decide.lua's reply into the waiters' results.

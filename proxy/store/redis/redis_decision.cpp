@@ -7,6 +7,7 @@
 #include <type_traits>
 
 #include "limiter/key_hash.hpp"
+#include "proxy/store/redis/cluster_slots.hpp"
 
 namespace sluice::store::redis {
 namespace {
@@ -108,18 +109,62 @@ limiter::Duration from_microseconds(long long us) noexcept {
   return std::chrono::microseconds(us);
 }
 
+/// Appends the 7 values of a definition that decide.lua reads (algorithm, delay, max_delay, 4
+/// parameters), calling `end_value` after each.
+template <class EndValue>
+void append_definition(std::string& text, const LimiterOptions& options, EndValue end_value) {
+  append_number(text, script_algorithm(options));
+  end_value();
+  text += options.policy.mode == limiter::Mode::delay ? '1' : '0';
+  end_value();
+  append_number(text, microseconds(options.policy.max_delay));
+  end_value();
+  for (const double parameter : script_parameters(options)) {
+    append_number(text, parameter);
+    end_value();
+  }
+}
+
+long long whole_microseconds(limiter::Duration duration) noexcept {
+  return std::chrono::duration_cast<std::chrono::microseconds>(duration).count();
+}
+
+long long epoch_microseconds(std::optional<limiter::TimePoint> now) noexcept {
+  return now ? whole_microseconds(now->time_since_epoch()) : 0;
+}
+
 }  // namespace
 
-void append_redis_key(std::string& out, std::string_view prefix, std::string_view limiter_name,
+void append_redis_key(std::string& out, const KeyLayout& layout, std::string_view limiter_name,
                       const LimiterOptions& options, limiter::KeyHash key) {
-  out += '{';
-  out += prefix;
-  out += '}';
+  if (layout.cluster) {
+    out += layout.prefix;
+  } else {
+    out += '{';
+    out += layout.prefix;
+    out += '}';
+  }
   out += limiter_name;
   out += ':';
   append_hex(out, definition_hash(options), 8);
   out += ':';
-  append_hex(out, key, 16);
+  if (layout.cluster) {
+    out += '{';
+    append_hex(out, key, 16);
+    out += '}';
+  } else {
+    append_hex(out, key, 16);
+  }
+}
+
+std::uint16_t cluster_slot(limiter::KeyHash key) noexcept {
+  std::array<char, 16> hex;
+  const auto end = std::to_chars(hex.data(), hex.data() + hex.size(), key, 16).ptr;
+  const auto length = static_cast<std::size_t>(end - hex.data());
+  std::array<char, 16> padded;
+  std::fill_n(padded.begin(), 16 - length, '0');
+  std::copy(hex.data(), end, padded.begin() + static_cast<std::ptrdiff_t>(16 - length));
+  return key_slot({padded.data(), padded.size()});
 }
 
 std::uint64_t redis_key_id(std::string_view limiter_name, const LimiterOptions& options,
@@ -150,25 +195,16 @@ std::size_t BatchCall::definition(const LimiterOptions& options) {
     return static_cast<std::size_t>(known - defined_.begin()) + 1;
   }
   defined_.push_back(&options);
-  append_number(definitions_.text, script_algorithm(options));
-  definitions_.end();
-  definitions_.text += options.policy.mode == limiter::Mode::delay ? '1' : '0';
-  definitions_.end();
-  append_number(definitions_.text, microseconds(options.policy.max_delay));
-  definitions_.end();
-  for (const double parameter : script_parameters(options)) {
-    append_number(definitions_.text, parameter);
-    definitions_.end();
-  }
+  append_definition(definitions_.text, options, [this] { definitions_.end(); });
   return defined_.size();
 }
 
-void BatchCall::add(std::string_view prefix, const pipeline::Decision& decision,
+void BatchCall::add(const KeyLayout& layout, const pipeline::Decision& decision,
                     const pipeline::Charges& charges, std::uint64_t permit) {
   ++requests_;
   for (std::size_t i = 0; i < charges.count; ++i) {
     const config::LimiterConfig& limiter = *decision.reports[charges.report[i]].limiter;
-    append_redis_key(keys_.text, prefix, limiter.name, *charges.options[i], charges.shared_key[i]);
+    append_redis_key(keys_.text, layout, limiter.name, *charges.options[i], charges.shared_key[i]);
     keys_.end();
   }
   append_number(values_.text, charges.count);
@@ -187,15 +223,13 @@ void BatchCall::add(std::string_view prefix, const pipeline::Decision& decision,
 
 std::span<const std::string_view> BatchCall::arguments(std::string_view command,
                                                        std::string_view target,
-                                                       std::optional<limiter::TimePoint> now) {
+                                                       std::optional<limiter::TimePoint> now,
+                                                       bool keys_as_arguments) {
   head_.text.clear();
   head_.ends.clear();
   append_number(head_.text, keys_.ends.size());
   head_.end();
-  append_number(
-      head_.text,
-      now ? std::chrono::duration_cast<std::chrono::microseconds>(now->time_since_epoch()).count()
-          : 0);
+  append_number(head_.text, epoch_microseconds(now));
   head_.end();
   append_number(head_.text, requests_);
   head_.end();
@@ -205,6 +239,9 @@ std::span<const std::string_view> BatchCall::arguments(std::string_view command,
   arguments_.clear();
   arguments_.push_back(command);
   arguments_.push_back(target);
+  if (keys_as_arguments) {
+    arguments_.emplace_back("0");  // then the key count, as decide_in_cluster reads it
+  }
   const std::size_t first = arguments_.size();
   head_.view_into(arguments_);  // numkeys, now, requests, definitions
   const std::array<std::string_view, 3> after_keys{arguments_[first + 1], arguments_[first + 2],
@@ -215,6 +252,14 @@ std::span<const std::string_view> BatchCall::arguments(std::string_view command,
   definitions_.view_into(arguments_);
   values_.view_into(arguments_);
   return arguments_;
+}
+
+std::optional<std::pair<std::int64_t, std::size_t>> decided_at(const RespValue& reply) noexcept {
+  if (reply.kind != RespValue::Kind::array || reply.elements.empty() ||
+      reply.elements[0].kind != RespValue::Kind::integer) {
+    return std::nullopt;
+  }
+  return std::pair{std::int64_t{reply.elements[0].integer}, std::size_t{1}};
 }
 
 DecisionReply read_decision(const RespValue& reply, std::size_t& at,
@@ -265,13 +310,72 @@ std::string_view failure_of(const RespValue& reply, std::size_t at) noexcept {
   return reply.elements[at].text;
 }
 
-ReleaseCall release_call(std::string_view prefix, const pipeline::Permit& permit,
+ReleaseCall release_call(const KeyLayout& layout, const pipeline::Permit& permit,
                          std::uint64_t id) {
   ReleaseCall call;
-  append_redis_key(call.key, prefix, permit.config->name, *permit.options, permit.shared_key);
+  append_redis_key(call.key, layout, permit.config->name, *permit.options, permit.shared_key);
   append_number(call.permit, id, 16);
   append_number(call.cost, permit.cost);
   return call;
+}
+
+RefundCall refund_call(std::string_view target, const KeyLayout& layout,
+                       const pipeline::Decision& decision, const pipeline::Charges& charges,
+                       const pipeline::ChargeResult& decided, bool live, bool shadow,
+                       std::uint64_t permit, std::int64_t decided_at,
+                       std::optional<limiter::TimePoint> now) {
+  RefundCall call;
+  std::vector<std::size_t>& taken = call.charges;
+  for (std::size_t i = 0; i < charges.count; ++i) {
+    const bool is_live = i < charges.live;
+    if (is_live ? (live && decided.live_admitted) : (shadow && decided.shadow_admitted)) {
+      taken.push_back(i);
+    }
+  }
+  if (taken.empty()) {
+    return call;
+  }
+  std::vector<std::string>& command = call.command;
+  command = {"FCALL", std::string(target), "0"};
+  const auto number = [&command](auto value, int base = 10) {
+    append_number(command.emplace_back(), value, base);
+  };
+  number(epoch_microseconds(now));
+  number(decided_at);
+  number(permit, 16);
+  number(taken.size());
+  for (const std::size_t i : taken) {
+    append_redis_key(command.emplace_back(), layout,
+                     decision.reports[charges.report[i]].limiter->name, *charges.options[i],
+                     charges.shared_key[i]);
+  }
+  for (const std::size_t i : taken) {
+    std::string definition;
+    std::vector<std::size_t> ends;
+    append_definition(definition, *charges.options[i], [&] { ends.push_back(definition.size()); });
+    std::size_t begin = 0;
+    for (const std::size_t end : ends) {
+      command.push_back(definition.substr(begin, end - begin));
+      begin = end;
+    }
+    number(charges.items[i].cost);
+    number(whole_microseconds(decided.outcomes[i].verdict.hold));
+  }
+  return call;
+}
+
+bool read_refund(const RespValue& reply, const RefundCall& call, pipeline::ChargeResult& result) {
+  if (reply.kind != RespValue::Kind::array || reply.elements.size() != 2 * call.charges.size() ||
+      std::any_of(reply.elements.begin(), reply.elements.end(),
+                  [](const RespValue& v) { return v.kind != RespValue::Kind::integer; })) {
+    return false;
+  }
+  for (std::size_t k = 0; k < call.charges.size(); ++k) {
+    result.outcomes[call.charges[k]].status = {
+        .remaining = static_cast<std::uint64_t>(std::max(reply.elements[2 * k].integer, 0LL)),
+        .reset = from_microseconds(reply.elements[2 * k + 1].integer)};
+  }
+  return true;
 }
 
 }  // namespace sluice::store::redis

@@ -16,13 +16,24 @@ namespace sluice::store::redis {
 /// died): long enough for any request, short enough that a dead replica's permits come back.
 inline constexpr limiter::Duration kConcurrencyLease = std::chrono::minutes(10);
 
-/// The Redis key of one limiter's key: `{prefix}limiter:definition:key`. The whole prefix is the
-/// hash tag, so that every key of one script call lies in one Redis Cluster slot. `definition`
-/// hashes the parameters that shape the stored state, so a changed definition starts afresh, as
-/// the memory store's reload does, and replicas on different definitions never misread each
-/// other's state. Appends to `out`.
-void append_redis_key(std::string& out, std::string_view prefix, std::string_view limiter_name,
+/// How the store names its keys: the prefix, and where the hash tag goes.
+struct KeyLayout {
+  std::string_view prefix;
+  /// false: `{prefix}limiter:definition:key`, the whole prefix the hash tag (one Redis).
+  /// true (Redis Cluster): `prefix limiter:definition:{key}`, the key's hash the tag, so that keys
+  /// spread over the slots, and the limiters of one client (same key) share a slot.
+  bool cluster = false;
+};
+
+/// The Redis key of one limiter's key, as `layout` says. `definition` hashes the parameters
+/// that shape the stored state, so a changed definition starts afresh, as the memory store's
+/// reload does, and replicas on different definitions never misread each other's state.
+/// Appends to `out`.
+void append_redis_key(std::string& out, const KeyLayout& layout, std::string_view limiter_name,
                       const limiter::LimiterOptions& options, limiter::KeyHash key);
+
+/// The Redis Cluster slot of a key in the cluster layout (which only its hash decides).
+std::uint16_t cluster_slot(limiter::KeyHash key) noexcept;
 
 /// A 64-bit identity of the Redis key append_redis_key writes (for one prefix): the over-limit
 /// cache's key, computed without the text.
@@ -37,14 +48,16 @@ class BatchCall {
   void clear();
   /// Adds one request: its `charges` (whose limiter names are in `decision`'s reports), held
   /// under `permit` (the id its concurrency permits get).
-  void add(std::string_view prefix, const pipeline::Decision& decision,
+  void add(const KeyLayout& layout, const pipeline::Decision& decision,
            const pipeline::Charges& charges, std::uint64_t permit);
   std::size_t requests() const noexcept { return requests_; }
   /// The whole command: `command` (FCALL or EVALSHA) of `target` (the function's name or the
   /// script's SHA1) over the requests added. `now`: the time to decide at; nullopt = Redis's own
-  /// clock (the proxy's way: replicas agree). Valid until the next change.
+  /// clock (the proxy's way: replicas agree). `keys_as_arguments`: declare no key (Redis
+  /// Cluster's decide_in_cluster). Valid until the next change.
   std::span<const std::string_view> arguments(std::string_view command, std::string_view target,
-                                              std::optional<limiter::TimePoint> now = std::nullopt);
+                                              std::optional<limiter::TimePoint> now = std::nullopt,
+                                              bool keys_as_arguments = false);
 
  private:
   /// Text with the end of each argument: keys and values go in separate ones, since the keys
@@ -73,6 +86,9 @@ enum class DecisionReply {
   failed,     ///< Redis could not decide it (an error in its script call); see failure_of()
   malformed,  ///< not what decide.lua answers: the rest of the reply cannot be trusted
 };
+/// The time a decide.lua reply was decided at (its first element, µs since the epoch), and the
+/// index of the first request's part; nullopt when the reply does not start so.
+std::optional<std::pair<std::int64_t, std::size_t>> decided_at(const RespValue& reply) noexcept;
 /// Reads the part of a decide.lua `reply` (an array) that starts at element `at`, for `charges`,
 /// into `result`, and moves `at` past it.
 DecisionReply read_decision(const RespValue& reply, std::size_t& at,
@@ -87,6 +103,25 @@ struct ReleaseCall {
   std::string permit;
   std::string cost;
 };
-ReleaseCall release_call(std::string_view prefix, const pipeline::Permit& permit, std::uint64_t id);
+ReleaseCall release_call(const KeyLayout& layout, const pipeline::Permit& permit, std::uint64_t id);
+
+/// A call of refund.lua: its command, and which charges it takes back (indices in the Charges it
+/// was made for), whose statuses its reply gives in that order.
+struct RefundCall {
+  std::vector<std::string> command;
+  std::vector<std::size_t> charges;
+};
+/// The call of refund.lua (the function `target`) that takes back the charges of `charges`
+/// that `decided` says were committed (the live ones if admitted, the shadow ones if admitted,
+/// as `live` and `shadow` ask), decided at `decided_at` (µs, the reply's). `now`: nullopt =
+/// Redis's clock. No charges when there is nothing to take back.
+RefundCall refund_call(std::string_view target, const KeyLayout& layout,
+                       const pipeline::Decision& decision, const pipeline::Charges& charges,
+                       const pipeline::ChargeResult& decided, bool live, bool shadow,
+                       std::uint64_t permit, std::int64_t decided_at,
+                       std::optional<limiter::TimePoint> now);
+/// Reads refund.lua's reply into the statuses of the charges `call` took back; false when the
+/// reply is not refund.lua's.
+bool read_refund(const RespValue& reply, const RefundCall& call, pipeline::ChargeResult& result);
 
 }  // namespace sluice::store::redis

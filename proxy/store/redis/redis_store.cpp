@@ -45,9 +45,32 @@ bool code_missing(std::string_view error) {
 /// Whether an error reply says Redis has no functions (before 7): scripts are used instead.
 bool no_functions(std::string_view error) { return error.find("unknown command") != error.npos; }
 
+/// Whether an error says the node does not serve a key's slot: the slot map is stale.
+bool redirected(std::string_view error) {
+  return error.find("non local key") != error.npos || error.starts_with("MOVED") ||
+         error.starts_with("ASK");
+}
+
+/// "redis://host:port", a cluster node's name in messages (its password is the seed's).
+std::string node_url(std::string_view address) { return "redis://" + std::string(address); }
+
 }  // namespace
 
-struct RedisStore::Loop {
+struct RedisStore::Node {
+  Node(config::RedisEndpoint endpoint_, std::string address_, std::string url_)
+      : endpoint(std::move(endpoint_)), address(std::move(address_)), url(std::move(url_)) {}
+  config::RedisEndpoint endpoint;
+  std::string address;  ///< "host:port"
+  std::string url;      ///< For messages; redacted when shown.
+  CircuitBreaker breaker{kProbeInterval};
+  /// Loops whose slot map names it a master (always 1 or more on a single Redis): only their
+  /// breakers count for available().
+  std::atomic<int> serving{0};
+};
+
+struct RedisStore::Lane {
+  Lane(Node& node_, std::size_t connections_) : node(node_), connections(connections_) {}
+  Node& node;
   std::vector<std::shared_ptr<RedisConnection>> connections;  ///< nullptr while reconnecting.
   std::size_t next = 0;
   DecisionBatch* open = nullptr;  ///< Takes the requests that arrive until it is sent.
@@ -56,23 +79,42 @@ struct RedisStore::Loop {
   std::size_t senders = 0;  ///< Coroutines sending batches, one call each: kCallsInFlight at most.
   std::vector<std::unique_ptr<DecisionBatch>> batches;  ///< Every batch made, queued or spare.
   std::vector<DecisionBatch*> spare;
+  bool serving = true;  ///< Cluster: the loop's slot map names it a master.
+};
+
+struct RedisStore::Loop {
+  std::vector<std::unique_ptr<Lane>>
+      lanes;  ///< One per node; never removed (coroutines hold them).
+  std::size_t connections_per_lane = 1;
+  std::vector<std::uint16_t> lane_of_slot;  ///< Cluster: per slot, its master's lane or kNone.
+  bool refreshing = false;
+  std::optional<io::Timer> refreshed;  ///< Cancelled when a slot map refresh ends.
+  std::chrono::steady_clock::time_point refreshed_at{};
   OverLimitCache over_limit;
   std::uint64_t permits_issued = 0;
   telemetry::LoopCounter errors;
   telemetry::LoopCounter cached_refusals;
   telemetry::LoopCounter calls;              ///< Calls of decide.lua sent.
   telemetry::LoopCounter requests_in_calls;  ///< Requests they carried.
+  telemetry::LoopCounter refunds;
   bool closed = false;
 };
 
 RedisStore::RedisStore(config::RedisOptions options, std::size_t loops)
     : options_(std::move(options)), shown_url_(config::redact_url(options_.url)) {
-  const std::size_t per_loop =
-      std::max<std::size_t>(1, options_.pool / std::max<std::size_t>(loops, 1));
+  Node* single = nullptr;
+  if (!options_.cluster) {
+    single = &nodes_.emplace_back(options_.endpoint, "", options_.url);
+  }
   for (std::size_t i = 0; i < loops; ++i) {
     auto& loop = loops_.emplace_back(std::make_unique<Loop>());
-    loop->connections.resize(per_loop +
-                             (i < options_.pool % loops && options_.pool > loops ? 1 : 0));
+    loop->connections_per_lane =
+        std::max<std::size_t>(1, options_.pool / std::max<std::size_t>(loops, 1)) +
+        (i < options_.pool % loops && options_.pool > loops ? 1 : 0);
+    if (single != nullptr) {
+      loop->lanes.push_back(std::make_unique<Lane>(*single, loop->connections_per_lane));
+      ++single->serving;
+    }
   }
   std::random_device random;
   permit_base_ = (std::uint64_t{random()} << 32) ^ random();
@@ -84,14 +126,28 @@ limiter::Duration RedisStore::connect_timeout() const noexcept {
   return std::max(options_.timeout, kMinConnectTimeout);
 }
 
-io::Awaitable<std::shared_ptr<RedisConnection>> RedisStore::connect() {
-  auto connection =
-      co_await RedisConnection::open(options_.endpoint, options_.url, connect_timeout());
+RedisStore::Node& RedisStore::node_at(const std::string& address) {
+  const std::scoped_lock lock(nodes_mutex_);
+  for (Node& node : nodes_) {
+    if (node.address == address) {
+      return node;
+    }
+  }
+  config::RedisEndpoint endpoint = options_.endpoint;
+  const std::size_t colon = address.rfind(':');
+  endpoint.host = address.substr(0, colon);
+  endpoint.port = static_cast<std::uint16_t>(std::stoul(address.substr(colon + 1)));
+  return nodes_.emplace_back(std::move(endpoint), address, node_url(address));
+}
+
+io::Awaitable<std::shared_ptr<RedisConnection>> RedisStore::connect(Node& node) {
+  auto connection = co_await RedisConnection::open(node.endpoint, node.url, connect_timeout());
   // On every connection: a Redis that restarted has forgotten the code.
   std::string why;
   if (!co_await load_code(*connection, connect_timeout(), why)) {
     connection->close();
-    throw RedisError("Redis at " + shown_url_ + ": loading the decision code failed: " + why);
+    throw RedisError("Redis at " + config::redact_url(node.url) +
+                     ": loading the decision code failed: " + why);
   }
   co_return connection;
 }
@@ -104,8 +160,11 @@ io::Awaitable<bool> RedisStore::load_code(RedisConnection& connection, limiter::
     functions_ = true;
     co_return true;
   }
-  if (loaded.error || !no_functions(loaded.value.text)) {
+  if (loaded.error || !no_functions(loaded.value.text) || options_.cluster) {
     why = reason(loaded);
+    if (options_.cluster && !loaded.error && no_functions(loaded.value.text)) {
+      why += " (a cluster needs Redis 7 or later: its functions take keys of many slots)";
+    }
     co_return false;
   }
   for (const std::string_view script : {decide_script(), release_script()}) {
@@ -121,6 +180,9 @@ io::Awaitable<bool> RedisStore::load_code(RedisConnection& connection, limiter::
 }
 
 std::pair<std::string_view, std::string_view> RedisStore::decide_command() const noexcept {
+  if (options_.cluster) {
+    return {"FCALL", decide_cluster_function()};
+  }
   return functions_ ? std::pair{std::string_view("FCALL"), decide_function()}
                     : std::pair{std::string_view("EVALSHA"), decide_sha()};
 }
@@ -130,61 +192,214 @@ std::pair<std::string_view, std::string_view> RedisStore::release_command() cons
                     : std::pair{std::string_view("EVALSHA"), release_sha()};
 }
 
+io::Awaitable<std::optional<SlotMap>> RedisStore::read_slots(RedisConnection& connection,
+                                                             std::string& why) {
+  const std::array<std::string_view, 2> cluster_slots{"CLUSTER", "SLOTS"};
+  const RedisReply reply = co_await connection.command(cluster_slots, connect_timeout());
+  if (reply.error || reply.value.is_error()) {
+    why = reason(reply);
+    co_return std::nullopt;
+  }
+  auto map = read_slot_map(reply.value, options_.endpoint.host);
+  if (!map) {
+    why = "unexpected CLUSTER SLOTS reply";
+  }
+  co_return map;
+}
+
 io::Awaitable<void> RedisStore::open(std::size_t index) {
   Loop& loop = *loops_[index];
-  for (auto& connection : loop.connections) {
-    connection = co_await connect();
+  const auto executor = co_await net::this_coro::executor;
+  loop.refreshed.emplace(executor, io::Timer::time_point::max());
+  if (!options_.cluster) {
+    for (auto& connection : loop.lanes.front()->connections) {
+      connection = co_await connect(loop.lanes.front()->node);
+    }
+    co_return;
   }
+  // The seed may be a replica: it is only asked for the map.
+  const auto seed =
+      co_await RedisConnection::open(options_.endpoint, options_.url, connect_timeout());
+  std::string why;
+  const auto map = co_await read_slots(*seed, why);
+  seed->close();
+  if (!map) {
+    if (why.find("cluster support disabled") != why.npos) {
+      throw RedisError("Redis at " + shown_url_ +
+                       " is not in cluster mode, but store.redis.cluster is true (" + why + ")");
+    }
+    throw RedisError("Redis at " + shown_url_ + ": CLUSTER SLOTS failed: " + why);
+  }
+  if (const std::string gap = map->uncovered(); !gap.empty()) {
+    throw RedisError("Redis Cluster at " + shown_url_ + ": slots " + gap +
+                     " are served by no master");
+  }
+  co_await follow(loop, *map, true);
+  loop.refreshed_at = std::chrono::steady_clock::now();
+}
+
+io::Awaitable<void> RedisStore::follow(Loop& loop, const SlotMap& map, bool connect_now) {
+  std::vector<std::uint16_t> lane_of_master;
+  for (const std::string& address : map.masters) {
+    auto known = std::find_if(loop.lanes.begin(), loop.lanes.end(),
+                              [&](const auto& lane) { return lane->node.address == address; });
+    if (known == loop.lanes.end()) {
+      loop.lanes.push_back(std::make_unique<Lane>(node_at(address), loop.connections_per_lane));
+      loop.lanes.back()->serving = false;
+      known = loop.lanes.end() - 1;
+    }
+    lane_of_master.push_back(static_cast<std::uint16_t>(known - loop.lanes.begin()));
+  }
+  std::vector<bool> serving(loop.lanes.size(), false);
+  loop.lane_of_slot.assign(kClusterSlots, SlotMap::kNone);
+  for (std::size_t slot = 0; slot < kClusterSlots; ++slot) {
+    if (map.owner[slot] != SlotMap::kNone) {
+      loop.lane_of_slot[slot] = lane_of_master[map.owner[slot]];
+      serving[loop.lane_of_slot[slot]] = true;
+    }
+  }
+  const auto executor = co_await net::this_coro::executor;
+  for (std::size_t i = 0; i < loop.lanes.size(); ++i) {
+    Lane& lane = *loop.lanes[i];
+    if (lane.serving == serving[i]) {
+      continue;
+    }
+    lane.serving = serving[i];
+    lane.node.serving += lane.serving ? 1 : -1;
+    if (!lane.serving) {
+      for (auto& connection : lane.connections) {
+        if (connection) {
+          connection->close();
+          connection.reset();
+        }
+      }
+      continue;
+    }
+    for (std::size_t slot = 0; slot < lane.connections.size(); ++slot) {
+      if (connect_now) {
+        lane.connections[slot] = co_await connect(lane.node);
+      } else {
+        net::co_spawn(executor, reconnect(loop, lane, slot), net::detached);
+      }
+    }
+  }
+}
+
+io::Awaitable<void> RedisStore::refresh_slots(Loop& loop) {
+  if (loop.refreshing) {
+    co_await loop.refreshed->async_wait(io::use_nothrow);
+    co_return;
+  }
+  const auto now = std::chrono::steady_clock::now();
+  if (now - loop.refreshed_at < kSlotMapInterval || loop.closed) {
+    co_return;
+  }
+  loop.refreshing = true;
+  loop.refreshed_at = now;
+  // Any node that answers knows the map: the lanes' connections first, then a new one to each
+  // node ever met (the seed's address first), for when every connection is down.
+  std::optional<SlotMap> map;
+  std::string why;
+  for (std::size_t i = 0; i < loop.lanes.size() && !map; ++i) {
+    for (const auto& connection : loop.lanes[i]->connections) {
+      if (connection && !connection->broken()) {
+        const auto keep = connection;
+        map = co_await read_slots(*keep, why);
+        break;
+      }
+    }
+  }
+  std::vector<Node*> nodes;
+  if (!map) {
+    const std::scoped_lock lock(nodes_mutex_);
+    for (Node& node : nodes_) {
+      nodes.push_back(&node);
+    }
+  }
+  for (std::size_t i = 0; i < nodes.size() && !map; ++i) {
+    try {
+      const auto connection =
+          co_await RedisConnection::open(nodes[i]->endpoint, nodes[i]->url, connect_timeout());
+      map = co_await read_slots(*connection, why);
+      connection->close();
+    } catch (const std::exception&) {
+      // Down too: try the next one.
+    }
+  }
+  if (map && map->uncovered().empty() && !loop.closed) {
+    co_await follow(loop, *map, false);
+  }
+  loop.refreshing = false;
+  loop.refreshed->cancel();
+}
+
+bool RedisStore::route(const Loop& loop, const pipeline::Charges& charges,
+                       LaneIndices& lanes) const {
+  for (std::size_t i = 0; i < charges.count; ++i) {
+    lanes[i] = options_.cluster ? loop.lane_of_slot[cluster_slot(charges.shared_key[i])] : 0;
+    if (lanes[i] == SlotMap::kNone) {
+      return false;
+    }
+  }
+  return true;
 }
 
 void RedisStore::close(std::size_t index) {
   Loop& loop = *loops_[index];
   loop.closed = true;
-  for (auto& connection : loop.connections) {
-    if (connection) {
-      connection->close();
-      connection.reset();
+  for (auto& lane : loop.lanes) {
+    for (auto& connection : lane->connections) {
+      if (connection) {
+        connection->close();
+        connection.reset();
+      }
     }
   }
 }
 
-RedisConnection* RedisStore::pick(Loop& loop) {
-  const std::size_t count = loop.connections.size();
+RedisConnection* RedisStore::pick(Loop& loop, Lane& lane) {
+  const std::size_t count = lane.connections.size();
   for (std::size_t tried = 0; tried < count; ++tried) {
-    const std::size_t slot = loop.next++ % count;
-    const auto& connection = loop.connections[slot];
+    const std::size_t slot = lane.next++ % count;
+    const auto& connection = lane.connections[slot];
     if (connection && !connection->broken()) {
       return connection.get();
     }
     if (connection) {
-      replace(loop, slot);
+      replace(loop, lane, slot);
     }
   }
   return nullptr;
 }
 
-void RedisStore::replace(Loop& loop, std::size_t slot) {
-  auto& connection = loop.connections[slot];
+void RedisStore::replace(Loop& loop, Lane& lane, std::size_t slot) {
+  auto& connection = lane.connections[slot];
   const auto executor = connection->get_executor();
   connection->close();
   connection.reset();
-  net::co_spawn(executor, reconnect(loop, slot), net::detached);
+  net::co_spawn(executor, reconnect(loop, lane, slot), net::detached);
+  if (options_.cluster) {
+    net::co_spawn(executor, refresh_slots(loop), net::detached);  // a failover, perhaps
+  }
 }
 
-io::Awaitable<void> RedisStore::reconnect(Loop& loop, std::size_t slot) {
+io::Awaitable<void> RedisStore::reconnect(Loop& loop, Lane& lane, std::size_t slot) {
   auto backoff = std::chrono::milliseconds(kFirstBackoff);
   io::Timer timer(co_await net::this_coro::executor);
-  while (!loop.closed) {
+  while (!loop.closed && lane.serving && !lane.connections[slot]) {
     try {
-      auto connection = co_await connect();
-      if (loop.closed) {
+      auto connection = co_await connect(lane.node);
+      if (loop.closed || !lane.serving || lane.connections[slot]) {
         connection->close();
       } else {
-        loop.connections[slot] = std::move(connection);
+        lane.connections[slot] = std::move(connection);
       }
       co_return;
     } catch (const std::exception&) {
       // Still down (RedisError), or the socket refused an option: try again later.
+    }
+    if (options_.cluster) {
+      co_await refresh_slots(loop);  // a replica may have taken over
     }
     timer.expires_after(backoff);
     co_await timer.async_wait(io::use_nothrow);
@@ -192,61 +407,71 @@ io::Awaitable<void> RedisStore::reconnect(Loop& loop, std::size_t slot) {
   }
 }
 
-void RedisStore::failed(Loop& loop, std::string_view why, std::size_t requests) {
+void RedisStore::failed(Loop& loop, Lane& lane, std::string_view why, std::size_t requests) {
   loop.errors.add(requests);
-  if (breaker_.failed(CircuitBreaker::Clock::now())) {
-    spdlog::warn("Redis store at {} failed ({}); requests follow on_error: {}", shown_url_, why,
-                 name_of(options_.on_error));
+  if (lane.node.breaker.failed(CircuitBreaker::Clock::now())) {
+    spdlog::warn("Redis store at {} failed ({}); requests follow on_error: {}",
+                 config::redact_url(lane.node.url), why, name_of(options_.on_error));
   }
 }
 
-RedisStore::Batch& RedisStore::open_batch(Loop& loop, const io::Executor& executor) {
-  if (loop.open != nullptr) {
-    return *loop.open;
+RedisStore::Batch& RedisStore::open_batch(Loop& loop, Lane& lane, const io::Executor& executor) {
+  if (lane.open != nullptr) {
+    return *lane.open;
   }
-  if (loop.spare.empty()) {
-    loop.spare.push_back(loop.batches.emplace_back(std::make_unique<Batch>(executor)).get());
+  if (lane.spare.empty()) {
+    lane.spare.push_back(lane.batches.emplace_back(std::make_unique<Batch>(executor)).get());
   }
-  loop.open = loop.spare.back();
-  loop.spare.pop_back();
-  loop.queued.push_back(loop.open);
-  if (loop.senders < kCallsInFlight) {
-    ++loop.senders;
-    net::co_spawn(executor, send_batches(loop), net::detached);
+  lane.open = lane.spare.back();
+  lane.spare.pop_back();
+  lane.queued.push_back(lane.open);
+  if (lane.senders < kCallsInFlight) {
+    ++lane.senders;
+    net::co_spawn(executor, send_batches(loop, lane), net::detached);
   }
-  return *loop.open;
+  return *lane.open;
 }
 
-io::Awaitable<void> RedisStore::send_batches(Loop& loop) {
+io::Awaitable<void> RedisStore::wait_in_batch(Loop& loop, Lane& lane, BatchWaiter& waiter) {
+  Batch& batch = open_batch(loop, lane, co_await net::this_coro::executor);
+  batch.add(layout(), waiter);
+  if (batch.size() >= kMaxBatch) {
+    lane.open = nullptr;  // full: the next request opens another
+  }
+  co_await batch.wait();
+}
+
+io::Awaitable<void> RedisStore::send_batches(Loop& loop, Lane& lane) {
   // Let the loop run what is ready first: the requests it holds join the batch.
   co_await net::post(co_await net::this_coro::executor, io::use_awaitable);
-  while (!loop.queued.empty()) {
-    Batch& batch = *loop.queued.front();
-    loop.queued.erase(loop.queued.begin());
-    if (loop.open == &batch) {
-      loop.open = nullptr;
+  while (!lane.queued.empty()) {
+    Batch& batch = *lane.queued.front();
+    lane.queued.erase(lane.queued.begin());
+    if (lane.open == &batch) {
+      lane.open = nullptr;
     }
-    co_await call(loop, batch);
+    co_await call(loop, lane, batch);
     batch.wake();
-    loop.spare.push_back(&batch);
+    lane.spare.push_back(&batch);
   }
-  --loop.senders;
+  --lane.senders;
 }
 
-io::Awaitable<bool> RedisStore::call(Loop& loop, Batch& batch) {
+io::Awaitable<bool> RedisStore::call(Loop& loop, Lane& lane, Batch& batch) {
   for (int attempt = 0; attempt <= kCodeReloads; ++attempt) {
-    RedisConnection* picked = pick(loop);
+    RedisConnection* picked = pick(loop, lane);
     if (picked == nullptr) {
-      failed(loop, "no connection", batch.size());
+      failed(loop, lane, "no connection", batch.size());
       co_return false;
     }
     const std::shared_ptr<RedisConnection> connection = picked->shared_from_this();
-    const std::uint64_t ticket = breaker_.ticket();
+    const std::uint64_t ticket = lane.node.breaker.ticket();
     const auto [command, target] = decide_command();
     loop.calls.add();
     loop.requests_in_calls.add(batch.size());
     const RedisReply reply = co_await connection->command(
-        batch.arguments(command, target, simulated_now_), options_.timeout, batch);
+        batch.arguments(command, target, simulated_now_, options_.cluster), options_.timeout,
+        batch);
     if (!reply.error && code_missing(batch.failure())) {
       // The code was flushed (SCRIPT or FUNCTION FLUSH, a failover): load it again.
       std::string why;
@@ -255,24 +480,33 @@ io::Awaitable<bool> RedisStore::call(Loop& loop, Batch& batch) {
       }
     }
     if (!reply.error && batch.failure().empty()) {
-      if (breaker_.succeeded(ticket)) {
-        spdlog::info("Redis store at {} answers again", shown_url_);
+      if (lane.node.breaker.succeeded(ticket)) {
+        spdlog::info("Redis store at {} answers again", config::redact_url(lane.node.url));
       }
       co_return true;
+    }
+    if (!reply.error && options_.cluster && redirected(batch.failure())) {
+      // A stale slot map, not a failing Redis: the requests it misplaced try again once the map
+      // is read again.
+      for (BatchWaiter* waiter : batch.waiters()) {
+        waiter->redirected = !waiter->decided;
+      }
+      net::co_spawn(connection->get_executor(), refresh_slots(loop), net::detached);
+      co_return false;
     }
     if (reply.error == beast::error::timeout) {
       // Redis may still run the call when it wakes up: give back the concurrency permits it
       // would take. On the same connection, so after the call; harmless if it never ran.
       for (const BatchWaiter* waiter : batch.waiters()) {
-        send_releases(*connection, permits_of(waiter->decision, waiter->charges), waiter->permit);
+        send_releases(loop, permits_of(waiter->decision, waiter->charges), waiter->permit);
       }
     }
     const bool backed_up = reply.error == boost::system::errc::no_buffer_space;
     if ((reply.error && reply.error != beast::error::timeout && !backed_up) ||
         connection->timeouts_in_a_row() >= kTimeoutsBeforeReplacing) {
-      for (std::size_t slot = 0; slot < loop.connections.size(); ++slot) {
-        if (loop.connections[slot] == connection) {
-          replace(loop, slot);  // the connection broke, or leads nowhere
+      for (std::size_t slot = 0; slot < lane.connections.size(); ++slot) {
+        if (lane.connections[slot] == connection) {
+          replace(loop, lane, slot);  // the connection broke, or leads nowhere
         }
       }
     }
@@ -280,7 +514,7 @@ io::Awaitable<bool> RedisStore::call(Loop& loop, Batch& batch) {
     for (const BatchWaiter* waiter : batch.waiters()) {
       undecided += waiter->decided ? 0 : 1;
     }
-    failed(loop, reply.error ? reason(reply) : batch.failure(), undecided);
+    failed(loop, lane, reply.error ? reason(reply) : batch.failure(), undecided);
     co_return false;
   }
   co_return false;
@@ -299,17 +533,21 @@ std::vector<pipeline::Permit> RedisStore::permits_of(const pipeline::Decision& d
   return permits;
 }
 
-void RedisStore::send_releases(RedisConnection& connection,
-                               const std::vector<pipeline::Permit>& permits, std::uint64_t id) {
-  if (permits.empty()) {
-    return;
-  }
-  std::vector<ReleaseCall> calls;
+void RedisStore::send_releases(Loop& loop, const std::vector<pipeline::Permit>& permits,
+                               std::uint64_t id) {
   for (const pipeline::Permit& permit : permits) {
-    calls.push_back(release_call(options_.prefix, permit, id));
+    const std::uint16_t index =
+        options_.cluster ? loop.lane_of_slot[cluster_slot(permit.shared_key)] : 0;
+    RedisConnection* connection =
+        index == SlotMap::kNone ? nullptr : pick(loop, *loop.lanes[index]);
+    if (connection == nullptr) {
+      continue;  // the lease will end the permit
+    }
+    net::co_spawn(
+        connection->get_executor(),
+        run_releases(connection->shared_from_this(), {release_call(layout(), permit, id)}),
+        net::detached);
   }
-  net::co_spawn(connection.get_executor(),
-                run_releases(connection.shared_from_this(), std::move(calls)), net::detached);
 }
 
 // A member, not a lambda: a coroutine lambda's captures live in the closure, which is gone
@@ -334,16 +572,20 @@ io::Awaitable<void> RedisStore::run_releases(std::shared_ptr<RedisConnection> co
 
 io::Awaitable<void> RedisStore::probe(std::size_t index) {
   Loop& loop = *loops_[index];
-  RedisConnection* picked = breaker_.is_open() ? pick(loop) : nullptr;
-  if (picked == nullptr) {
-    co_return;
-  }
-  const std::shared_ptr<RedisConnection> connection = picked->shared_from_this();
-  const std::array<std::string_view, 1> ping{"PING"};
-  const std::uint64_t ticket = breaker_.ticket();
-  const RedisReply pong = co_await connection->command(ping, options_.timeout);
-  if (!pong.error && !pong.value.is_error() && breaker_.succeeded(ticket)) {
-    spdlog::info("Redis store at {} answers again", shown_url_);
+  for (std::size_t i = 0; i < loop.lanes.size(); ++i) {
+    Lane& lane = *loop.lanes[i];
+    RedisConnection* picked =
+        lane.serving && lane.node.breaker.is_open() ? pick(loop, lane) : nullptr;
+    if (picked == nullptr) {
+      continue;
+    }
+    const std::shared_ptr<RedisConnection> connection = picked->shared_from_this();
+    const std::array<std::string_view, 1> ping{"PING"};
+    const std::uint64_t ticket = lane.node.breaker.ticket();
+    const RedisReply pong = co_await connection->command(ping, options_.timeout);
+    if (!pong.error && !pong.value.is_error() && lane.node.breaker.succeeded(ticket)) {
+      spdlog::info("Redis store at {} answers again", config::redact_url(lane.node.url));
+    }
   }
 }
 
@@ -401,16 +643,45 @@ bool RedisStore::charge_now(std::size_t index, const pipeline::Decision& decisio
     loop.cached_refusals.add();
     return true;
   }
-  if (!breaker_.allow(CircuitBreaker::Clock::now())) {
+  LaneIndices lanes{};
+  if (!route(loop, charges, lanes)) {
+    loop.errors.add();  // a slot no master serves (a cluster in trouble)
     result = fall_back(charges, now);
     return true;
   }
-  if (loop.open == nullptr && loop.queued.size() >= kQueuedBatches) {
-    loop.errors.add();  // Redis is not keeping up: no room to wait
-    result = fall_back(charges, now);
-    return true;
+  for (std::size_t i = 0; i < charges.count; ++i) {
+    if (i > 0 && lanes[i] == lanes[i - 1]) {
+      continue;
+    }
+    Lane& lane = *loop.lanes[lanes[i]];
+    if (!lane.node.breaker.allow(CircuitBreaker::Clock::now())) {
+      result = fall_back(charges, now);
+      return true;
+    }
+    if (lane.open == nullptr && lane.queued.size() >= kQueuedBatches) {
+      loop.errors.add();  // Redis is not keeping up: no room to wait
+      result = fall_back(charges, now);
+      return true;
+    }
   }
   return false;
+}
+
+void RedisStore::remember_refusals(Loop& loop, const pipeline::Decision& decision,
+                                   const pipeline::Charges& charges,
+                                   const pipeline::ChargeResult& result, limiter::TimePoint now) {
+  if (result.live_admitted) {
+    return;
+  }
+  const auto ids = cache_ids(decision, charges);
+  const limiter::TimePoint cache_now = simulated_now_.value_or(now);
+  for (std::size_t i = 0; i < charges.live; ++i) {
+    const limiter::Verdict& verdict = result.outcomes[i].verdict;
+    if (!verdict.admitted && verdict.retry_after != limiter::Duration::max() &&
+        charges.options[i]->algorithm != limiter::AlgorithmKind::concurrency) {
+      loop.over_limit.remember(ids[i], charges.items[i].cost, cache_now, result.outcomes[i]);
+    }
+  }
 }
 
 io::Awaitable<pipeline::ChargeResult> RedisStore::charge(std::size_t index,
@@ -422,29 +693,140 @@ io::Awaitable<pipeline::ChargeResult> RedisStore::charge(std::size_t index,
   BatchWaiter waiter{.decision = decision,
                      .charges = charges,
                      .permit = permit_base_ + (++loop.permits_issued << 16) + index};
-  Batch& batch = open_batch(loop, co_await net::this_coro::executor);
-  batch.add(options_.prefix, waiter);
-  if (batch.size() >= kMaxBatch) {
-    loop.open = nullptr;  // full: the next request opens another
+  LaneIndices lanes{};
+  bool routed = false;
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    routed = route(loop, charges, lanes);
+    if (!routed) {
+      break;
+    }
+    if (std::any_of(lanes.begin(), lanes.begin() + static_cast<std::ptrdiff_t>(charges.count),
+                    [&](std::uint16_t lane) { return lane != lanes[0]; })) {
+      co_return co_await charge_across(loop, decision, charges, lanes, waiter.permit, now);
+    }
+    waiter.redirected = false;
+    co_await wait_in_batch(loop, *loop.lanes[lanes[0]], waiter);
+    if (!waiter.redirected) {
+      break;
+    }
+    co_await refresh_slots(loop);  // the slot moved: ask the map, then its master
   }
-  co_await batch.wait();
   if (!waiter.decided) {
+    if (waiter.redirected || !routed) {
+      loop.errors.add();  // still misplaced: counted here, since call() did not
+    }
     co_return fall_back(charges, now);
   }
   pipeline::ChargeResult& result = waiter.result;
   result.store_permit = waiter.permit;
-  if (!result.live_admitted) {
-    const auto ids = cache_ids(decision, charges);
-    const limiter::TimePoint cache_now = simulated_now_.value_or(now);
-    for (std::size_t i = 0; i < charges.live; ++i) {
-      const limiter::Verdict& verdict = result.outcomes[i].verdict;
-      if (!verdict.admitted && verdict.retry_after != limiter::Duration::max() &&
-          charges.options[i]->algorithm != limiter::AlgorithmKind::concurrency) {
-        loop.over_limit.remember(ids[i], charges.items[i].cost, cache_now, result.outcomes[i]);
-      }
+  remember_refusals(loop, decision, charges, result, now);
+  co_return result;
+}
+
+io::Awaitable<void> RedisStore::decide_part(Loop& loop, Lane& lane, BatchWaiter& waiter,
+                                            std::size_t& pending, io::Timer& done) {
+  co_await wait_in_batch(loop, lane, waiter);
+  if (--pending == 0) {
+    done.cancel();
+  }
+}
+
+io::Awaitable<pipeline::ChargeResult> RedisStore::charge_across(
+    Loop& loop, const pipeline::Decision& decision, const pipeline::Charges& charges,
+    const LaneIndices& lanes, std::uint64_t permit, limiter::TimePoint now) {
+  // One part per lane, its charges in the request's order (live ones first).
+  struct Part {
+    std::uint16_t lane;
+    pipeline::Charges charges;
+    std::array<std::size_t, limiter::kMaxChargesPerRequest> index{};  ///< In the request.
+  };
+  std::vector<Part> parts;
+  for (std::size_t i = 0; i < charges.count; ++i) {
+    auto part =
+        std::find_if(parts.begin(), parts.end(), [&](const Part& p) { return p.lane == lanes[i]; });
+    if (part == parts.end()) {
+      part = parts.insert(parts.end(), Part{.lane = lanes[i], .charges = {}});
+    }
+    pipeline::Charges& c = part->charges;
+    part->index[c.count] = i;
+    c.items[c.count] = charges.items[i];
+    c.options[c.count] = charges.options[i];
+    c.report[c.count] = charges.report[i];
+    c.shared_key[c.count] = charges.shared_key[i];
+    c.live += i < charges.live ? 1 : 0;
+    ++c.count;
+  }
+  std::deque<BatchWaiter> waiters;
+  const auto executor = co_await net::this_coro::executor;
+  io::Timer done(executor, io::Timer::time_point::max());
+  std::size_t pending = parts.size();
+  for (const Part& part : parts) {
+    BatchWaiter& waiter = waiters.emplace_back(
+        BatchWaiter{.decision = decision, .charges = part.charges, .permit = permit});
+    net::co_spawn(executor, decide_part(loop, *loop.lanes[part.lane], waiter, pending, done),
+                  net::detached);
+  }
+  if (pending > 0) {
+    co_await done.async_wait(io::use_nothrow);
+  }
+  // All or nothing: the live charges admit the request only if every part's did; the shadow
+  // ones are then counted only if every part's shadow ones admitted too.
+  bool decided = true;
+  bool live = true;
+  bool shadow = true;
+  for (const BatchWaiter& waiter : waiters) {
+    decided = decided && waiter.decided;
+    live = live && waiter.result.live_admitted;
+    shadow =
+        shadow && (waiter.charges.count == waiter.charges.live || waiter.result.shadow_admitted);
+  }
+  pipeline::ChargeResult result;
+  result.store_permit = permit;
+  result.live_admitted = decided && live;
+  result.shadow_admitted = result.live_admitted && charges.count > charges.live && shadow;
+  for (std::size_t p = 0; p < parts.size(); ++p) {
+    BatchWaiter& waiter = waiters[p];
+    if (waiter.decided) {
+      // Takes back what this part committed that the whole request may not keep; the statuses
+      // of those charges become the refunded ones.
+      co_await refund(loop, *loop.lanes[parts[p].lane],
+                      refund_call(refund_function(), layout(), decision, waiter.charges,
+                                  waiter.result, !result.live_admitted, !result.shadow_admitted,
+                                  permit, waiter.decided_at, simulated_now_),
+                      waiter.result);
+    }
+    for (std::size_t j = 0; j < waiter.charges.count; ++j) {
+      const bool is_live = j < waiter.charges.live;
+      // Shadow limiters of a refused request are not evaluated.
+      result.outcomes[parts[p].index[j]] =
+          is_live || result.live_admitted ? waiter.result.outcomes[j] : limiter::Outcome{};
     }
   }
+  if (!decided) {
+    co_return fall_back(charges, now);
+  }
+  remember_refusals(loop, decision, charges, result, now);
   co_return result;
+}
+
+io::Awaitable<void> RedisStore::refund(Loop& loop, Lane& lane, RefundCall call,
+                                       pipeline::ChargeResult& result) {
+  if (call.charges.empty()) {
+    co_return;
+  }
+  RedisConnection* picked = pick(loop, lane);
+  if (picked == nullptr) {
+    co_return;  // its permits stay taken until their window or bucket moves on
+  }
+  const std::shared_ptr<RedisConnection> connection = picked->shared_from_this();
+  const std::vector<std::string_view> arguments(call.command.begin(), call.command.end());
+  const RedisReply reply = co_await connection->command(arguments, options_.timeout);
+  if (reply.error || !read_refund(reply.value, call, result)) {
+    spdlog::debug("Redis store at {}: a refund failed ({})", config::redact_url(lane.node.url),
+                  reason(reply));
+    co_return;
+  }
+  loop.refunds.add();
 }
 
 void RedisStore::release(std::size_t index, const pipeline::Decision& decision) {
@@ -455,21 +837,24 @@ void RedisStore::release(std::size_t index, const pipeline::Decision& decision) 
     pipeline::Pipeline::release_locally(decision);  // `on_error: local` took them from memory
     return;
   }
-  RedisConnection* connection = pick(*loops_[index]);
-  if (connection == nullptr) {
-    return;  // the lease will end the permits
-  }
-  send_releases(*connection,
+  send_releases(*loops_[index],
                 {decision.permits.begin(),
                  decision.permits.begin() + static_cast<std::ptrdiff_t>(decision.permit_count)},
                 decision.store_permit);
+}
+
+bool RedisStore::available() const {
+  const std::scoped_lock lock(nodes_mutex_);
+  return std::none_of(nodes_.begin(), nodes_.end(),
+                      [](const Node& node) { return node.serving > 0 && node.breaker.is_open(); });
 }
 
 std::optional<StoreHealth> RedisStore::health() const {
   StoreHealth health{.name = "redis",
                      .available = available(),
                      .errors = errors(),
-                     .cached_refusals = cached_refusals()};
+                     .cached_refusals = cached_refusals(),
+                     .refunds = refunds()};
   for (const auto& loop : loops_) {
     health.calls += loop->calls.value();
     health.requests_in_calls += loop->requests_in_calls.value();
@@ -491,6 +876,20 @@ std::uint64_t RedisStore::cached_refusals() const noexcept {
     total += loop->cached_refusals.value();
   }
   return total;
+}
+
+std::uint64_t RedisStore::refunds() const noexcept {
+  std::uint64_t total = 0;
+  for (const auto& loop : loops_) {
+    total += loop->refunds.value();
+  }
+  return total;
+}
+
+std::size_t RedisStore::masters(std::size_t index) const {
+  const Loop& loop = *loops_[index];
+  return static_cast<std::size_t>(std::count_if(loop.lanes.begin(), loop.lanes.end(),
+                                                [](const auto& lane) { return lane->serving; }));
 }
 
 }  // namespace sluice::store::redis

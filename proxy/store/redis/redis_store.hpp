@@ -3,7 +3,9 @@
 #include <atomic>
 #include <boost/asio/awaitable.hpp>
 #include <cstdint>
+#include <deque>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -11,6 +13,7 @@
 #include "proxy/io/net.hpp"
 #include "proxy/pipeline/pipeline.hpp"
 #include "proxy/store/redis/circuit_breaker.hpp"
+#include "proxy/store/redis/cluster_slots.hpp"
 #include "proxy/store/redis/decision_batch.hpp"
 #include "proxy/store/redis/over_limit_cache.hpp"
 #include "proxy/store/redis/redis_connection.hpp"
@@ -28,9 +31,19 @@ namespace sluice::store::redis {
 /// others. Each event loop has its own pipelined connections (`pool` in all, at least one per
 /// loop), batches, over-limit cache and counters; the circuit breaker is shared.
 ///
+/// On a Redis Cluster (`cluster: true`), each loop reads the slot map (CLUSTER SLOTS) from the
+/// seed node, keeps connections and batches per master, and sends each request to the master of
+/// its keys' slots (the hash tag is the limiter key, so a client's limiters share a slot). A
+/// request whose limiters live on several masters is charged on each, and refunded where it was
+/// admitted if another master refused it (refund.lua): all or nothing, at the cost of one more
+/// round trip for such a refusal; see the README. The map is read again when a master does not
+/// serve a key's slot (the request is then tried once more), and while a master's connection
+/// is down (a failover names a new one).
+///
 /// When Redis fails (timeout, broken connection, error reply), the request follows `on_error`:
 /// allow (forwarded, uncounted), deny (503) or local (the memory limiters). The first failure
-/// opens the breaker: requests then skip Redis, but for one probe every kProbeInterval, until
+/// opens the breaker (one per Redis node: on a cluster, only requests to the failing master
+/// skip it): requests then skip Redis, but for one probe every kProbeInterval, until
 /// one succeeds. Broken connections reconnect in the background with backoff, and so does one
 /// whose last kTimeoutsBeforeReplacing commands all timed out with no reply since (its host may
 /// be gone without a word, as after a failover). A decision that timed out on it may then hold
@@ -49,12 +62,17 @@ class RedisStore final : public Store {
   /// with its connection up, requests beyond kCallsInFlight + kQueuedBatches batches follow
   /// on_error at once (counted as errors) instead of piling up until the timeout.
   static constexpr std::size_t kQueuedBatches = 8;
+  /// A cluster's slot map is read again at most this often (per loop), unless a request that
+  /// was sent to the wrong master waits for it.
+  static constexpr std::chrono::milliseconds kSlotMapInterval{100};
 
   RedisStore(config::RedisOptions options, std::size_t loops);
   ~RedisStore() override;
 
-  /// Opens loop `loop`'s connections and loads the scripts; run on that loop's executor, once,
-  /// before it serves. Throws RedisError naming the URL (password redacted).
+  /// Opens loop `loop`'s connections and loads the scripts (on a cluster: reads the slot map and
+  /// connects to every master); run on that loop's executor, once, before it serves. Throws
+  /// RedisError naming the URL (password redacted): Redis refused, the seed is not in cluster
+  /// mode, the cluster's slots are not all served.
   io::Awaitable<void> open(std::size_t loop) override;
   /// Closes loop `loop`'s connections; from that loop's thread, or once it has stopped.
   void close(std::size_t loop) override;
@@ -80,13 +98,18 @@ class RedisStore final : public Store {
   /// closes the breaker if it does.
   io::Awaitable<void> probe(std::size_t loop) override;
 
-  /// False while the breaker is open: Redis is failing, requests follow on_error.
-  bool available() const noexcept { return !breaker_.is_open(); }
+  /// False while a breaker is open: Redis (on a cluster, a master) is failing, and requests to it
+  /// follow on_error.
+  bool available() const;
   /// Whether Redis took decide.lua as a function library (Redis 7 and later), not as scripts.
   bool uses_functions() const noexcept { return functions_; }
   std::uint64_t errors() const noexcept;
   /// Requests refused from the over-limit cache, without a round trip.
   std::uint64_t cached_refusals() const noexcept;
+  /// Requests refunded on one master because another refused them (cluster).
+  std::uint64_t refunds() const noexcept;
+  /// The masters loop `loop` sends decisions to (1 on a single Redis).
+  std::size_t masters(std::size_t loop) const;
   const config::RedisOptions& options() const noexcept { return options_; }
 
   /// Decides at a given time instead of Redis's clock: for tests that compare the store with
@@ -94,16 +117,63 @@ class RedisStore final : public Store {
   void decide_at(std::optional<limiter::TimePoint> now) noexcept { simulated_now_ = now; }
 
  private:
+  struct Node;
+  struct Lane;
   struct Loop;
   using Batch = DecisionBatch;
+  /// Per charge of a request, the index of its master's lane in its loop.
+  using LaneIndices = std::array<std::uint16_t, limiter::kMaxChargesPerRequest>;
 
-  /// The loop's open batch, or a new one, sent once the loop has run what is ready now.
-  Batch& open_batch(Loop& loop, const io::Executor& executor);
-  /// Sends the loop's queued batches one after the other, after a turn of the loop, and wakes
+  KeyLayout layout() const noexcept { return {options_.prefix, options_.cluster}; }
+  /// The node of `address` (cluster), made on first use; its address is the Redis's identity.
+  Node& node_at(const std::string& address);
+  io::Awaitable<std::shared_ptr<RedisConnection>> connect(Node& node);
+  io::Awaitable<void> reconnect(Loop& loop, Lane& lane, std::size_t slot);
+  /// A working connection of the lane, round robin; nullptr when all are reconnecting.
+  RedisConnection* pick(Loop& loop, Lane& lane);
+  /// Drops a broken connection and reconnects its slot in the background.
+  void replace(Loop& loop, Lane& lane, std::size_t slot);
+  limiter::Duration connect_timeout() const noexcept;
+
+  /// Cluster: reads the slot map from `connection` (nullopt, with `why`, when it cannot).
+  io::Awaitable<std::optional<SlotMap>> read_slots(RedisConnection& connection, std::string& why);
+  /// Cluster: makes the loop's lanes follow `map`: new masters get a lane (connected in the
+  /// background unless `connect_now`), masters no longer in it stop being served.
+  io::Awaitable<void> follow(Loop& loop, const SlotMap& map, bool connect_now);
+  /// Cluster: reads the slot map again (from any node that answers) and follows it; at most every
+  /// kSlotMapInterval. A call while one is under way waits for it.
+  io::Awaitable<void> refresh_slots(Loop& loop);
+  /// Which lane each of `charges` goes to; false when a slot has no master.
+  bool route(const Loop& loop, const pipeline::Charges& charges, LaneIndices& lanes) const;
+
+  /// The lane's open batch, or a new one, sent once the loop has run what is ready now.
+  Batch& open_batch(Loop& loop, Lane& lane, const io::Executor& executor);
+  /// Adds `waiter` to the lane's open batch and waits for the batch's answer.
+  io::Awaitable<void> wait_in_batch(Loop& loop, Lane& lane, BatchWaiter& waiter);
+  /// Sends the lane's queued batches one after the other, after a turn of the loop, and wakes
   /// each one's waiters with their answers.
-  io::Awaitable<void> send_batches(Loop& loop);
+  io::Awaitable<void> send_batches(Loop& loop, Lane& lane);
   /// One call of decide.lua for `batch`; false when Redis failed.
-  io::Awaitable<bool> call(Loop& loop, Batch& batch);
+  io::Awaitable<bool> call(Loop& loop, Lane& lane, Batch& batch);
+  /// Cluster: a request whose charges go to several lanes, charged on each, then refunded where
+  /// it was admitted if another lane refused it.
+  io::Awaitable<pipeline::ChargeResult> charge_across(Loop& loop,
+                                                      const pipeline::Decision& decision,
+                                                      const pipeline::Charges& charges,
+                                                      const LaneIndices& lanes,
+                                                      std::uint64_t permit, limiter::TimePoint now);
+  /// One part of charge_across(): waits in its lane's batch, then counts itself done.
+  io::Awaitable<void> decide_part(Loop& loop, Lane& lane, BatchWaiter& waiter, std::size_t& pending,
+                                  io::Timer& done);
+  /// Sends one call of refund.lua on `lane`, waits for it, and reads the refunded charges'
+  /// statuses into `result`.
+  io::Awaitable<void> refund(Loop& loop, Lane& lane, RefundCall call,
+                             pipeline::ChargeResult& result);
+  /// What is left to do once Redis decided: remember refused keys in the over-limit cache.
+  void remember_refusals(Loop& loop, const pipeline::Decision& decision,
+                         const pipeline::Charges& charges, const pipeline::ChargeResult& result,
+                         limiter::TimePoint now);
+
   /// Loads decide.lua and release.lua on `connection`: as a function library, or as scripts
   /// where Redis has no functions. False, with the reason in `why`, when Redis refused.
   io::Awaitable<bool> load_code(RedisConnection& connection, limiter::Duration timeout,
@@ -114,20 +184,12 @@ class RedisStore final : public Store {
   /// The concurrency permits `charges` take, as a finished request gives them back.
   static std::vector<pipeline::Permit> permits_of(const pipeline::Decision& decision,
                                                   const pipeline::Charges& charges);
-  /// Gives back `permits` held under `id`, in the background, on `connection`.
-  void send_releases(RedisConnection& connection, const std::vector<pipeline::Permit>& permits,
-                     std::uint64_t id);
+  /// Gives back `permits` held under `id`, in the background, each on its key's lane.
+  void send_releases(Loop& loop, const std::vector<pipeline::Permit>& permits, std::uint64_t id);
   io::Awaitable<void> run_releases(std::shared_ptr<RedisConnection> connection,
                                    std::vector<ReleaseCall> releases);
-  io::Awaitable<std::shared_ptr<RedisConnection>> connect();
-  io::Awaitable<void> reconnect(Loop& loop, std::size_t slot);
-  /// A working connection of the loop, round robin; nullptr when all are reconnecting.
-  RedisConnection* pick(Loop& loop);
-  /// Drops a broken connection and reconnects its slot in the background.
-  void replace(Loop& loop, std::size_t slot);
-  limiter::Duration connect_timeout() const noexcept;
-  /// `requests` requests could not be decided in Redis.
-  void failed(Loop& loop, std::string_view why, std::size_t requests = 1);
+  /// `requests` requests could not be decided by the lane's Redis.
+  void failed(Loop& loop, Lane& lane, std::string_view why, std::size_t requests = 1);
   /// What `on_error` makes of a request Redis could not decide.
   pipeline::ChargeResult fall_back(const pipeline::Charges& charges, limiter::TimePoint now) const;
   /// The keys of the live charges, as the over-limit cache knows them.
@@ -137,8 +199,11 @@ class RedisStore final : public Store {
   config::RedisOptions options_;
   std::string shown_url_;  ///< The URL with its password redacted.
   std::vector<std::unique_ptr<Loop>> loops_;
-  CircuitBreaker breaker_{kProbeInterval};
-  /// Set by every load: the loops' connections all lead to one Redis.
+  /// The Redis nodes, shared by the loops: one on a single Redis, the masters met on a cluster.
+  /// A deque, so that the loops' references stay valid as nodes are added.
+  mutable std::mutex nodes_mutex_;
+  std::deque<Node> nodes_;
+  /// Set by every load: the loops' connections all lead to one Redis (or cluster).
   std::atomic<bool> functions_{true};
   std::uint64_t permit_base_;  ///< Random, so replicas' permit ids never meet.
   std::optional<limiter::TimePoint> simulated_now_;

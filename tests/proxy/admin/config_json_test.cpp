@@ -53,6 +53,17 @@ routes:
   EXPECT_EQ(value.at("limiters").at("a 'b' <c> & {d}").at("limit").as_int64(), 3);
 }
 
+TEST(ConfigJson, ShowsTheRedisStoreWithItsPasswordRedactedAndWhetherItIsACluster) {
+  const config::ProxyConfig config = parse(
+      "upstream: http://127.0.0.1:9000\n"
+      "store: {type: redis, redis: {url: \"redis://:hunter2@node-1:7000\", cluster: true}}\n"
+      "routes: [{name: a}]\n");
+  const json::value value = parsed(config_json(config));
+  const json::value& redis = value.at("store").at("redis");
+  EXPECT_EQ(redis.at("url").as_string(), "redis://:***@node-1:7000");
+  EXPECT_TRUE(redis.at("cluster").as_bool());
+}
+
 TEST(ConfigJson, WritesMembersInTheFilesOrderAndWholeNumbersWhole) {
   const config::ProxyConfig config = parse(R"(
 limiters:

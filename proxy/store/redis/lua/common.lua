@@ -57,9 +57,40 @@ local function whole(x)
   return string.format('%d', x)
 end
 
+-- Whether the call decides at a time it was given (a simulated clock, in tests) rather than on
+-- Redis's clock. Keys then get no time to live: Redis would count it down on its own clock,
+-- which the given one does not follow, and forget a state the given clock still needs.
+local given_clock = false
+
+-- `now` as a call gives it (µs since the epoch), or Redis's clock when it gives 0.
+local function time_now(arg)
+  local now = tonumber(arg)
+  given_clock = now ~= 0
+  if now == 0 then
+    local time = redis.call('TIME')
+    now = tonumber(time[1]) * 1000000 + tonumber(time[2])
+  end
+  return now
+end
+
+-- Removes the members `permit`:1 .. `permit`:`count` of a sorted set (a request's concurrency
+-- permits, or its sliding log stamps); returns how many there were.
+local function remove_members(key, permit, count)
+  local members = {}
+  local removed = 0
+  for i = 1, count do -- in batches: unpack() takes a few thousand values at most
+    members[#members + 1] = permit .. ':' .. i
+    if #members >= 1000 or i == count then
+      removed = removed + redis.call('ZREM', key, unpack(members))
+      members = {}
+    end
+  end
+  return removed
+end
+
 -- Keeps a key until its state is fresh again (at `fresh_at`), so Redis forgets idle keys itself.
 local function expire_at(key, fresh_at, now)
-  if fresh_at == NEVER then
+  if fresh_at == NEVER or given_clock then
     return
   end
   redis.call('PEXPIRE', key, whole(math.max(1, math.ceil((fresh_at - now) / 1000))))

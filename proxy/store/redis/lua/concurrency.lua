@@ -36,6 +36,11 @@ local function make_concurrency()
     expire_at(key, now + p[2], now)
   end
 
+  function concurrency.refund(key, s, decided_at, now, cost, hold, p, permit)
+    s.in_flight = s.in_flight - remove_members(key, permit, cost)
+    return false
+  end
+
   function concurrency.status(s, now, p)
     return p[1] - math.min(s.in_flight, p[1]), 0
   end

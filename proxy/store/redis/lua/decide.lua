@@ -9,7 +9,7 @@
 --       algorithm, delay (0/1), max_delay (µs), 4 parameters; then per request: its number of
 --       limiters, of live limiters, its permit id (concurrency), then per limiter: its
 --       definition (1-based) and cost.
--- Returns per request: 1 (decided) or 0 (failed), then per limiter: admitted (0/1), hold,
+-- Returns the time decided at (µs, for refunds), then per request: 1 (decided) or 0 (failed), then per limiter: admitted (0/1), hold,
 --       retry_after (-1 = never), remaining, reset (µs); shadow limiters of a refused request are
 --       not evaluated (all zeros). After them, if a request failed, the first failure's message.
 --
@@ -104,11 +104,7 @@ local function decide_request(charges, count, live, now, permit, states, changed
 end
 
 local function decide(keys, args)
-  local now = tonumber(args[1])
-  if now == 0 then
-    local time = redis.call('TIME')
-    now = tonumber(time[1]) * 1000000 + tonumber(time[2])
-  end
+  local now = time_now(args[1])
   local definitions = {}
   local arg_at = 4
   for i = 1, tonumber(args[3]) do
@@ -121,7 +117,8 @@ local function decide(keys, args)
   local charges = {} -- reused from request to request: one table per limiter of a request
   local reply = {}
   local failure
-  local key_at, at = 1, 1
+  local key_at, at = 1, 2
+  reply[1] = now
   for _ = 1, tonumber(args[2]) do
     local count, live, permit = tonumber(args[arg_at]), tonumber(args[arg_at + 1]), args[arg_at + 2]
     for i = 1, count do
@@ -166,4 +163,20 @@ local function decide(keys, args)
     reply[at] = failure
   end
   return reply
+end
+
+-- decide() on a Redis Cluster node: the keys come as arguments (args[1] of them, then the rest
+-- of decide's args), since a call may not declare keys of several slots. The function is
+-- registered with allow-cross-slot-keys; a key of a slot this node does not serve fails its
+-- request alone ("non local key"), which tells the proxy to read the slot map again.
+local function decide_in_cluster(_, args)
+  local count = tonumber(args[1])
+  local keys, rest = {}, {}
+  for i = 1, count do
+    keys[i] = args[i + 1]
+  end
+  for i = count + 2, #args do
+    rest[#rest + 1] = args[i]
+  end
+  return decide(keys, rest)
 end

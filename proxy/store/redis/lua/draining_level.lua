@@ -26,8 +26,23 @@ local function make_draining_level()
     s.empty_at = math.max(s.empty_at, now) + draining_level.time_for(permits, p)
   end
 
+  -- Takes back the `permits` taken at `decided_at`, less what may have drained of them since
+  -- (as though they drained first): never more than the level would hold without them.
+  function draining_level.refund(key, s, decided_at, now, permits, hold, p)
+    local back = draining_level.time_for(permits, p) - math.max(0, now - decided_at)
+    if back <= 0 or s.empty_at <= now then
+      return false
+    end
+    s.empty_at = math.max(now, s.empty_at - back)
+    return true
+  end
+
   -- Kept until drained (expire_at's rule), in the same command.
   function draining_level.save(key, s, now)
+    if given_clock then
+      redis.call('SET', key, whole(s.empty_at))
+      return
+    end
     redis.call('SET', key, whole(s.empty_at), 'PX',
       whole(math.max(1, math.ceil((s.empty_at - now) / 1000))))
   end

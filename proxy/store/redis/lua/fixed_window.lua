@@ -36,6 +36,18 @@ local function make_fixed_window()
     end
   end
 
+  -- Takes back what commit() added, if its window is still the key's (see refund.lua). A commit
+  -- into a later window (delay mode) replaced the count of the current one; emptied, that window
+  -- would let the current one admit again, so its reservations are kept (admitting less).
+  function fixed_window.refund(key, s, decided_at, now, cost, hold, p)
+    local window = period_index(decided_at + hold, p[2])
+    if s.n == 0 or s.w ~= window or (s.n <= cost and window > period_index(now, p[2])) then
+      return false
+    end
+    s.n = math.max(0, s.n - cost)
+    return true
+  end
+
   function fixed_window.save(key, s, now, p)
     redis.call('HSET', key, 'w', whole(s.w), 'n', whole(s.n))
     expire_at(key, (s.w + 1) * p[2], now)

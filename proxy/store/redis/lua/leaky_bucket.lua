@@ -5,6 +5,7 @@ local function make_leaky_bucket()
   local draining_level = make_draining_level()
   local leaky_bucket = {
     load = draining_level.load, commit = draining_level.commit, save = draining_level.save,
+    refund = draining_level.refund,
   }
 
   function leaky_bucket.evaluate(s, now, cost, p, policy)

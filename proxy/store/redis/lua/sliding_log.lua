@@ -37,19 +37,19 @@ local function make_sliding_log()
     return verdict_at(math.max(from, tonumber(last[2]) + length), now, policy)
   end
 
-  function sliding_log.commit(key, s, now, cost, hold, p)
+  function sliding_log.commit(key, s, now, cost, hold, p, permit)
     local length = p[2]
     local at = now + hold
-    -- Timestamps outside the window that ends at `at` can never count again.
-    redis.call('ZREMRANGEBYSCORE', key, '-inf', at - length)
-    -- Admitted stamps never decrease, and the ones at `at` survive every trim at `at`: members
-    -- named after the stamp and the set's size are unique.
-    local size = redis.call('ZCARD', key)
+    -- Timestamps outside the window that ends now can never count again. (Those that leave it
+    -- before `at` would not count either, but a refund of this commit needs them back.)
+    redis.call('ZREMRANGEBYSCORE', key, '-inf', now - length)
+    -- Members are named after the request's permit id (unique per request), so that a refund
+    -- finds them.
     local stamp = string.format('%.17g', at)
     local args = {}
     for i = 1, cost do
       args[#args + 1] = stamp
-      args[#args + 1] = stamp .. ':' .. (size + i)
+      args[#args + 1] = permit .. ':' .. i
       if #args >= 1000 or i == cost then
         redis.call('ZADD', key, unpack(args))
         args = {}
@@ -57,6 +57,14 @@ local function make_sliding_log()
     end
     s.newest = at
     expire_at(key, at + length, now)
+  end
+
+  -- Removes the timestamps commit() logged under `permit`.
+  function sliding_log.refund(key, s, decided_at, now, cost, hold, p, permit)
+    remove_members(key, permit, cost)
+    local newest = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
+    s.newest = tonumber(newest[2])
+    return false
   end
 
   function sliding_log.status(s, now, p)

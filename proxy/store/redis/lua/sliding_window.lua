@@ -70,6 +70,23 @@ local function make_sliding_window()
     s.w, s.p, s.c = window, previous, current + cost
   end
 
+  -- Takes back what commit() added from the window it went to, current or now previous. As with
+  -- fixed_window, a later window that would be left empty keeps its reservations.
+  function sliding_window.refund(key, s, decided_at, now, cost, hold, p)
+    local window = period_index(decided_at + hold, p[2])
+    if s.w == window and s.p == 0 and s.c <= cost and window > period_index(now, p[2]) then
+      return false
+    end
+    if s.w == window then
+      s.c = math.max(0, s.c - cost)
+    elseif s.w == window + 1 then
+      s.p = math.max(0, s.p - cost)
+    else
+      return false
+    end
+    return true
+  end
+
   function sliding_window.save(key, s, now, p)
     redis.call('HSET', key, 'w', whole(s.w), 'p', whole(s.p), 'c', whole(s.c))
     expire_at(key, (s.w + 2) * p[2], now)

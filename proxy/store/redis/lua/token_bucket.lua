@@ -4,6 +4,7 @@ local function make_token_bucket()
   local draining_level = make_draining_level()
   local token_bucket = {
     load = draining_level.load, commit = draining_level.commit, save = draining_level.save,
+    refund = draining_level.refund,
   }
 
   function token_bucket.evaluate(s, now, cost, p, policy)

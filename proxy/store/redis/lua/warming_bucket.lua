@@ -66,6 +66,20 @@ local function make_warming_bucket()
     s.s = s.s - spent
   end
 
+  -- Takes back a commit, never more: the permits it spent return as stored ones (which never
+  -- make a request cheaper), and the next free ticket moves back by the least the commit
+  -- could have added (stable interval per permit), less the time elapsed since.
+  function warming_bucket.refund(key, s, decided_at, now, cost, hold, p)
+    local g = s.g
+    resync(s, now, g)
+    s.s = math.min(g.max_permits, s.s + cost)
+    local back = math.floor(cost * g.stable) - math.max(0, now - decided_at)
+    if back > 0 then
+      s.f = math.max(now, s.f - back)
+    end
+    return true
+  end
+
   function warming_bucket.save(key, s, now)
     local g = s.g
     redis.call('HSET', key, 's', s.s, 'f', whole(s.f)) -- s: stored permits, a fraction

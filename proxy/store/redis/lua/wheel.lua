@@ -80,6 +80,36 @@ local function make_wheel()
     expire_at(key, (s.head + slots) * length, now)
   end
 
+  -- Takes back what commit() added to its bucket, if the bucket is still in the window. A commit
+  -- into a later bucket (delay mode) dropped buckets the current window still counts: that
+  -- bucket, if it is the head, stays (empty), so that the window still starts there.
+  function wheel.refund(key, s, decided_at, now, cost, hold, p)
+    local length = p[2] / p[3]
+    local bucket = period_index(decided_at + hold, length)
+    local count = s.counts[bucket]
+    if not count then
+      return false
+    end
+    local marks_head = bucket == s.head and bucket > period_index(now, length)
+    if count <= cost and not marks_head then
+      s.counts[bucket] = nil
+      redis.call('HDEL', key, whole(bucket))
+      s.head = nil
+      for b in pairs(s.counts) do
+        if not s.head or b > s.head then
+          s.head = b
+        end
+      end
+    elseif count <= cost then
+      s.counts[bucket] = 0
+      redis.call('HSET', key, whole(bucket), '0')
+    else
+      s.counts[bucket] = count - cost
+      redis.call('HSET', key, whole(bucket), whole(count - cost))
+    end
+    return false -- written here: wheel has no save()
+  end
+
   function wheel.status(s, now, p)
     local limit, slots = p[1], p[3]
     local length = p[2] / slots

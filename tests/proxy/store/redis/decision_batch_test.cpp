@@ -10,16 +10,12 @@
 #include <string_view>
 
 #include "proxy/store/redis/resp.hpp"
+#include "tests/support/resp_reply.hpp"
 
 namespace sluice::store::redis {
 namespace {
 
-RespValue reply_of(std::string_view bytes) {
-  RespReader reader;
-  reader.feed(bytes);
-  const RespValue* reply = reader.next();
-  return reply != nullptr ? *reply : RespValue{};
-}
+using test::reply_of;
 
 /// A request of one live limiter, waiting in a batch.
 struct OneLimiter {
@@ -52,18 +48,19 @@ class DecisionBatchTest : public ::testing::Test {
   }
 
   void add_both() {
-    batch.add("p:", first.waiter);
-    batch.add("p:", second.waiter);
+    batch.add({"p:"}, first.waiter);
+    batch.add({"p:"}, second.waiter);
   }
 };
 
 TEST_F(DecisionBatchTest, ReadsEachWaitersDecisionIntoItsOwnResult) {
   add_both();
   batch.read(
-      reply_of("*12\r\n:1\r\n:1\r\n:0\r\n:0\r\n:4\r\n:1000\r\n"
+      reply_of("*13\r\n:1700000000000000\r\n:1\r\n:1\r\n:0\r\n:0\r\n:4\r\n:1000\r\n"
                ":1\r\n:0\r\n:0\r\n:250\r\n:0\r\n:750\r\n"));
   EXPECT_TRUE(batch.failure().empty());
   ASSERT_TRUE(first.waiter.decided);
+  EXPECT_EQ(first.waiter.decided_at, 1700000000000000);
   EXPECT_TRUE(first.waiter.result.live_admitted);
   EXPECT_EQ(first.waiter.result.outcomes[0].status.remaining, 4U);
   ASSERT_TRUE(second.waiter.decided);
@@ -74,7 +71,7 @@ TEST_F(DecisionBatchTest, ReadsEachWaitersDecisionIntoItsOwnResult) {
 TEST_F(DecisionBatchTest, AFailedRequestFailsAloneAndNamesWhy) {
   add_both();
   batch.read(
-      reply_of("*13\r\n:0\r\n:0\r\n:0\r\n:0\r\n:0\r\n:0\r\n"
+      reply_of("*14\r\n:1700000000000000\r\n:0\r\n:0\r\n:0\r\n:0\r\n:0\r\n:0\r\n"
                ":1\r\n:1\r\n:0\r\n:0\r\n:3\r\n:10\r\n$9\r\nWRONGTYPE\r\n"));
   EXPECT_FALSE(first.waiter.decided);
   EXPECT_TRUE(second.waiter.decided);
@@ -87,7 +84,7 @@ TEST_F(DecisionBatchTest, AnErrorReplyOrAReplyOfTheWrongShapeDecidesNobody) {
   EXPECT_EQ(batch.failure(), "ERR Function not found");
   EXPECT_FALSE(first.waiter.decided);
   EXPECT_FALSE(second.waiter.decided);
-  batch.read(reply_of("*6\r\n:1\r\n:1\r\n:0\r\n:0\r\n:4\r\n:1000\r\n"));  // one request short
+  batch.read(reply_of("*7\r\n:1\r\n:1\r\n:1\r\n:0\r\n:0\r\n:4\r\n:1000\r\n"));  // one short
   EXPECT_EQ(batch.failure(), "unexpected reply");
   EXPECT_FALSE(second.waiter.decided);
 }
@@ -95,7 +92,7 @@ TEST_F(DecisionBatchTest, AnErrorReplyOrAReplyOfTheWrongShapeDecidesNobody) {
 TEST_F(DecisionBatchTest, WakesEveryWaiterAtOnceAndEmptiesForItsNextUse) {
   int woken = 0;
   const auto wait = [&](BatchWaiter& waiter) -> io::Awaitable<void> {
-    batch.add("p:", waiter);
+    batch.add({"p:"}, waiter);
     co_await batch.wait();
     ++woken;
   };

@@ -9,18 +9,14 @@
 #include <vector>
 
 #include "proxy/store/redis/resp.hpp"
+#include "tests/support/resp_reply.hpp"
 
 namespace sluice::store::redis {
 namespace {
 
 using namespace std::chrono_literals;
 
-RespValue reply_of(std::string_view bytes) {
-  RespReader reader;
-  reader.feed(bytes);
-  const RespValue* reply = reader.next();
-  return reply != nullptr ? *reply : RespValue{};
-}
+using test::reply_of;
 
 pipeline::Charges charges_of(std::size_t count, std::size_t live) {
   pipeline::Charges charges;
@@ -129,9 +125,9 @@ TEST(BatchCall, PutsEveryRequestsKeysFirstThenEachDefinitionOnceThenTheRequests)
   charges.shared_key[0] = 0xab;
 
   BatchCall call;
-  call.add("p:", decision, charges, 0x10);
+  call.add({"p:"}, decision, charges, 0x10);
   charges.shared_key[0] = 0xcd;
-  call.add("p:", decision, charges, 0x20);
+  call.add({"p:"}, decision, charges, 0x20);
   EXPECT_EQ(call.requests(), 2U);
   const auto arguments = call.arguments(
       "FCALL", "decide", std::chrono::system_clock::time_point(std::chrono::microseconds(42)));
@@ -151,7 +147,7 @@ TEST(BatchCall, PutsEveryRequestsKeysFirstThenEachDefinitionOnceThenTheRequests)
   EXPECT_EQ(std::vector<std::string_view>(arguments.begin() + 5, arguments.end()), expected_tail);
 
   call.clear();
-  call.add("p:", decision, charges, 0x30);
+  call.add({"p:"}, decision, charges, 0x30);
   const auto again = call.arguments("EVALSHA", "sha", std::nullopt);
   ASSERT_EQ(again.size(), 2U + 1 + 1 + 3 + 7 + 5);
   EXPECT_EQ(again[2], "1");

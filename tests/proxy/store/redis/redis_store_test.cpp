@@ -19,6 +19,7 @@
 #include "tests/support/manual_clock.hpp"
 #include "tests/support/pipeline_fixture.hpp"
 #include "tests/support/redis_server.hpp"
+#include "tests/support/redis_store_fixture.hpp"
 #include "tests/support/store_decision.hpp"
 
 namespace sluice::store::redis {
@@ -29,168 +30,15 @@ using namespace std::chrono_literals;
 using Request = test::PipelineFixture::Request;
 using limiter::Duration;
 using limiter::TimePoint;
+using test::Algorithm;
+using test::allowed_among;
 using test::at;
-
-/// The same configuration twice: one pipeline decides with its memory limiters, the other
-/// through a Redis store on a one-connection loop.
-class StoreFixture {
- public:
-  /// `yaml` without a store section; `store` is added to it (url, and more options).
-  StoreFixture(const std::string& yaml, const std::string& store)
-      : memory_(yaml),
-        shared_(yaml + "store: {type: redis, redis: {pool: 1, " + store + "}}\n"),
-        store_(shared_.config().store.redis, 1) {
-    loop_.run([this] { return store_.open(0); });
-  }
-  StoreFixture(const StoreFixture&) = delete;
-  StoreFixture& operator=(const StoreFixture&) = delete;
-  StoreFixture(StoreFixture&&) = delete;
-  StoreFixture& operator=(StoreFixture&&) = delete;
-  ~StoreFixture() { store_.close(0); }
-
-  pipeline::Decision memory(const Request& request, TimePoint now,
-                            std::optional<limiter::Permits> cost = std::nullopt) {
-    return memory_.send(request, now, cost);
-  }
-
-  /// Through the Redis store, deciding at `now` (a simulated clock), or at Redis's own time.
-  pipeline::Decision redis(const Request& request, std::optional<TimePoint> now,
-                           std::optional<limiter::Permits> cost = std::nullopt) {
-    pipeline::Decision decision;
-    pipeline::Charges charges;
-    const TimePoint local = now.value_or(limiter::SystemClock().now());
-    if (shared_.pipeline().prepare(test::PipelineFixture::view_of(request), local, cost, decision,
-                                   charges)) {
-      store_.decide_at(now);
-      loop_.run([&]() -> io::Awaitable<void> {
-        co_await test::decide_through(store_, 0, shared_.pipeline(), decision, charges, local);
-      });
-    }
-    return decision;
-  }
-
-  void release(const pipeline::Decision& memory, const pipeline::Decision& redis) {
-    pipeline::Pipeline::release_locally(memory);
-    store_.release(0, redis);
-    loop_.poll();
-  }
-
-  RedisStore& store() { return store_; }
-  test::EventLoop& loop() { return loop_; }
-  pipeline::Pipeline& shared_pipeline() { return shared_.pipeline(); }
-
- private:
-  test::PipelineFixture memory_;
-  test::PipelineFixture shared_;
-  test::EventLoop loop_;
-  RedisStore store_;
-};
-
-/// One request through the store, counted in `done` when decided. A function, not a lambda: a
-/// coroutine's parameters live in its frame, a lambda's captures only as long as the lambda.
-io::Awaitable<void> decide_one(StoreFixture& fixture, Request request,
-                               std::optional<limiter::Permits> cost, TimePoint now,
-                               pipeline::Decision& decision, pipeline::Charges& charges,
-                               std::size_t& done) {
-  if (fixture.shared_pipeline().prepare(test::PipelineFixture::view_of(request), now, cost,
-                                        decision, charges)) {
-    co_await test::decide_through(fixture.store(), 0, fixture.shared_pipeline(), decision, charges,
-                                  now);
-  }
-  ++done;
-}
-
-/// A request and its cost (nullopt: the route's).
-using Costed = std::pair<Request, std::optional<limiter::Permits>>;
-
-/// `requests`, all in flight on the store's loop at once (so they go in one batch, or more if
-/// there are more than kMaxBatch), decided at `now` (nullopt: Redis's clock), with `meanwhile`
-/// (an awaitable) started among them: their decisions, in order of arrival, once all of them and
-/// `meanwhile` are done.
-std::vector<pipeline::Decision> together(StoreFixture& fixture, const std::vector<Costed>& requests,
-                                         std::optional<TimePoint> now = std::nullopt,
-                                         io::Awaitable<void> meanwhile = {}) {
-  std::vector<pipeline::Decision> decisions(requests.size());
-  std::vector<pipeline::Charges> charges(requests.size());
-  std::size_t done = 0;
-  std::size_t expected = requests.size();
-  fixture.store().decide_at(now);
-  auto& io = fixture.loop().io();
-  for (std::size_t i = 0; i < requests.size(); ++i) {
-    if (i == requests.size() / 2 && meanwhile.valid()) {
-      ++expected;
-      net::co_spawn(io, std::move(meanwhile), [&done](const std::exception_ptr&) { ++done; });
-    }
-    net::co_spawn(
-        io,
-        decide_one(fixture, requests[i].first, requests[i].second,
-                   now.value_or(limiter::SystemClock().now()), decisions[i], charges[i], done),
-        net::detached);
-  }
-  while (done < expected) {
-    fixture.loop().run_for(1ms);
-  }
-  return decisions;
-}
-
-/// `count` times `request`, as together() sends them.
-std::vector<Costed> times(std::size_t count, const Request& request) {
-  return std::vector<Costed>(count, Costed{request, std::nullopt});
-}
-
-std::size_t allowed_among(const std::vector<pipeline::Decision>& decisions) {
-  return static_cast<std::size_t>(
-      std::count_if(decisions.begin(), decisions.end(), [](const pipeline::Decision& decision) {
-        return decision.outcome == pipeline::Outcome::allowed;
-      }));
-}
-
-/// Redis works in whole microseconds: a duration as the store reports it.
-Duration in_microseconds(Duration d) {
-  if (d == Duration::max()) {
-    return d;
-  }
-  return std::chrono::ceil<std::chrono::microseconds>(d);
-}
-
-/// `cached`: the store refused from its over-limit cache. The refusal must be the same; its
-/// retry-after is the one Redis gave, which later admissions of smaller costs (or, live, other
-/// replicas) may have pushed back: never later than the truth. Its headers may lag.
-void expect_same(const pipeline::Decision& redis, const pipeline::Decision& memory,
-                 const std::string& where, bool cached) {
-  SCOPED_TRACE(where);
-  EXPECT_EQ(name_of(redis.outcome), name_of(memory.outcome));
-  EXPECT_EQ(redis.status, memory.status);
-  EXPECT_EQ(redis.hold, in_microseconds(memory.hold));
-  if (cached) {
-    EXPECT_LE(redis.retry_after, in_microseconds(memory.retry_after));
-    return;
-  }
-  EXPECT_EQ(redis.retry_after, in_microseconds(memory.retry_after));
-  ASSERT_EQ(redis.applied().size(), memory.applied().size());
-  for (std::size_t i = 0; i < redis.applied().size(); ++i) {
-    const pipeline::LimiterReport& r = redis.applied()[i];
-    const pipeline::LimiterReport& m = memory.applied()[i];
-    EXPECT_EQ(r.limiter->name, m.limiter->name);
-    EXPECT_EQ(r.verdict.admitted, m.verdict.admitted);
-    EXPECT_EQ(r.verdict.hold, in_microseconds(m.verdict.hold));
-    EXPECT_EQ(r.verdict.retry_after, in_microseconds(m.verdict.retry_after));
-    EXPECT_EQ(r.status.remaining, m.status.remaining);
-    EXPECT_EQ(r.status.reset, in_microseconds(m.status.reset));
-  }
-  EXPECT_EQ(redis.permit_count, memory.permit_count);
-}
-
-struct Algorithm {
-  std::string name;
-  std::string limiter;  ///< The limiter's YAML mapping, without mode.
-};
-
-std::string config_for(const Algorithm& algorithm, std::string_view mode) {
-  return "upstream: http://127.0.0.1:9000\nlimiters:\n  tested: {" + algorithm.limiter +
-         ", mode: " + std::string(mode) + ", max_delay: 400ms}\nroutes:\n" +
-         "  - {name: api, limiters: [tested]}\n";
-}
+using test::config_for;
+using test::Costed;
+using test::expect_same;
+using test::StoreFixture;
+using test::times;
+using test::together;
 
 /// A Redis that has functions (7 and later), or one that has not: FUNCTION renamed away, as on
 /// Redis 6, so decide.lua runs as a script.
@@ -214,7 +62,7 @@ TEST_P(SameDecisions, AsTheMemoryStoreOnTheSameTraffic) {
   EXPECT_EQ(fixture.store().uses_functions(), code == "functions");
   const std::array<Duration, 9> steps{0us, 0us, 1us, 37ms, 100ms, 250ms, 499'999us, 1s, 3s};
   std::mt19937 random(2026);
-  std::deque<std::pair<pipeline::Decision, pipeline::Decision>> held;
+  test::HeldPermits held;
   TimePoint now = at(0s);
   int limited = 0;  // or delayed
   int cached_answers = 0;
@@ -229,12 +77,9 @@ TEST_P(SameDecisions, AsTheMemoryStoreOnTheSameTraffic) {
     cached_answers += cached ? 1 : 0;
     expect_same(redis, memory, "request " + std::to_string(i), cached);
     limited += memory.outcome != pipeline::Outcome::allowed ? 1 : 0;
-    if (memory.permit_count != 0) {
-      held.emplace_back(memory, redis);
-    }
+    held.keep(memory, redis);
     if (!held.empty() && random() % 3 == 0) {
-      fixture.release(held.front().first, held.front().second);
-      held.pop_front();
+      held.release_oldest(fixture);
     }
   }
   // The traffic must exercise every answer, or the comparison proves little.
@@ -254,7 +99,7 @@ TEST_P(SameDecisions, AsTheMemoryStoreOnTheSameTrafficInBatches) {
   StoreFixture fixture(config_for(algorithm, mode), "url: \"" + server->url() + "\"");
   const std::array<Duration, 7> steps{1us, 37ms, 100ms, 250ms, 499'999us, 1s, 3s};
   std::mt19937 random(2027);
-  std::deque<std::pair<pipeline::Decision, pipeline::Decision>> held;
+  test::HeldPermits held;
   TimePoint now = at(0s);
   int limited = 0;  // or delayed
   std::size_t calls_with_a_key_twice = 0;
@@ -281,13 +126,10 @@ TEST_P(SameDecisions, AsTheMemoryStoreOnTheSameTrafficInBatches) {
       expect_same(redis[i], memory[i],
                   "group " + std::to_string(group) + ", request " + std::to_string(i), cached);
       limited += memory[i].outcome != pipeline::Outcome::allowed ? 1 : 0;
-      if (memory[i].permit_count != 0) {
-        held.emplace_back(memory[i], redis[i]);
-      }
+      held.keep(memory[i], redis[i]);
     }
     while (!held.empty() && random() % 2 == 0) {
-      fixture.release(held.front().first, held.front().second);
-      held.pop_front();
+      held.release_oldest(fixture);
     }
   }
   EXPECT_GT(limited, 20);
