@@ -15,6 +15,10 @@
 #   memory  the memory store
 #   redis   store: redis, exact: every request decided in Redis (decide.lua, batched per loop)
 #   redis, before  the same with BEFORE_BIN, when given
+#   cluster, 3 masters  store: redis with cluster: true, on a 3-master Redis Cluster on loopback
+#           (no replicas). The two limiters' keys lie on different masters for about 2 requests
+#           in 3 (the route's key is on one master, the clients' keys spread), so those are
+#           charged in two calls, one per master. (CLUSTER=0 leaves the row out.)
 #
 # Machine: sluice alone on PROXY_CPU (one event loop); wrk, the upstream (one nginx worker
 # answering 200) and redis-server share LOAD_CPU, since a 2-core machine has no third core. Redis
@@ -25,7 +29,8 @@
 # Environment (defaults in brackets):
 #   SLUICE_BIN [build/release/sluice]  BEFORE_BIN []  ROUNDS [3]  DURATION [4s]  WARMUP [1s]
 #   CONNECTIONS [50]  UPSTREAM_PORT [18080]  SLUICE_PORT [18081]  SLUICE_ADMIN_PORT [18091]
-#   REDIS_PORT [18379]  PIN [1]  PROXY_CPU [1]  LOAD_CPU [0]
+#   REDIS_PORT [18379] (the cluster's nodes: the 3 ports after it)  CLUSTER [1]  PIN [1]
+#   PROXY_CPU [1]  LOAD_CPU [0]
 set -euo pipefail
 
 repo_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -43,6 +48,7 @@ UPSTREAM_PORT=${UPSTREAM_PORT:-18080}
 SLUICE_PORT=${SLUICE_PORT:-18081}
 SLUICE_ADMIN_PORT=${SLUICE_ADMIN_PORT:-18091}
 REDIS_PORT=${REDIS_PORT:-18379}
+CLUSTER=${CLUSTER:-1}
 PIN=${PIN:-1}
 PROXY_CPU=${PROXY_CPU:-1}
 LOAD_CPU=${LOAD_CPU:-0}
@@ -60,7 +66,9 @@ for tool in wrk nginx redis-server redis-cli curl; do
   command -v "$tool" >/dev/null || die "needs $tool (apt-get install wrk nginx-light redis-server curl)"
 done
 
-for port in "$UPSTREAM_PORT" "$SLUICE_PORT" "$SLUICE_ADMIN_PORT" "$REDIS_PORT"; do
+cluster_ports=()
+((CLUSTER == 0)) || cluster_ports=($((REDIS_PORT + 1)) $((REDIS_PORT + 2)) $((REDIS_PORT + 3)))
+for port in "$UPSTREAM_PORT" "$SLUICE_PORT" "$SLUICE_ADMIN_PORT" "$REDIS_PORT" "${cluster_ports[@]}"; do
   ! port_open "$port" || die "127.0.0.1:$port is already in use (see the *_PORT variables)"
 done
 
@@ -97,6 +105,20 @@ started+=($!)
 redis_pid=$!
 wait_port "$REDIS_PORT" "$redis_pid" redis-server "$work/redis.log"
 
+cluster_pids=()
+if ((CLUSTER != 0)); then
+  for port in "${cluster_ports[@]}"; do
+    "${load_pin[@]}" redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no \
+      --cluster-enabled yes --cluster-config-file "$work/nodes-$port.conf" >"$work/redis-$port.log" 2>&1 &
+    started+=($!)
+    cluster_pids+=($!)
+    wait_port "$port" "$!" "redis-server (cluster)" "$work/redis-$port.log"
+  done
+  redis-cli --cluster create "${cluster_ports[@]/#/127.0.0.1:}" --cluster-yes >"$work/cluster.log" 2>&1 ||
+    die "redis-cli --cluster create failed: $(tail -n 3 "$work/cluster.log")"
+  until redis-cli -p "${cluster_ports[0]}" cluster info | grep -q cluster_state:ok; do sleep 0.1; done
+fi
+
 # ---------------------------------------------------------------- one row
 # config STORE: sluice's configuration with that store section.
 config() {
@@ -117,6 +139,7 @@ EOF
 }
 
 redis_store="store: {type: redis, redis: {url: \"redis://127.0.0.1:$REDIS_PORT/0\", pool: 1, timeout: 100ms, on_error: deny}}"
+cluster_row="cluster, 3 masters"
 declare -A binary_of=([memory]=$SLUICE_BIN [redis]=$SLUICE_BIN)
 declare -A store_of=([memory]="" [redis]=$redis_store)
 rows=(memory redis)
@@ -125,11 +148,31 @@ if [[ -n $BEFORE_BIN ]]; then
   store_of["redis, before"]=$redis_store
   rows=(memory "redis, before" redis)
 fi
+if ((CLUSTER != 0)); then
+  binary_of[$cluster_row]=$SLUICE_BIN
+  store_of[$cluster_row]="store: {type: redis, redis: {url: \"redis://127.0.0.1:${cluster_ports[0]}\", cluster: true, pool: 1, timeout: 100ms, on_error: deny}}"
+  rows+=("$cluster_row")
+fi
 
-# decide_calls: Redis's count of decide.lua calls so far, and the µs it spent in them.
+# redis_ports ROW / redis_pids ROW: the Redis servers a row's store uses.
+redis_ports() { if [[ $1 == "$cluster_row" ]]; then echo "${cluster_ports[@]}"; else echo "$REDIS_PORT"; fi; }
+redis_pids() { if [[ $1 == "$cluster_row" ]]; then echo "${cluster_pids[@]}"; else echo "$redis_pid"; fi; }
+
+# decide_calls ROW: its Redis servers' count of decide.lua calls so far, and the µs spent in them.
 decide_calls() {
-  redis-cli -p "$REDIS_PORT" info commandstats |
-    awk -F'[=,]' '/^cmdstat_(fcall|evalsha):/ {calls += $2; usec += $4} END {print calls + 0, usec + 0}'
+  local port
+  for port in $(redis_ports "$1"); do
+    redis-cli -p "$port" info commandstats
+  done | awk -F'[=,]' '/^cmdstat_(fcall|evalsha):/ {calls += $2; usec += $4} END {print calls + 0, usec + 0}'
+}
+
+# redis_ticks ROW: the CPU ticks its Redis servers have used.
+redis_ticks() {
+  local pid total=0
+  for pid in $(redis_pids "$1"); do
+    total=$((total + $(cpu_ticks "$pid")))
+  done
+  echo "$total"
 }
 
 cpu_ticks() {
@@ -161,13 +204,13 @@ measure() {
   "${load_pin[@]}" wrk -t1 -c"$CONNECTIONS" -d"$WARMUP" -s "$repo_root/bench/shared/clients.lua" \
     "http://127.0.0.1:$SLUICE_PORT/" >/dev/null
   ticks0=$(cpu_ticks "$pid")
-  redis0=$(cpu_ticks "$redis_pid")
-  read -r calls0 usec0 < <(decide_calls)
+  redis0=$(redis_ticks "$row")
+  read -r calls0 usec0 < <(decide_calls "$row")
   "${load_pin[@]}" wrk -t1 -c"$CONNECTIONS" -d"$DURATION" --latency \
     -s "$repo_root/bench/shared/clients.lua" "http://127.0.0.1:$SLUICE_PORT/" >"$out"
   ticks1=$(cpu_ticks "$pid")
-  redis1=$(cpu_ticks "$redis_pid")
-  read -r calls1 usec1 < <(decide_calls)
+  redis1=$(redis_ticks "$row")
+  read -r calls1 usec1 < <(decide_calls "$row")
   alive "$pid" || { tail -n 20 "$work/sluice.log" >&2; die "sluice exited during the run"; }
   terminate "$pid" 15
   wait "$pid" 2>/dev/null || true
