@@ -15,6 +15,8 @@
 #   memory  the memory store
 #   redis   store: redis, exact: every request decided in Redis (decide.lua, batched per loop)
 #   redis, before  the same with BEFORE_BIN, when given
+#   redis, lease  the same with `lease: LEASE` on both limiters: each replica takes LEASE permits
+#           of a key at once and grants them without a round trip
 #   cluster, 3 masters  store: redis with cluster: true, on a 3-master Redis Cluster on loopback
 #           (no replicas). The two limiters' keys lie on different masters for about 2 requests
 #           in 3 (the route's key is on one master, the clients' keys spread), so those are
@@ -29,7 +31,8 @@
 # Environment (defaults in brackets):
 #   SLUICE_BIN [build/release/sluice]  BEFORE_BIN []  ROUNDS [3]  DURATION [4s]  WARMUP [1s]
 #   CONNECTIONS [50]  UPSTREAM_PORT [18080]  SLUICE_PORT [18081]  SLUICE_ADMIN_PORT [18091]
-#   REDIS_PORT [18379] (the cluster's nodes: the 3 ports after it)  CLUSTER [1]  PIN [1]
+#   REDIS_PORT [18379] (the cluster's nodes: the 3 ports after it)  CLUSTER [1]  LEASE [100]
+#   PIN [1]
 #   PROXY_CPU [1]  LOAD_CPU [0]
 set -euo pipefail
 
@@ -49,6 +52,7 @@ SLUICE_PORT=${SLUICE_PORT:-18081}
 SLUICE_ADMIN_PORT=${SLUICE_ADMIN_PORT:-18091}
 REDIS_PORT=${REDIS_PORT:-18379}
 CLUSTER=${CLUSTER:-1}
+LEASE=${LEASE:-100}
 PIN=${PIN:-1}
 PROXY_CPU=${PROXY_CPU:-1}
 LOAD_CPU=${LOAD_CPU:-0}
@@ -120,7 +124,8 @@ if ((CLUSTER != 0)); then
 fi
 
 # ---------------------------------------------------------------- one row
-# config STORE: sluice's configuration with that store section.
+# config STORE [LIMITER_OPTIONS]: sluice's configuration with that store section, and more
+# options on both limiters (", lease: 100").
 config() {
   cat <<EOF
 listen: "127.0.0.1:$SLUICE_PORT"
@@ -131,8 +136,8 @@ limits_headers: none
 log: {level: warn, format: text, access: false}
 $1
 limiters:
-  per-client: {algorithm: token_bucket, rate: 1000000/s, burst: 1000000, key: "header:X-Client"}
-  per-route: {algorithm: fixed_window, limit: 1000000000, window: 1h, key: route}
+  per-client: {algorithm: token_bucket, rate: 1000000/s, burst: 1000000, key: "header:X-Client"$2}
+  per-route: {algorithm: fixed_window, limit: 1000000000, window: 1h, key: route$2}
 routes:
   - {name: all, match: {path_prefix: /}, limiters: [per-client, per-route]}
 EOF
@@ -140,13 +145,14 @@ EOF
 
 redis_store="store: {type: redis, redis: {url: \"redis://127.0.0.1:$REDIS_PORT/0\", pool: 1, timeout: 100ms, on_error: deny}}"
 cluster_row="cluster, 3 masters"
-declare -A binary_of=([memory]=$SLUICE_BIN [redis]=$SLUICE_BIN)
-declare -A store_of=([memory]="" [redis]=$redis_store)
-rows=(memory redis)
+declare -A binary_of=([memory]=$SLUICE_BIN [redis]=$SLUICE_BIN ["redis, lease"]=$SLUICE_BIN)
+declare -A store_of=([memory]="" [redis]=$redis_store ["redis, lease"]=$redis_store)
+declare -A options_of=(["redis, lease"]=", lease: $LEASE")
+rows=(memory redis "redis, lease")
 if [[ -n $BEFORE_BIN ]]; then
   binary_of["redis, before"]=$BEFORE_BIN
   store_of["redis, before"]=$redis_store
-  rows=(memory "redis, before" redis)
+  rows=(memory "redis, before" redis "redis, lease")
 fi
 if ((CLUSTER != 0)); then
   binary_of[$cluster_row]=$SLUICE_BIN
@@ -194,7 +200,7 @@ measure() {
   local round=$1 row=$2 out=$work/wrk.txt pid code ticks0 ticks1 redis0 redis1 requests rps p99
   local cpu_us redis_us errors calls0 usec0 calls1 usec1 per_call in_calls
   log "round $round of $ROUNDS: $row"
-  config "${store_of[$row]}" >"$work/sluice.yaml"
+  config "${store_of[$row]}" "${options_of[$row]:-}" >"$work/sluice.yaml"
   "${proxy_pin[@]}" "${binary_of[$row]}" run -c "$work/sluice.yaml" >"$work/sluice.log" 2>&1 &
   pid=$!
   started+=("$pid")

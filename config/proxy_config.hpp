@@ -122,6 +122,9 @@ struct LimiterConfig {
   unsigned ipv6_prefix = 128;  ///< IPv6 clients are grouped by this prefix.
   bool shadow = false;         ///< Computed and counted, never enforced.
   unsigned status = 429;       ///< Status of a limited request.
+  /// With the Redis store: permits a replica takes from Redis at once and then grants without a
+  /// round trip (0: every request decided in Redis). See the README's "Leases".
+  std::uint64_t lease = 0;
   std::vector<Override> overrides;
   Location at;
   bool valid = false;  ///< Read without problems (a config with problems is never returned).

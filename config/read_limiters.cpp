@@ -130,12 +130,27 @@ std::optional<KeyPart> parse_key_part(std::string_view text) {
   return std::nullopt;
 }
 
+/// A lease hands out permits taken earlier: it suits counts of permits, in reject mode.
+void refuse_lease_where_it_cannot_work(MapReader& reader, const LimiterConfig& limiter) {
+  const limiter::LimiterOptions& o = limiter.options;
+  if (o.algorithm == AlgorithmKind::concurrency) {
+    reader.error("lease", "does not apply to concurrency: its permits come back one by one");
+  } else if (o.warmup > limiter::Duration::zero()) {
+    reader.error("lease", "does not apply with warmup: the cost of a permit depends on its time");
+  } else if (o.policy.mode == limiter::Mode::delay) {
+    reader.error("lease", "applies in reject mode only: a delayed request needs its own time");
+  } else if (o.algorithm != AlgorithmKind::token_bucket &&
+             o.algorithm != AlgorithmKind::leaky_bucket && limiter.lease > o.limit) {
+    reader.error("lease", "is more than the limit (" + std::to_string(o.limit) + ")");
+  }
+}
+
 LimiterConfig read_limiter(const std::string& name, const YAML::Node& node, std::uint64_t max_keys,
                            ReadContext& context) {
   MapReader reader(
       node, "limiters." + name,
       {"algorithm", "limit", "window", "slots", "rate", "burst", "warmup", "cold_factor", "key",
-       "ipv6_prefix", "mode", "max_delay", "shadow", "status", "overrides"},
+       "ipv6_prefix", "mode", "max_delay", "shadow", "status", "lease", "overrides"},
       context);
   const std::size_t problems_before = context.diagnostics.count();
   LimiterConfig limiter;
@@ -183,6 +198,9 @@ LimiterConfig read_limiter(const std::string& name, const YAML::Node& node, std:
   if (auto status = reader.whole_number("status", 400, 599)) {
     limiter.status = static_cast<unsigned>(*status);
   }
+  if (auto lease = reader.whole_number("lease", 1, 1'000'000'000)) {
+    limiter.lease = *lease;
+  }
   if (!algorithm) {
     return limiter;
   }
@@ -206,6 +224,9 @@ LimiterConfig read_limiter(const std::string& name, const YAML::Node& node, std:
     if (!warms_up && reader.has("cold_factor")) {
       reader.error("cold_factor", "applies only with warmup");
     }
+  }
+  if (limiter.lease != 0) {
+    refuse_lease_where_it_cannot_work(reader, limiter);
   }
   if (*algorithm == AlgorithmKind::concurrency &&
       limiter.options.policy.mode == limiter::Mode::delay) {

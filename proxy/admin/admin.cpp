@@ -92,6 +92,12 @@ http::response<http::string_body> limiter_state(std::string_view rest, pipeline:
   return json_response(http::status::ok, version, keep_alive, state);
 }
 
+/// The event loops of all replicas holding leases on `store`, as it counts them: at least one.
+std::uint64_t lease_holders_of(const store::Store& store) {
+  const auto health = store.health();
+  return std::max<std::uint64_t>(health ? health->lease_holders : 0, 1);
+}
+
 http::response<http::string_body> metrics_page(const live::Generation& generation,
                                                const http::LoopContext& context, unsigned version,
                                                bool keep_alive) {
@@ -106,7 +112,19 @@ http::response<http::string_body> metrics_page(const live::Generation& generatio
     gauges.store_calls = health->calls;
     gauges.store_requests_in_calls = health->requests_in_calls;
     gauges.store_refunds = health->refunds;
+    gauges.store_lease_hits = health->lease_hits;
+    gauges.store_lease_holders = health->lease_holders;
   }
+  std::vector<std::pair<std::string_view, std::uint64_t>> lease_bounds;
+  if (gauges.store != "memory") {
+    for (const config::LimiterConfig& limiter : generation.config->limiters) {
+      if (limiter.lease != 0) {
+        lease_bounds.emplace_back(
+            limiter.name, limiter.lease * std::max<std::uint64_t>(gauges.store_lease_holders, 1));
+      }
+    }
+  }
+  gauges.lease_bounds = lease_bounds;
   return text_response(http::status::ok, version, keep_alive, context.proxy.metrics.render(gauges),
                        "text/plain; version=0.0.4; charset=utf-8");
 }
@@ -164,8 +182,10 @@ io::Awaitable<void> serve_admin(io::Socket socket, http::LoopContext& context) {
       } else if (target == "/metrics") {
         response = metrics_page(*generation, context, request.version(), keep_alive);
       } else if (target == "/config") {
-        response = text_response(http::status::ok, request.version(), keep_alive,
-                                 config_json(*generation->config), "application/json");
+        response =
+            text_response(http::status::ok, request.version(), keep_alive,
+                          config_json(*generation->config, lease_holders_of(*context.proxy.store)),
+                          "application/json");
       } else if (target == "/readyz") {
         // Ready while accepting traffic and the store answers (SPEC §5). A failed store is
         // asked again here: an unready replica may get no request that would find it back.

@@ -99,7 +99,8 @@ void add_limiter_options(json::object& out, const limiter::LimiterOptions& optio
   }
 }
 
-json::object limiter_config(const config::LimiterConfig& limiter) {
+/// `lease_holders`: 0 when leases do not apply (the memory store decides exactly).
+json::object limiter_config(const config::LimiterConfig& limiter, std::uint64_t lease_holders) {
   json::object out;
   add_limiter_options(out, limiter.options);
   out["key"] = limiter.key.text;
@@ -108,6 +109,15 @@ json::object limiter_config(const config::LimiterConfig& limiter) {
   }
   out["shadow"] = limiter.shadow;
   out["status"] = limiter.status;
+  if (limiter.lease != 0) {
+    out["lease"] = limiter.lease;
+  }
+  if (limiter.lease != 0 && lease_holders != 0) {
+    // The most a key may admit beyond its limit over any span (README "Leases").
+    out["overshoot_bound"] = {{"permits", limiter.lease * lease_holders},
+                              {"lease_holders", lease_holders},
+                              {"per", "lease x lease holders (event loops of all replicas)"}};
+  }
   bool secret_key = false;
   for (const config::KeyPart& part : limiter.key.parts) {
     secret_key = secret_key || part.secret();
@@ -178,7 +188,7 @@ json::object route(const config::Route& route) {
 
 }  // namespace
 
-std::string config_json(const config::ProxyConfig& config) {
+std::string config_json(const config::ProxyConfig& config, std::uint64_t lease_holders) {
   json::object out;
   out["file"] = config.file;
   out["listen"] = host_port(config.listen);
@@ -213,7 +223,8 @@ std::string config_json(const config::ProxyConfig& config) {
   out["store"] = std::move(store);
   json::object limiters;
   for (const config::LimiterConfig& limiter : config.limiters) {
-    limiters[limiter.name] = limiter_config(limiter);
+    limiters[limiter.name] =
+        limiter_config(limiter, config.store.type == config::StoreType::redis ? lease_holders : 0);
   }
   out["limiters"] = std::move(limiters);
   out["deny"] = cidrs(config.deny);

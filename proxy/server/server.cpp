@@ -181,6 +181,16 @@ void Server::stop(limiter::Duration drain) {
   while (state_.connections.load() > 0 && std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
+  if (store_) {
+    // What the loops hold that other replicas could use (leases) goes back, while they run.
+    std::vector<std::future<void>> given_back;
+    for (std::size_t i = 0; i < loops_.size(); ++i) {
+      given_back.push_back(net::co_spawn(loops_[i]->io, store_->give_back(i), net::use_future));
+    }
+    for (std::future<void>& done : given_back) {
+      done.wait_for(std::chrono::seconds(1));
+    }
+  }
   if (admin_ && !loops_.empty()) {
     net::post(loops_.front()->io, [admin = admin_.get()] {
       boost::system::error_code ignored;

@@ -23,6 +23,10 @@ struct StoreHealth {
   /// Requests charged on one Redis Cluster master and taken back there, since another master
   /// refused them (their limiters live on both).
   std::uint64_t refunds = 0;
+  std::uint64_t lease_hits = 0;  ///< Requests admitted from leases, without a round trip.
+  /// What holds leases on the store: every event loop of every replica that leases, as they
+  /// count themselves in it; 0: not counted.
+  std::uint64_t lease_holders = 0;
 };
 
 /// Where the limiters' counters live (SPEC §2 `store`): it takes a request's prepared charges
@@ -58,6 +62,9 @@ class Store {
                                                        const pipeline::Decision& decision,
                                                        const pipeline::Charges& charges,
                                                        limiter::TimePoint now) = 0;
+  /// Gives back what loop `loop` holds that other replicas could use (the Redis store's leases),
+  /// before the store closes; on that loop's executor, while it runs.
+  virtual io::Awaitable<void> give_back(std::size_t /*loop*/) { co_return; }
   /// Gives back the concurrency permits of a finished request, wherever they are held.
   virtual void release(std::size_t loop, const pipeline::Decision& decision) = 0;
 

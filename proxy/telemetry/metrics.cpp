@@ -164,6 +164,25 @@ std::string Metrics::render(const Gauges& gauges) const {
                  gauges.store, gauges.store_errors, gauges.store_available ? 1 : 0,
                  gauges.store_cached_refusals, gauges.store_calls, gauges.store_requests_in_calls,
                  gauges.store_refunds);
+  if (!gauges.lease_bounds.empty()) {
+    fmt::format_to(to,
+                   "# HELP sluice_store_lease_hits_total Requests admitted from a lease, without a "
+                   "store round trip.\n"
+                   "# TYPE sluice_store_lease_hits_total counter\n"
+                   "sluice_store_lease_hits_total{{store=\"{}\"}} {}\n"
+                   "# HELP sluice_store_lease_holders Event loops, of every replica, holding "
+                   "leases on the store, as they count themselves in it.\n"
+                   "# TYPE sluice_store_lease_holders gauge\n"
+                   "sluice_store_lease_holders{{store=\"{}\"}} {}\n"
+                   "# HELP sluice_lease_overshoot_bound Permits a leased limiter's key may admit "
+                   "beyond its limit over any span, at most: lease x lease holders.\n"
+                   "# TYPE sluice_lease_overshoot_bound gauge\n",
+                   gauges.store, gauges.store_lease_hits, gauges.store, gauges.store_lease_holders);
+    for (const auto& [limiter, bound] : gauges.lease_bounds) {
+      fmt::format_to(to, "sluice_lease_overshoot_bound{{limiter=\"{}\"}} {}\n", label(limiter),
+                     bound);
+    }
+  }
   fmt::format_to(to,
                  "# HELP sluice_config_reloads_total Configuration reloads by result.\n"
                  "# TYPE sluice_config_reloads_total counter\n"

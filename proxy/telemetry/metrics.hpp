@@ -95,6 +95,10 @@ class Metrics {
     std::uint64_t store_calls = 0;
     std::uint64_t store_requests_in_calls = 0;
     std::uint64_t store_refunds = 0;
+    std::uint64_t store_lease_hits = 0;
+    std::uint64_t store_lease_holders = 0;  ///< 0: not counted (no lease yet).
+    /// Per leased limiter, the most its keys can be overshot: lease × lease holders.
+    std::span<const std::pair<std::string_view, std::uint64_t>> lease_bounds = {};
   };
   /// The exposition: requests, durations, upstream errors, limiter keys, store errors, reloads.
   std::string render(const Gauges& gauges) const;

@@ -64,6 +64,22 @@ const std::vector<BrokenConfig>& broken_configs() {
        "upstream: \"http://127.0.0.1:9000\"\nstore: {type: redis, redis: {url: "
        "\"redis://cache:6379/2\", cluster: true}}\nroutes: [{name: a}]",
        {"proxy.yaml:2:35: store.redis.url: a Redis Cluster has only database 0"}},
+      {"lease_where_it_cannot_work",
+       "upstream: \"http://127.0.0.1:9000\"\nlimiters:\n"
+       "  a: {algorithm: concurrency, limit: 3, lease: 1}\n"
+       "  b: {algorithm: token_bucket, rate: 1/s, warmup: 1m, lease: 2}\n"
+       "  c: {algorithm: fixed_window, limit: 5, window: 1s, mode: delay, lease: 2}\n"
+       "  d: {algorithm: sliding_log, limit: 5, window: 1s, lease: 6}\n"
+       "  e: {algorithm: fixed_window, limit: 5, window: 1s, lease: 0}\n"
+       "routes: [{name: a}]",
+       {"proxy.yaml:3:48: limiters.a.lease: does not apply to concurrency: its permits come back "
+        "one by one",
+        "proxy.yaml:4:62: limiters.b.lease: does not apply with warmup: the cost of a permit "
+        "depends on its time",
+        "proxy.yaml:5:74: limiters.c.lease: applies in reject mode only: a delayed request needs "
+        "its own time",
+        "proxy.yaml:6:60: limiters.d.lease: is more than the limit (5)",
+        "proxy.yaml:7:61: limiters.e.lease: \"0\" is not a whole number from 1 to 1000000000"}},
       {"bad_max_connections",
        "upstream: \"http://127.0.0.1:9000\"\nmax_connections: 0\nroutes: [{name: a}]",
        {"proxy.yaml:2:18: max_connections: \"0\" is not a whole number from 1 to 10000000"}},

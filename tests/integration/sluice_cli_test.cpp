@@ -76,7 +76,7 @@ TEST_F(SluiceCli, CheckPrintsEveryErrorAndExitsOne) {
                 file +
                 ":3:49: limiters.per-ip: unknown key \"windw\" (did you mean \"window\"?); "
                 "accepted keys: algorithm, limit, window, slots, rate, burst, warmup, "
-                "cold_factor, key, ipv6_prefix, mode, max_delay, shadow, status or "
+                "cold_factor, key, ipv6_prefix, mode, max_delay, shadow, status, lease or "
                 "overrides\n" +
                 file +
                 ":4:39: routes[0].limiters: no limiter is named \"nope\"; defined: per-ip\n" +

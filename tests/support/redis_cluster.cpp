@@ -30,11 +30,35 @@ std::string output_of(const std::string& command) {
 
 }  // namespace
 
-RedisCluster::RedisCluster(std::size_t masters, std::size_t replicas)
-    : directory_((std::filesystem::temp_directory_path() /
-                  ("sluice-cluster-" + std::to_string(::getpid()) + "-" +
-                   std::to_string(free_loopback_port())))
-                     .string()) {
+RedisCluster::RedisCluster(std::size_t masters, std::size_t replicas) {
+  // A machine busy with other tests may keep a cluster from forming (a port taken between its
+  // pick and its use): the whole cluster is built again, once.
+  for (int attempt = 1;; ++attempt) {
+    try {
+      build(masters, replicas);
+      return;
+    } catch (const std::runtime_error&) {
+      if (attempt == 2) {
+        throw;
+      }
+      nodes_.clear();
+    }
+  }
+}
+
+RedisCluster::~RedisCluster() {
+  nodes_.clear();  // the servers first, then their files
+  std::error_code ignored;
+  std::filesystem::remove_all(directory_, ignored);
+}
+
+void RedisCluster::build(std::size_t masters, std::size_t replicas) {
+  if (directory_.empty()) {
+    directory_ =
+        (std::filesystem::temp_directory_path() / ("sluice-cluster-" + std::to_string(::getpid()) +
+                                                   "-" + std::to_string(free_loopback_port())))
+            .string();
+  }
   std::filesystem::create_directories(directory_);
   std::string addresses;
   for (std::size_t i = 0; i < masters * (1 + replicas); ++i) {
@@ -53,8 +77,12 @@ RedisCluster::RedisCluster(std::size_t masters, std::size_t replicas)
                 "--cluster-require-full-coverage", "no"}));
     addresses += " 127.0.0.1:" + std::to_string(nodes_.back()->port());
   }
-  output_of("redis-cli --cluster create" + addresses + " --cluster-replicas " +
-            std::to_string(replicas) + " --cluster-yes 2>&1");
+  const std::string created =
+      output_of("redis-cli --cluster create" + addresses + " --cluster-replicas " +
+                std::to_string(replicas) + " --cluster-yes 2>&1");
+  if (created.find("All 16384 slots covered") == std::string::npos) {
+    throw std::runtime_error("redis-cli --cluster create failed: " + created);
+  }
   wait_until_ok();
 }
 
@@ -74,7 +102,9 @@ void RedisCluster::wait_until_ok(int seconds) const {
     };
     while (!ready() && cli(i, "PING").find("PONG") != std::string::npos) {
       if (std::chrono::steady_clock::now() > deadline) {
-        throw std::runtime_error("the Redis Cluster did not become ready");
+        throw std::runtime_error("the Redis Cluster did not become ready: node " +
+                                 std::to_string(i) + " says " +
+                                 cli(i, "CLUSTER INFO").substr(0, 40));
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }

@@ -18,6 +18,11 @@ class RedisCluster {
   static constexpr int kNodeTimeoutMs = 1000;  ///< cluster-node-timeout: failover detection.
 
   explicit RedisCluster(std::size_t masters, std::size_t replicas = 0);
+  RedisCluster(const RedisCluster&) = delete;
+  RedisCluster& operator=(const RedisCluster&) = delete;
+  RedisCluster(RedisCluster&&) = delete;
+  RedisCluster& operator=(RedisCluster&&) = delete;
+  ~RedisCluster();
 
   /// The seed node's URL (the first master).
   std::string url() const { return nodes_.front()->url(); }
@@ -36,6 +41,8 @@ class RedisCluster {
   void wait_until_ok(int seconds = 20) const;
 
  private:
+  void build(std::size_t masters, std::size_t replicas);
+
   std::string directory_;
   std::vector<std::unique_ptr<RedisServer>> nodes_;
 };

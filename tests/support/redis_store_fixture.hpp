@@ -8,6 +8,7 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <deque>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -29,8 +30,9 @@ class StoreFixture {
   /// `yaml` without a store section; `store` is added to it (url, and more options).
   StoreFixture(const std::string& yaml, const std::string& store)
       : memory_(yaml),
-        shared_(yaml + "store: {type: redis, redis: {pool: 1, " + store + "}}\n"),
-        store_(shared_.config().store.redis, 1) {
+        shared_yaml_(yaml + "store: {type: redis, redis: {pool: 1, " + store + "}}\n"),
+        shared_(std::make_unique<PipelineFixture>(shared_yaml_)),
+        store_(shared_->config().store.redis, 1) {
     loop_.run([this] { return store_.open(0); });
   }
   StoreFixture(const StoreFixture&) = delete;
@@ -50,11 +52,11 @@ class StoreFixture {
     pipeline::Decision decision;
     pipeline::Charges charges;
     const limiter::TimePoint local = now.value_or(limiter::SystemClock().now());
-    if (shared_.pipeline().prepare(PipelineFixture::view_of(request), local, cost, decision,
-                                   charges)) {
+    if (shared_->pipeline().prepare(PipelineFixture::view_of(request), local, cost, decision,
+                                    charges)) {
       store_.decide_at(now);
       loop_.run([&]() -> io::Awaitable<void> {
-        co_await decide_through(store_, 0, shared_.pipeline(), decision, charges, local);
+        co_await decide_through(store_, 0, shared_->pipeline(), decision, charges, local);
       });
     }
     return decision;
@@ -68,11 +70,19 @@ class StoreFixture {
 
   store::redis::RedisStore& store() { return store_; }
   EventLoop& loop() { return loop_; }
-  pipeline::Pipeline& shared_pipeline() { return shared_.pipeline(); }
+  pipeline::Pipeline& shared_pipeline() { return shared_->pipeline(); }
+  /// The Redis side's configuration loaded again, as a reload does: new limiter objects, the
+  /// same definitions. The old one stays alive, for decisions that refer to it.
+  void reload() {
+    reloaded_.push_back(std::move(shared_));
+    shared_ = std::make_unique<PipelineFixture>(shared_yaml_);
+  }
 
  private:
   PipelineFixture memory_;
-  PipelineFixture shared_;
+  std::string shared_yaml_;
+  std::unique_ptr<PipelineFixture> shared_;
+  std::vector<std::unique_ptr<PipelineFixture>> reloaded_;
   EventLoop loop_;
   store::redis::RedisStore store_;
 };

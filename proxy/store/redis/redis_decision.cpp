@@ -319,48 +319,60 @@ ReleaseCall release_call(const KeyLayout& layout, const pipeline::Permit& permit
   return call;
 }
 
-RefundCall refund_call(std::string_view target, const KeyLayout& layout,
-                       const pipeline::Decision& decision, const pipeline::Charges& charges,
-                       const pipeline::ChargeResult& decided, bool live, bool shadow,
-                       std::uint64_t permit, std::int64_t decided_at,
-                       std::optional<limiter::TimePoint> now) {
-  RefundCall call;
-  std::vector<std::size_t>& taken = call.charges;
-  for (std::size_t i = 0; i < charges.count; ++i) {
-    const bool is_live = i < charges.live;
-    if (is_live ? (live && decided.live_admitted) : (shadow && decided.shadow_admitted)) {
-      taken.push_back(i);
-    }
-  }
-  if (taken.empty()) {
-    return call;
-  }
-  std::vector<std::string>& command = call.command;
-  command = {"FCALL", std::string(target), "0"};
+std::vector<std::string> refund_command(std::string_view target, std::span<const RefundItem> items,
+                                        std::uint64_t permit, std::int64_t decided_at,
+                                        std::optional<limiter::TimePoint> now) {
+  std::vector<std::string> command{"FCALL", std::string(target), "0"};
   const auto number = [&command](auto value, int base = 10) {
     append_number(command.emplace_back(), value, base);
   };
   number(epoch_microseconds(now));
   number(decided_at);
   number(permit, 16);
-  number(taken.size());
-  for (const std::size_t i : taken) {
-    append_redis_key(command.emplace_back(), layout,
-                     decision.reports[charges.report[i]].limiter->name, *charges.options[i],
-                     charges.shared_key[i]);
+  number(items.size());
+  for (const RefundItem& item : items) {
+    command.emplace_back(item.key);
   }
-  for (const std::size_t i : taken) {
+  for (const RefundItem& item : items) {
     std::string definition;
     std::vector<std::size_t> ends;
-    append_definition(definition, *charges.options[i], [&] { ends.push_back(definition.size()); });
+    append_definition(definition, *item.options, [&] { ends.push_back(definition.size()); });
     std::size_t begin = 0;
     for (const std::size_t end : ends) {
       command.push_back(definition.substr(begin, end - begin));
       begin = end;
     }
-    number(charges.items[i].cost);
-    number(whole_microseconds(decided.outcomes[i].verdict.hold));
+    number(item.cost);
+    number(whole_microseconds(item.hold));
   }
+  return command;
+}
+
+RefundCall refund_call(std::string_view target, const KeyLayout& layout,
+                       const pipeline::Decision& decision, const pipeline::Charges& charges,
+                       const pipeline::ChargeResult& decided, bool live, bool shadow,
+                       std::uint64_t permit, std::int64_t decided_at,
+                       std::optional<limiter::TimePoint> now) {
+  RefundCall call;
+  for (std::size_t i = 0; i < charges.count; ++i) {
+    const bool is_live = i < charges.live;
+    if (is_live ? (live && decided.live_admitted) : (shadow && decided.shadow_admitted)) {
+      call.charges.push_back(i);
+    }
+  }
+  if (call.charges.empty()) {
+    return call;
+  }
+  std::vector<std::string> keys;
+  std::vector<RefundItem> items;
+  keys.reserve(call.charges.size());
+  for (const std::size_t i : call.charges) {
+    append_redis_key(keys.emplace_back(), layout, decision.reports[charges.report[i]].limiter->name,
+                     *charges.options[i], charges.shared_key[i]);
+    items.push_back(
+        {keys.back(), charges.options[i], charges.items[i].cost, decided.outcomes[i].verdict.hold});
+  }
+  call.command = refund_command(target, items, permit, decided_at, now);
   return call;
 }
 

@@ -105,6 +105,20 @@ struct ReleaseCall {
 };
 ReleaseCall release_call(const KeyLayout& layout, const pipeline::Permit& permit, std::uint64_t id);
 
+/// One charge for refund.lua to take back: its key (as append_redis_key writes it), definition,
+/// cost and hold.
+struct RefundItem {
+  std::string_view key;
+  const limiter::LimiterOptions* options;
+  limiter::Permits cost;
+  limiter::Duration hold;
+};
+/// The command of refund.lua (the function `target`) for `items`, charged under `permit` at
+/// `decided_at` (µs, Redis's time). `now`: nullopt = Redis's clock.
+std::vector<std::string> refund_command(std::string_view target, std::span<const RefundItem> items,
+                                        std::uint64_t permit, std::int64_t decided_at,
+                                        std::optional<limiter::TimePoint> now);
+
 /// A call of refund.lua: its command, and which charges it takes back (indices in the Charges it
 /// was made for), whose statuses its reply gives in that order.
 struct RefundCall {

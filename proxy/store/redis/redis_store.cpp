@@ -6,6 +6,7 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <limits>
 #include <random>
 
 #include "config/url.hpp"
@@ -49,6 +50,48 @@ bool no_functions(std::string_view error) { return error.find("unknown command")
 bool redirected(std::string_view error) {
   return error.find("non local key") != error.npos || error.starts_with("MOVED") ||
          error.starts_with("ASK");
+}
+
+/// The permits of one lease of `limiter` (its `lease:`, at most what its key can hold at once);
+/// 0 when it does not lease.
+limiter::Permits lease_size(const config::LimiterConfig& limiter,
+                            const limiter::LimiterOptions& o) noexcept {
+  if (limiter.lease == 0) {
+    return 0;
+  }
+  double capacity = static_cast<double>(o.limit);
+  if (o.algorithm == limiter::AlgorithmKind::token_bucket) {
+    capacity = o.burst.value_or(std::max(1.0, o.rate.per_second()));
+  } else if (o.algorithm == limiter::AlgorithmKind::leaky_bucket) {
+    capacity = o.burst.value_or(0) + 1;
+  }
+  return static_cast<limiter::Permits>(std::min<std::uint64_t>(
+      std::min<std::uint64_t>(limiter.lease, std::numeric_limits<limiter::Permits>::max()),
+      static_cast<std::uint64_t>(std::max(1.0, capacity))));
+}
+
+/// How long a lease taken at `now` may be spent: a fixed window's until the window ends (so it
+/// is spent in the window that counted it, and fixed windows never overshoot); another
+/// limiter's for as long as its key takes to forget a full load (the window; the time to refill
+/// or drain the whole bucket). However long, a lease holds at most its permits, which bounds
+/// what a replica can spend beyond the limit over any span (see the README).
+limiter::TimePoint lease_until(const limiter::LimiterOptions& o, const limiter::Status& status,
+                               limiter::TimePoint now) noexcept {
+  using limiter::AlgorithmKind;
+  switch (o.algorithm) {
+    case AlgorithmKind::fixed_window:
+      return now + status.reset;
+    case AlgorithmKind::token_bucket:
+    case AlgorithmKind::leaky_bucket: {
+      const double capacity = o.algorithm == AlgorithmKind::token_bucket
+                                  ? o.burst.value_or(std::max(1.0, o.rate.per_second()))
+                                  : o.burst.value_or(0) + 1;
+      return now + std::chrono::duration_cast<limiter::Duration>(
+                       std::chrono::duration<double>(capacity / o.rate.per_second()));
+    }
+    default:
+      return now + o.window;
+  }
 }
 
 /// "redis://host:port", a cluster node's name in messages (its password is the seed's).
@@ -97,6 +140,11 @@ struct RedisStore::Loop {
   telemetry::LoopCounter calls;              ///< Calls of decide.lua sent.
   telemetry::LoopCounter requests_in_calls;  ///< Requests they carried.
   telemetry::LoopCounter refunds;
+  /// Made when a leased limiter is first met.
+  std::unique_ptr<LeaseTable> leases;
+  std::optional<io::Timer> leases_granted;  ///< Cancelled when a call that took leases ends.
+  telemetry::LoopCounter lease_hits;
+  telemetry::LoopCounter leases_taken;
   bool closed = false;
 };
 
@@ -211,6 +259,7 @@ io::Awaitable<void> RedisStore::open(std::size_t index) {
   Loop& loop = *loops_[index];
   const auto executor = co_await net::this_coro::executor;
   loop.refreshed.emplace(executor, io::Timer::time_point::max());
+  loop.leases_granted.emplace(executor, io::Timer::time_point::max());
   if (!options_.cluster) {
     for (auto& connection : loop.lanes.front()->connections) {
       connection = co_await connect(loop.lanes.front()->node);
@@ -607,10 +656,10 @@ pipeline::ChargeResult RedisStore::fall_back(const pipeline::Charges& charges,
   return result;
 }
 
-std::array<std::uint64_t, limiter::kMaxChargesPerRequest> RedisStore::cache_ids(
-    const pipeline::Decision& decision, const pipeline::Charges& charges) {
+RedisStore::KeyIds RedisStore::cache_ids(const pipeline::Decision& decision,
+                                         const pipeline::Charges& charges) {
   std::array<std::uint64_t, limiter::kMaxChargesPerRequest> ids{};
-  for (std::size_t i = 0; i < charges.live; ++i) {
+  for (std::size_t i = 0; i < charges.count; ++i) {
     ids[i] = redis_key_id(decision.reports[charges.report[i]].limiter->name, *charges.options[i],
                           charges.shared_key[i]);
   }
@@ -643,6 +692,10 @@ bool RedisStore::charge_now(std::size_t index, const pipeline::Decision& decisio
     loop.cached_refusals.add();
     return true;
   }
+  if (loop.leases && answer_from_leases(loop, decision, charges, ids, cache_now, result)) {
+    loop.lease_hits.add();
+    return true;
+  }
   LaneIndices lanes{};
   if (!route(loop, charges, lanes)) {
     loop.errors.add();  // a slot no master serves (a cluster in trouble)
@@ -665,6 +718,221 @@ bool RedisStore::charge_now(std::size_t index, const pipeline::Decision& decisio
     }
   }
   return false;
+}
+
+bool RedisStore::answer_from_leases(Loop& loop, const pipeline::Decision& decision,
+                                    const pipeline::Charges& charges, const KeyIds& ids,
+                                    limiter::TimePoint now, pipeline::ChargeResult& result) {
+  std::array<LeaseTable::Lease*, limiter::kMaxChargesPerRequest> leases{};
+  for (std::size_t i = 0; i < charges.count; ++i) {
+    if (decision.reports[charges.report[i]].limiter->lease == 0) {
+      return false;
+    }
+    leases[i] = loop.leases->usable(ids[i], charges.items[i].cost, now);
+    if (leases[i] == nullptr) {
+      return false;
+    }
+  }
+  result = pipeline::ChargeResult{};
+  result.live_admitted = true;
+  result.shadow_admitted = charges.count > charges.live;
+  for (std::size_t i = 0; i < charges.count; ++i) {
+    LeaseTable::Lease& lease = *leases[i];
+    lease.left -= charges.items[i].cost;
+    // What this replica can still grant: Redis's remaining when the lease was taken, and what
+    // is left of the lease.
+    result.outcomes[i] = {.verdict = {.admitted = true, .hold = {}, .retry_after = {}},
+                          .status = {.remaining = lease.status.remaining + lease.left,
+                                     .reset = std::max(lease.taken_at + lease.status.reset - now,
+                                                       limiter::Duration::zero())}};
+  }
+  return true;
+}
+
+bool RedisStore::waits_for_lease(Loop& loop, const pipeline::Decision& decision,
+                                 const pipeline::Charges& charges, limiter::TimePoint now) {
+  const limiter::TimePoint lease_now = simulated_now_.value_or(now);
+  bool taking = false;
+  for (std::size_t i = 0; i < charges.count; ++i) {
+    const config::LimiterConfig& limiter = *decision.reports[charges.report[i]].limiter;
+    if (limiter.lease == 0) {
+      return false;
+    }
+    const std::uint64_t id = redis_key_id(limiter.name, *charges.options[i], charges.shared_key[i]);
+    if (loop.leases->taking(id) == id) {
+      taking = true;
+    } else if (loop.leases->usable(id, charges.items[i].cost, lease_now) == nullptr) {
+      return false;
+    }
+  }
+  return taking;
+}
+
+bool RedisStore::top_ups(Loop& loop, const pipeline::Decision& decision,
+                         const pipeline::Charges& charges, limiter::TimePoint now,
+                         pipeline::Charges& topped, TopUps& added) {
+  bool any = false;
+  const limiter::TimePoint lease_now = simulated_now_.value_or(now);
+  for (std::size_t i = 0; i < charges.count; ++i) {
+    const config::LimiterConfig& limiter = *decision.reports[charges.report[i]].limiter;
+    const limiter::Permits size = lease_size(limiter, *charges.options[i]);
+    if (size == 0) {
+      continue;
+    }
+    if (!loop.leases) {
+      loop.leases = std::make_unique<LeaseTable>();
+      if (!heartbeat_started_.exchange(true)) {
+        lease_holders_ = loops_.size();
+        net::co_spawn(loop.refreshed->get_executor(), heartbeat(loop), net::detached);
+      }
+    }
+    const std::uint64_t id = redis_key_id(limiter.name, *charges.options[i], charges.shared_key[i]);
+    std::uint64_t& taking = loop.leases->taking(id);
+    if (loop.leases->usable(id, charges.items[i].cost, lease_now) == nullptr && taking != id) {
+      taking = id;  // until grant()
+      added[i] = size;
+      any = true;
+    }
+  }
+  if (any) {
+    topped = charges;
+    for (std::size_t i = 0; i < charges.count; ++i) {
+      topped.items[i].cost += added[i];
+    }
+  }
+  return any;
+}
+
+void RedisStore::grant(Loop& loop, const pipeline::Decision& decision,
+                       const pipeline::Charges& charges, const TopUps& added, Decided& decided,
+                       limiter::TimePoint now) {
+  pipeline::ChargeResult& result = decided.result;
+  const bool admitted = result.counted == pipeline::Counted::yes && result.live_admitted;
+  const limiter::TimePoint lease_now = simulated_now_.value_or(now);
+  for (std::size_t i = 0; i < charges.count; ++i) {
+    if (added[i] == 0) {
+      continue;
+    }
+    const config::LimiterConfig& limiter = *decision.reports[charges.report[i]].limiter;
+    const std::uint64_t id = redis_key_id(limiter.name, *charges.options[i], charges.shared_key[i]);
+    if (loop.leases->taking(id) == id) {
+      loop.leases->taking(id) = 0;  // the next request may take one again
+    }
+    if (!admitted || (i >= charges.live && !result.shadow_admitted)) {
+      continue;  // not taken
+    }
+    LeaseTable::Lease& lease = loop.leases->entry_for(id, lease_now);
+    if (lease.left != 0 && lease_now < lease.until) {
+      give_back(loop, lease);  // another key's, or this key's last one, too small or ended
+    }
+    limiter::Outcome& outcome = result.outcomes[i];
+    lease.key = id;
+    lease.left = added[i];
+    lease.status = outcome.status;
+    lease.taken_at = lease_now;
+    lease.until = lease_until(*charges.options[i], outcome.status, lease_now);
+    lease.redis_key.clear();
+    append_redis_key(lease.redis_key, layout(), limiter.name, *charges.options[i],
+                     charges.shared_key[i]);
+    lease.options = *charges.options[i];
+    lease.decided_at = decided.decided_at[i];
+    lease.permit = result.store_permit;
+    outcome.status.remaining += added[i];  // this replica holds them
+    loop.leases_taken.add();
+  }
+  loop.leases_granted->cancel();  // requests that waited for these leases look again
+}
+
+void RedisStore::give_back(Loop& loop, LeaseTable::Lease& lease) {
+  const limiter::Permits left = lease.left;
+  lease.left = 0;
+  const std::uint16_t index = options_.cluster ? loop.lane_of_slot[key_slot(lease.redis_key)] : 0;
+  RedisConnection* connection =
+      index == SlotMap::kNone || !functions_ ? nullptr : pick(loop, *loop.lanes[index]);
+  if (connection == nullptr) {
+    return;  // its permits stay taken until the window or bucket moves on
+  }
+  const std::array<RefundItem, 1> item{
+      RefundItem{lease.redis_key, &lease.options, left, limiter::Duration::zero()}};
+  net::co_spawn(connection->get_executor(),
+                run_refund(connection->shared_from_this(),
+                           refund_command(refund_function(), item, lease.permit, lease.decided_at,
+                                          simulated_now_)),
+                net::detached);
+}
+
+io::Awaitable<void> RedisStore::run_refund(std::shared_ptr<RedisConnection> connection,
+                                           std::vector<std::string> command) {
+  const std::vector<std::string_view> arguments(command.begin(), command.end());
+  co_await connection->command(arguments, options_.timeout);
+}
+
+io::Awaitable<void> RedisStore::heartbeat(Loop& loop) {
+  const std::string key = "{" + options_.prefix + "}lease-holders";
+  std::vector<std::string> holders;  // "replica-loop"
+  for (std::size_t i = 0; i < loops_.size(); ++i) {
+    holders.push_back(std::to_string(permit_base_) + "-" + std::to_string(i));
+  }
+  io::Timer timer(co_await net::this_coro::executor);
+  while (!loop.closed) {
+    const std::uint16_t lane = options_.cluster ? loop.lane_of_slot[key_slot(key)] : 0;
+    RedisConnection* picked = lane == SlotMap::kNone ? nullptr : pick(loop, *loop.lanes[lane]);
+    if (picked != nullptr) {
+      const auto connection = picked->shared_from_this();
+      const auto now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                              std::chrono::system_clock::now().time_since_epoch())
+                              .count();
+      // A replica that stops beating is forgotten after 3 beats.
+      const std::string until =
+          std::to_string(now_ms + 3 * std::chrono::milliseconds(kHeartbeat).count());
+      const std::string gone = std::to_string(now_ms);
+      std::vector<std::string_view> add{"ZADD", key};
+      for (const std::string& holder : holders) {
+        add.insert(add.end(), {until, holder});
+      }
+      const std::array<std::string_view, 4> trim{"ZREMRANGEBYSCORE", key, "-inf", gone};
+      const std::array<std::string_view, 2> count{"ZCARD", key};
+      co_await connection->command(add, options_.timeout);
+      co_await connection->command(trim, options_.timeout);
+      const RedisReply counted = co_await connection->command(count, options_.timeout);
+      if (!counted.error && counted.value.kind == RespValue::Kind::integer) {
+        lease_holders_ = static_cast<std::uint64_t>(
+            std::max<long long>(static_cast<long long>(loops_.size()), counted.value.integer));
+      }
+    }
+    timer.expires_after(kHeartbeat);
+    co_await timer.async_wait(io::use_nothrow);
+  }
+}
+
+io::Awaitable<void> RedisStore::give_back(std::size_t index) {
+  Loop& loop = *loops_[index];
+  if (!loop.leases) {
+    co_return;
+  }
+  // One after the other, each awaited: the loop is about to stop.
+  std::vector<std::pair<std::shared_ptr<RedisConnection>, std::vector<std::string>>> refunds;
+  const limiter::TimePoint now = simulated_now_.value_or(limiter::SystemClock().now());
+  loop.leases->for_each_held([&](LeaseTable::Lease& lease) {
+    if (lease.until <= now) {
+      lease.left = 0;  // ended: its permits no longer count where it was taken
+      return;
+    }
+    const std::uint16_t lane = options_.cluster ? loop.lane_of_slot[key_slot(lease.redis_key)] : 0;
+    RedisConnection* connection =
+        lane == SlotMap::kNone || !functions_ ? nullptr : pick(loop, *loop.lanes[lane]);
+    if (connection != nullptr) {
+      const std::array<RefundItem, 1> item{
+          RefundItem{lease.redis_key, &lease.options, lease.left, limiter::Duration::zero()}};
+      refunds.emplace_back(
+          connection->shared_from_this(),
+          refund_command(refund_function(), item, lease.permit, lease.decided_at, simulated_now_));
+    }
+    lease.left = 0;
+  });
+  for (auto& [connection, command] : refunds) {
+    co_await run_refund(connection, std::move(command));
+  }
 }
 
 void RedisStore::remember_refusals(Loop& loop, const pipeline::Decision& decision,
@@ -690,9 +958,38 @@ io::Awaitable<pipeline::ChargeResult> RedisStore::charge(std::size_t index,
                                                          limiter::TimePoint now) {
   Loop& loop = *loops_[index];
   // Unique per request: the process's random base, a count per loop, the loop.
-  BatchWaiter waiter{.decision = decision,
-                     .charges = charges,
-                     .permit = permit_base_ + (++loop.permits_issued << 16) + index};
+  const std::uint64_t permit = permit_base_ + (++loop.permits_issued << 16) + index;
+  if (loop.leases && waits_for_lease(loop, decision, charges, now)) {
+    // A lease it needs is being taken: wait for it rather than ask Redis meanwhile. (Any
+    // call that took leases wakes the waiters; each looks whether its own came.)
+    do {
+      co_await loop.leases_granted->async_wait(io::use_nothrow);
+    } while (waits_for_lease(loop, decision, charges, now));
+    pipeline::ChargeResult result;
+    if (answer_from_leases(loop, decision, charges, cache_ids(decision, charges),
+                           simulated_now_.value_or(now), result)) {
+      loop.lease_hits.add();
+      co_return result;
+    }
+  }
+  pipeline::Charges topped;
+  TopUps added{};
+  if (top_ups(loop, decision, charges, now, topped, added)) {
+    Decided decided = co_await charge_in_redis(loop, decision, topped, permit, now, false);
+    grant(loop, decision, charges, added, decided, now);
+    if (decided.result.counted != pipeline::Counted::yes || decided.result.live_admitted) {
+      co_return decided.result;
+    }
+    // Refused with the leases: near the limit, where leases are not worth their permits. The
+    // request alone is decided exactly.
+  }
+  co_return (co_await charge_in_redis(loop, decision, charges, permit, now, true)).result;
+}
+
+io::Awaitable<RedisStore::Decided> RedisStore::charge_in_redis(
+    Loop& loop, const pipeline::Decision& decision, const pipeline::Charges& charges,
+    std::uint64_t permit, limiter::TimePoint now, bool remember) {
+  BatchWaiter waiter{.decision = decision, .charges = charges, .permit = permit};
   LaneIndices lanes{};
   bool routed = false;
   for (int attempt = 0; attempt < 2; ++attempt) {
@@ -702,7 +999,11 @@ io::Awaitable<pipeline::ChargeResult> RedisStore::charge(std::size_t index,
     }
     if (std::any_of(lanes.begin(), lanes.begin() + static_cast<std::ptrdiff_t>(charges.count),
                     [&](std::uint16_t lane) { return lane != lanes[0]; })) {
-      co_return co_await charge_across(loop, decision, charges, lanes, waiter.permit, now);
+      Decided decided = co_await charge_across(loop, decision, charges, lanes, permit, now);
+      if (remember) {
+        remember_refusals(loop, decision, charges, decided.result, now);
+      }
+      co_return decided;
     }
     waiter.redirected = false;
     co_await wait_in_batch(loop, *loop.lanes[lanes[0]], waiter);
@@ -711,16 +1012,21 @@ io::Awaitable<pipeline::ChargeResult> RedisStore::charge(std::size_t index,
     }
     co_await refresh_slots(loop);  // the slot moved: ask the map, then its master
   }
+  Decided decided;
   if (!waiter.decided) {
     if (waiter.redirected || !routed) {
       loop.errors.add();  // still misplaced: counted here, since call() did not
     }
-    co_return fall_back(charges, now);
+    decided.result = fall_back(charges, now);
+    co_return decided;
   }
-  pipeline::ChargeResult& result = waiter.result;
-  result.store_permit = waiter.permit;
-  remember_refusals(loop, decision, charges, result, now);
-  co_return result;
+  decided.result = waiter.result;
+  decided.result.store_permit = waiter.permit;
+  decided.decided_at.fill(waiter.decided_at);
+  if (remember) {
+    remember_refusals(loop, decision, charges, decided.result, now);
+  }
+  co_return decided;
 }
 
 io::Awaitable<void> RedisStore::decide_part(Loop& loop, Lane& lane, BatchWaiter& waiter,
@@ -731,7 +1037,7 @@ io::Awaitable<void> RedisStore::decide_part(Loop& loop, Lane& lane, BatchWaiter&
   }
 }
 
-io::Awaitable<pipeline::ChargeResult> RedisStore::charge_across(
+io::Awaitable<RedisStore::Decided> RedisStore::charge_across(
     Loop& loop, const pipeline::Decision& decision, const pipeline::Charges& charges,
     const LaneIndices& lanes, std::uint64_t permit, limiter::TimePoint now) {
   // One part per lane, its charges in the request's order (live ones first).
@@ -780,7 +1086,8 @@ io::Awaitable<pipeline::ChargeResult> RedisStore::charge_across(
     shadow =
         shadow && (waiter.charges.count == waiter.charges.live || waiter.result.shadow_admitted);
   }
-  pipeline::ChargeResult result;
+  Decided answer;
+  pipeline::ChargeResult& result = answer.result;
   result.store_permit = permit;
   result.live_admitted = decided && live;
   result.shadow_admitted = result.live_admitted && charges.count > charges.live && shadow;
@@ -800,13 +1107,13 @@ io::Awaitable<pipeline::ChargeResult> RedisStore::charge_across(
       // Shadow limiters of a refused request are not evaluated.
       result.outcomes[parts[p].index[j]] =
           is_live || result.live_admitted ? waiter.result.outcomes[j] : limiter::Outcome{};
+      answer.decided_at[parts[p].index[j]] = waiter.decided_at;
     }
   }
   if (!decided) {
-    co_return fall_back(charges, now);
+    answer.result = fall_back(charges, now);
   }
-  remember_refusals(loop, decision, charges, result, now);
-  co_return result;
+  co_return answer;
 }
 
 io::Awaitable<void> RedisStore::refund(Loop& loop, Lane& lane, RefundCall call,
@@ -850,41 +1157,36 @@ bool RedisStore::available() const {
 }
 
 std::optional<StoreHealth> RedisStore::health() const {
-  StoreHealth health{.name = "redis",
+  return StoreHealth{.name = "redis",
                      .available = available(),
                      .errors = errors(),
                      .cached_refusals = cached_refusals(),
-                     .refunds = refunds()};
-  for (const auto& loop : loops_) {
-    health.calls += loop->calls.value();
-    health.requests_in_calls += loop->requests_in_calls.value();
-  }
-  return health;
+                     .calls = summed(&Loop::calls),
+                     .requests_in_calls = summed(&Loop::requests_in_calls),
+                     .refunds = refunds(),
+                     .lease_hits = lease_hits(),
+                     .lease_holders = lease_holders()};
 }
 
-std::uint64_t RedisStore::errors() const noexcept {
+std::uint64_t RedisStore::summed(telemetry::LoopCounter Loop::*counter) const noexcept {
   std::uint64_t total = 0;
   for (const auto& loop : loops_) {
-    total += loop->errors.value();
+    total += ((*loop).*counter).value();
   }
   return total;
 }
+
+std::uint64_t RedisStore::errors() const noexcept { return summed(&Loop::errors); }
 
 std::uint64_t RedisStore::cached_refusals() const noexcept {
-  std::uint64_t total = 0;
-  for (const auto& loop : loops_) {
-    total += loop->cached_refusals.value();
-  }
-  return total;
+  return summed(&Loop::cached_refusals);
 }
 
-std::uint64_t RedisStore::refunds() const noexcept {
-  std::uint64_t total = 0;
-  for (const auto& loop : loops_) {
-    total += loop->refunds.value();
-  }
-  return total;
-}
+std::uint64_t RedisStore::lease_hits() const noexcept { return summed(&Loop::lease_hits); }
+
+std::uint64_t RedisStore::leases_taken() const noexcept { return summed(&Loop::leases_taken); }
+
+std::uint64_t RedisStore::refunds() const noexcept { return summed(&Loop::refunds); }
 
 std::size_t RedisStore::masters(std::size_t index) const {
   const Loop& loop = *loops_[index];

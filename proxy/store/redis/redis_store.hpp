@@ -15,6 +15,7 @@
 #include "proxy/store/redis/circuit_breaker.hpp"
 #include "proxy/store/redis/cluster_slots.hpp"
 #include "proxy/store/redis/decision_batch.hpp"
+#include "proxy/store/redis/lease_table.hpp"
 #include "proxy/store/redis/over_limit_cache.hpp"
 #include "proxy/store/redis/redis_connection.hpp"
 #include "proxy/store/redis/redis_decision.hpp"
@@ -88,6 +89,8 @@ class RedisStore final : public Store {
   io::Awaitable<pipeline::ChargeResult> charge(std::size_t loop, const pipeline::Decision& decision,
                                                const pipeline::Charges& charges,
                                                limiter::TimePoint now) override;
+  /// Gives back what is left of loop `loop`'s leases (shutdown); on that loop, while it runs.
+  io::Awaitable<void> give_back(std::size_t loop) override;
   /// Gives back the concurrency permits of a finished request: in the background when Redis
   /// holds them (a release that fails is not retried: the permit's lease ends it,
   /// kConcurrencyLease), at once when `on_error: local` took them from the memory limiters.
@@ -108,6 +111,16 @@ class RedisStore final : public Store {
   std::uint64_t cached_refusals() const noexcept;
   /// Requests refunded on one master because another refused them (cluster).
   std::uint64_t refunds() const noexcept;
+  /// The event loops, of every replica, that hold leases on this store, as they count themselves
+  /// in it (a replica, once it leases, keeps a heartbeat for each of its loops in
+  /// `{prefix}lease-holders`); 0 before this replica leases. Each holds at most one lease per key.
+  std::uint64_t lease_holders() const noexcept {
+    return lease_holders_.load(std::memory_order_relaxed);
+  }
+  static constexpr std::chrono::seconds kHeartbeat{1};
+  /// Requests admitted from leases, without a round trip; leases taken.
+  std::uint64_t lease_hits() const noexcept;
+  std::uint64_t leases_taken() const noexcept;
   /// The masters loop `loop` sends decisions to (1 on a single Redis).
   std::size_t masters(std::size_t loop) const;
   const config::RedisOptions& options() const noexcept { return options_; }
@@ -123,8 +136,19 @@ class RedisStore final : public Store {
   using Batch = DecisionBatch;
   /// Per charge of a request, the index of its master's lane in its loop.
   using LaneIndices = std::array<std::uint16_t, limiter::kMaxChargesPerRequest>;
+  /// Redis's answer for a request, with the time each charge was decided at (µs, Redis's).
+  struct Decided {
+    pipeline::ChargeResult result;
+    std::array<std::int64_t, limiter::kMaxChargesPerRequest> decided_at{};
+  };
+  /// Per charge, its key's redis_key_id().
+  using KeyIds = std::array<std::uint64_t, limiter::kMaxChargesPerRequest>;
+  /// Per charge, the permits of a lease it takes with the request (0: none).
+  using TopUps = std::array<limiter::Permits, limiter::kMaxChargesPerRequest>;
 
   KeyLayout layout() const noexcept { return {options_.prefix, options_.cluster}; }
+  /// A per-loop counter, summed over the loops.
+  std::uint64_t summed(telemetry::LoopCounter Loop::*counter) const noexcept;
   /// The node of `address` (cluster), made on first use; its address is the Redis's identity.
   Node& node_at(const std::string& address);
   io::Awaitable<std::shared_ptr<RedisConnection>> connect(Node& node);
@@ -155,13 +179,16 @@ class RedisStore final : public Store {
   io::Awaitable<void> send_batches(Loop& loop, Lane& lane);
   /// One call of decide.lua for `batch`; false when Redis failed.
   io::Awaitable<bool> call(Loop& loop, Lane& lane, Batch& batch);
+  /// The whole request in Redis, routed (one lane, or charge_across); `remember`: put refusals in
+  /// the over-limit cache.
+  io::Awaitable<Decided> charge_in_redis(Loop& loop, const pipeline::Decision& decision,
+                                         const pipeline::Charges& charges, std::uint64_t permit,
+                                         limiter::TimePoint now, bool remember);
   /// Cluster: a request whose charges go to several lanes, charged on each, then refunded where
   /// it was admitted if another lane refused it.
-  io::Awaitable<pipeline::ChargeResult> charge_across(Loop& loop,
-                                                      const pipeline::Decision& decision,
-                                                      const pipeline::Charges& charges,
-                                                      const LaneIndices& lanes,
-                                                      std::uint64_t permit, limiter::TimePoint now);
+  io::Awaitable<Decided> charge_across(Loop& loop, const pipeline::Decision& decision,
+                                       const pipeline::Charges& charges, const LaneIndices& lanes,
+                                       std::uint64_t permit, limiter::TimePoint now);
   /// One part of charge_across(): waits in its lane's batch, then counts itself done.
   io::Awaitable<void> decide_part(Loop& loop, Lane& lane, BatchWaiter& waiter, std::size_t& pending,
                                   io::Timer& done);
@@ -169,6 +196,30 @@ class RedisStore final : public Store {
   /// statuses into `result`.
   io::Awaitable<void> refund(Loop& loop, Lane& lane, RefundCall call,
                              pipeline::ChargeResult& result);
+  /// Leases: admits a request from its limiters' leases if every one of them leases and holds
+  /// room; false when it must go to Redis.
+  bool answer_from_leases(Loop& loop, const pipeline::Decision& decision,
+                          const pipeline::Charges& charges, const KeyIds& ids,
+                          limiter::TimePoint now, pipeline::ChargeResult& result);
+  /// Leases: whether every limiter of a request leases, and holds room or has a lease being
+  /// taken (at least one): then the request waits for that lease rather than ask Redis.
+  bool waits_for_lease(Loop& loop, const pipeline::Decision& decision,
+                       const pipeline::Charges& charges, limiter::TimePoint now);
+  /// Leases: which leased limiters of a request take a new lease with it (their lease is out),
+  /// and `topped`, the charges with those leases added to their costs. False when none does.
+  bool top_ups(Loop& loop, const pipeline::Decision& decision, const pipeline::Charges& charges,
+               limiter::TimePoint now, pipeline::Charges& topped, TopUps& added);
+  /// Leases: records the leases a request took, if Redis admitted it with them; either way,
+  /// lets the next request take a lease of those keys.
+  void grant(Loop& loop, const pipeline::Decision& decision, const pipeline::Charges& charges,
+             const TopUps& added, Decided& decided, limiter::TimePoint now);
+  /// Gives back what is left of `lease` (refund.lua), in the background; empties it.
+  void give_back(Loop& loop, LeaseTable::Lease& lease);
+  io::Awaitable<void> run_refund(std::shared_ptr<RedisConnection> connection,
+                                 std::vector<std::string> command);
+  /// Leases: counts this replica's loops in Redis every kHeartbeat, and reads how many hold
+  /// leases in all.
+  io::Awaitable<void> heartbeat(Loop& loop);
   /// What is left to do once Redis decided: remember refused keys in the over-limit cache.
   void remember_refusals(Loop& loop, const pipeline::Decision& decision,
                          const pipeline::Charges& charges, const pipeline::ChargeResult& result,
@@ -192,9 +243,8 @@ class RedisStore final : public Store {
   void failed(Loop& loop, Lane& lane, std::string_view why, std::size_t requests = 1);
   /// What `on_error` makes of a request Redis could not decide.
   pipeline::ChargeResult fall_back(const pipeline::Charges& charges, limiter::TimePoint now) const;
-  /// The keys of the live charges, as the over-limit cache knows them.
-  static std::array<std::uint64_t, limiter::kMaxChargesPerRequest> cache_ids(
-      const pipeline::Decision& decision, const pipeline::Charges& charges);
+  /// The keys of the charges, as the over-limit cache and the leases know them.
+  static KeyIds cache_ids(const pipeline::Decision& decision, const pipeline::Charges& charges);
 
   config::RedisOptions options_;
   std::string shown_url_;  ///< The URL with its password redacted.
@@ -206,6 +256,8 @@ class RedisStore final : public Store {
   /// Set by every load: the loops' connections all lead to one Redis (or cluster).
   std::atomic<bool> functions_{true};
   std::uint64_t permit_base_;  ///< Random, so replicas' permit ids never meet.
+  std::atomic<std::uint64_t> lease_holders_{0};
+  std::atomic<bool> heartbeat_started_{false};
   std::optional<limiter::TimePoint> simulated_now_;
 };
 

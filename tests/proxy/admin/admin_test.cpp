@@ -110,6 +110,27 @@ TEST(AdminPort, ExposesPrometheusMetrics) {
   EXPECT_THAT(body, HasSubstr("# TYPE sluice_request_duration_seconds histogram\n"));
 }
 
+TEST(AdminPort, ShowsLeasesTheirHitsAndTheirOvershootBound) {
+  const sluice::test::RedisServer redis;
+  ReloadableProxy proxy("store: {type: redis, redis: {url: \"" + redis.url() +
+                        "\"}}\nlimiters:\n  leased: {algorithm: fixed_window, limit: 100, "
+                        "window: 1h, key: global, lease: 10}\n"
+                        "routes: [{name: all, limiters: [leased]}]\n");
+  // Each of the 2 event loops takes a lease of 10 with its first request, then spends it.
+  for (int i = 0; i < 5; ++i) {
+    EXPECT_EQ(proxy.send(get("/")).result(), http::status::ok);
+  }
+  const std::string body = proxy.send(get("/metrics"), true).body();
+  const std::string hits = "sluice_store_lease_hits_total{store=\"redis\"} ";
+  ASSERT_THAT(body, HasSubstr(hits));
+  EXPECT_GE(std::stoi(body.substr(body.find(hits) + hits.size())), 3);
+  // The loops of every replica that leases count themselves: here, this one's 2.
+  EXPECT_THAT(body, HasSubstr("sluice_store_lease_holders{store=\"redis\"} 2\n"));
+  EXPECT_THAT(body, HasSubstr("sluice_lease_overshoot_bound{limiter=\"leased\"} 20\n"));
+  const std::string config = proxy.send(get("/config"), true).body();
+  EXPECT_THAT(config, HasSubstr("\"overshoot_bound\":{\"permits\":20,\"lease_holders\":2"));
+}
+
 TEST(AdminPort, ReadyzAndMetricsFollowTheRedisStore) {
   const sluice::test::RedisServer redis;
   ReloadableProxy proxy("store: {type: redis, redis: {url: \"" + redis.url() +

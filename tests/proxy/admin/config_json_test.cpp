@@ -64,6 +64,18 @@ TEST(ConfigJson, ShowsTheRedisStoreWithItsPasswordRedactedAndWhetherItIsACluster
   EXPECT_TRUE(redis.at("cluster").as_bool());
 }
 
+TEST(ConfigJson, ShowsALeasedLimitersOvershootBoundForTheLeaseHoldersCounted) {
+  const config::ProxyConfig config = parse(
+      "upstream: http://127.0.0.1:9000\nstore: {type: redis}\n"
+      "limiters: {leased: {algorithm: token_bucket, rate: 100/s, lease: 10}}\n"
+      "routes: [{name: a, limiters: [leased]}]\n");
+  const json::value value = parsed(config_json(config, 4));
+  const json::value& limiter = value.at("limiters").at("leased");
+  EXPECT_EQ(limiter.at("lease").as_int64(), 10);
+  EXPECT_EQ(limiter.at("overshoot_bound").at("permits").as_int64(), 40);
+  EXPECT_EQ(limiter.at("overshoot_bound").at("lease_holders").as_int64(), 4);
+}
+
 TEST(ConfigJson, WritesMembersInTheFilesOrderAndWholeNumbersWhole) {
   const config::ProxyConfig config = parse(R"(
 limiters:
