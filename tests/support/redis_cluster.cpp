@@ -10,25 +10,9 @@
 #include <stdexcept>
 #include <thread>
 
+#include "tests/support/shell.hpp"
+
 namespace sluice::test {
-namespace {
-
-/// Runs `command` in a shell and returns its standard output.
-std::string output_of(const std::string& command) {
-  std::string out;
-  FILE* pipe = ::popen(command.c_str(), "r");
-  if (pipe == nullptr) {
-    throw std::runtime_error("cannot run: " + command);
-  }
-  std::array<char, 4096> buffer;
-  while (const std::size_t read = std::fread(buffer.data(), 1, buffer.size(), pipe)) {
-    out.append(buffer.data(), read);
-  }
-  ::pclose(pipe);
-  return out;
-}
-
-}  // namespace
 
 RedisCluster::RedisCluster(std::size_t masters, std::size_t replicas) {
   // A machine busy with other tests may keep a cluster from forming (a port taken between its

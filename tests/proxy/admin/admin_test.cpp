@@ -15,11 +15,14 @@
 #include "proxy/telemetry/access_log.hpp"
 #include "tests/support/proxy_fixture.hpp"
 #include "tests/support/redis_server.hpp"
+#include "tests/support/shell.hpp"
 
 namespace sluice::test {
 namespace {
 
 using ::testing::HasSubstr;
+
+using sluice::test::output_of;
 
 /// A proxy whose configuration lives in a file, so that it can be reloaded.
 class ReloadableProxy {
@@ -112,23 +115,31 @@ TEST(AdminPort, ExposesPrometheusMetrics) {
 
 TEST(AdminPort, ShowsLeasesTheirHitsAndTheirOvershootBound) {
   const sluice::test::RedisServer redis;
-  ReloadableProxy proxy("store: {type: redis, redis: {url: \"" + redis.url() +
-                        "\"}}\nlimiters:\n  leased: {algorithm: fixed_window, limit: 100, "
-                        "window: 1h, key: global, lease: 10}\n"
-                        "routes: [{name: all, limiters: [leased]}]\n");
+  auto proxy = std::make_unique<ReloadableProxy>(
+      "store: {type: redis, redis: {url: \"" + redis.url() +
+      "\"}}\nlimiters:\n  leased: {algorithm: fixed_window, limit: 100, "
+      "window: 1h, key: global, lease: 10}\n"
+      "routes: [{name: all, limiters: [leased]}]\n");
   // Each of the 2 event loops takes a lease of 10 with its first request, then spends it.
   for (int i = 0; i < 5; ++i) {
-    EXPECT_EQ(proxy.send(get("/")).result(), http::status::ok);
+    EXPECT_EQ(proxy->send(get("/")).result(), http::status::ok);
   }
-  const std::string body = proxy.send(get("/metrics"), true).body();
+  const std::string body = proxy->send(get("/metrics"), true).body();
   const std::string hits = "sluice_store_lease_hits_total{store=\"redis\"} ";
   ASSERT_THAT(body, HasSubstr(hits));
   EXPECT_GE(std::stoi(body.substr(body.find(hits) + hits.size())), 3);
   // The loops of every replica that leases count themselves: here, this one's 2.
   EXPECT_THAT(body, HasSubstr("sluice_store_lease_holders{store=\"redis\"} 2\n"));
   EXPECT_THAT(body, HasSubstr("sluice_lease_overshoot_bound{limiter=\"leased\"} 20\n"));
-  const std::string config = proxy.send(get("/config"), true).body();
+  const std::string config = proxy->send(get("/config"), true).body();
   EXPECT_THAT(config, HasSubstr("\"overshoot_bound\":{\"permits\":20,\"lease_holders\":2"));
+
+  // Stopped, it gives back what its leases hold: Redis counts the 5 requests, no more.
+  proxy.reset();
+  const std::string cli = "redis-cli -p " + std::to_string(redis.port()) + " ";
+  const std::string key = output_of(cli + "--scan --pattern '*leased*'");
+  ASSERT_FALSE(key.empty());
+  EXPECT_EQ(output_of(cli + "HGET '" + key.substr(0, key.find('\n')) + "' n"), "5\n");
 }
 
 TEST(AdminPort, ReadyzAndMetricsFollowTheRedisStore) {
