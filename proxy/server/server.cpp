@@ -2,6 +2,7 @@
 
 #include <sys/socket.h>
 
+#include <atomic>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
@@ -11,6 +12,8 @@
 #include <boost/beast/core/tcp_stream.hpp>
 #include <chrono>
 #include <future>
+#include <memory>
+#include <thread>
 
 #include "proxy/admin/admin.hpp"
 #include "proxy/io/net.hpp"
@@ -182,13 +185,16 @@ void Server::stop(limiter::Duration drain) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   if (store_) {
-    // What the loops hold that other replicas could use (leases) goes back, while they run.
-    std::vector<std::future<void>> given_back;
+    // What the loops hold that other replicas could use (leases) goes back, while they run
+    // (a second at most).
+    const auto given_back = std::make_shared<std::atomic<std::size_t>>(0);
     for (std::size_t i = 0; i < loops_.size(); ++i) {
-      given_back.push_back(net::co_spawn(loops_[i]->io, store_->give_back(i), net::use_future));
+      net::co_spawn(loops_[i]->io, store_->give_back(i),
+                    [given_back](const std::exception_ptr&) { ++*given_back; });
     }
-    for (std::future<void>& done : given_back) {
-      done.wait_for(std::chrono::seconds(1));
+    const auto given_by = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+    while (given_back->load() < loops_.size() && std::chrono::steady_clock::now() < given_by) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
   }
   if (admin_ && !loops_.empty()) {
