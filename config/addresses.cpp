@@ -94,31 +94,32 @@ std::optional<Upstream> parse_upstream(std::string_view text, std::string& probl
     problem = "\"" + redact_url(text) + "\" " + std::string(why);
     return std::nullopt;
   };
-  if (!starts_with_scheme(text, "http")) {
-    return fail("is not an http:// URL (upstreams speak plain HTTP)");
+  const bool tls = starts_with_scheme(text, "https");
+  if (!tls && !starts_with_scheme(text, "http")) {
+    return fail("is not an http:// or https:// URL (upstreams speak HTTP/1.1)");
   }
   const std::optional<urls::url_view> url = parse_url(text);
   if (!url) {
     return fail("is not a valid URL (RFC 3986)");
   }
   if (url->has_userinfo()) {
-    return fail("must be http://host[:port], without a user or password");
+    return fail("must be http[s]://host[:port], without a user or password");
   }
   std::string host = host_of(*url);
   if (host.empty()) {
     return fail("has no host");
   }
-  const std::optional<std::uint16_t> port = port_of(*url, 80);
+  const std::optional<std::uint16_t> port = port_of(*url, tls ? 443 : 80);
   if (!port) {
     return fail(kPortRange);
   }
   if (url->encoded_path().size() > 1) {
-    return fail("must be http://host[:port], without a path");
+    return fail("must be http[s]://host[:port], without a path");
   }
   if (url->has_query() || url->has_fragment()) {
-    return fail("must be http://host[:port], without a query or fragment");
+    return fail("must be http[s]://host[:port], without a query or fragment");
   }
-  return Upstream{.url = std::string(text), .host = std::move(host), .port = *port};
+  return Upstream{.url = std::string(text), .host = std::move(host), .port = *port, .tls = tls};
 }
 
 std::optional<RedisEndpoint> parse_redis_url(std::string_view text, std::string& problem) {

@@ -10,6 +10,8 @@ namespace sluice::config {
 struct Location {
   int line = 0;
   int column = 0;
+
+  bool operator==(const Location&) const = default;
 };
 
 struct Diagnostic {

@@ -1,5 +1,6 @@
 #include "config/load_config.hpp"
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
@@ -35,6 +36,143 @@ std::vector<Cidr> read_networks(MapReader& reader, std::string_view key, ReadCon
     }
   }
   return networks;
+}
+
+/// A `tls` mapping of a listener (SPEC §7). Its files are read later (proxy/tls/).
+std::optional<ListenerTls> read_listener_tls(MapReader& owner) {
+  auto section = owner.section("tls", {"cert", "key", "min_version", "client_ca", "client_cert"});
+  if (!section) {
+    return std::nullopt;
+  }
+  MapReader& reader = *section;
+  ListenerTls tls;
+  tls.path = reader.path();
+  tls.at = reader.at();
+  const bool has_cert = reader.require("cert");
+  const bool has_key = reader.require("key");
+  tls.cert = reader.text("cert").value_or("");
+  tls.key = reader.text("key").value_or("");
+  tls.min_version =
+      reader
+          .choice<TlsVersion>("min_version", {{"1.2", TlsVersion::v1_2}, {"1.3", TlsVersion::v1_3}})
+          .value_or(TlsVersion::v1_2);
+  tls.client_ca = reader.text("client_ca").value_or("");
+  const std::optional<ClientCertificates> client_cert =
+      reader.choice<ClientCertificates>("client_cert", {{"none", ClientCertificates::none},
+                                                        {"optional", ClientCertificates::optional},
+                                                        {"require", ClientCertificates::require}});
+  tls.client_cert = client_cert.value_or(tls.client_ca.empty() ? ClientCertificates::none
+                                                               : ClientCertificates::require);
+  if (tls.client_ca.empty() && tls.client_cert != ClientCertificates::none) {
+    reader.error("client_cert", "needs client_ca: the CA that signs the clients' certificates");
+  }
+  if (!has_cert || !has_key) {
+    return std::nullopt;
+  }
+  return tls;
+}
+
+/// `listen`: one address (with the top-level `tls` for it), or a list of addresses and
+/// {address, tls} mappings.
+std::vector<Listener> read_listeners(MapReader& top, ReadContext& context) {
+  const YAML::Node node = top.node("listen");
+  if (node && node.IsSequence()) {
+    if (top.has("tls")) {
+      top.error("tls",
+                "applies to a single listen address; with a list, give each TLS "
+                "address its own: {address: \"0.0.0.0:8443\", tls: {...}}");
+    }
+    std::vector<Listener> listeners;
+    std::vector<std::size_t> items;  // each listener's index in the list
+    for (std::size_t i = 0; i < node.size(); ++i) {
+      const std::string path = "listen[" + std::to_string(i) + "]";
+      const YAML::Node item = node[i];
+      if (item.IsMap()) {
+        MapReader reader(item, path, {"address", "tls"}, context);
+        if (!reader.require("address")) {
+          continue;
+        }
+        std::optional<HostPort> address = read_host_port(reader, "address");
+        std::optional<ListenerTls> tls = read_listener_tls(reader);
+        if (address) {
+          listeners.push_back(Listener{.address = std::move(*address), .tls = std::move(tls)});
+          items.push_back(i);
+        }
+        continue;
+      }
+      const std::optional<std::string> text = scalar_text(item, path, context);
+      std::optional<HostPort> address = text ? parse_host_port(*text) : std::nullopt;
+      if (!address) {
+        if (text) {
+          context.diagnostics.error(
+              location_of(item),
+              path + ": \"" + *text + "\" is not host:port (0.0.0.0:8080, [::]:8080)");
+        }
+        continue;
+      }
+      listeners.push_back(Listener{.address = std::move(*address), .tls = std::nullopt});
+      items.push_back(i);
+    }
+    if (node.size() == 0) {
+      top.error("listen", "an empty list: give at least one address");
+    }
+    for (std::size_t i = 0; i < listeners.size(); ++i) {
+      for (std::size_t j = 0; j < i; ++j) {
+        if (listeners[i].address == listeners[j].address) {
+          context.diagnostics.error(location_of(node[items[i]]),
+                                    "listen[" + std::to_string(items[i]) +
+                                        "]: the same address as listen[" +
+                                        std::to_string(items[j]) + "]");
+        }
+      }
+    }
+    return listeners;
+  }
+  Listener listener{.address = read_host_port(top, "listen").value_or(HostPort{"0.0.0.0", 8080}),
+                    .tls = read_listener_tls(top)};
+  return {std::move(listener)};
+}
+
+UpstreamTls read_upstream_tls(MapReader& top) {
+  UpstreamTls tls;
+  auto section = top.section("upstream_tls", {"ca", "verify", "server_name", "cert", "key"});
+  if (!section) {
+    return tls;
+  }
+  MapReader& reader = *section;
+  tls.at = reader.at();
+  tls.ca = reader.text("ca").value_or("");
+  tls.verify = reader.flag("verify").value_or(true);
+  tls.server_name = reader.text("server_name").value_or("");
+  tls.cert = reader.text("cert").value_or("");
+  tls.key = reader.text("key").value_or("");
+  if (tls.cert.empty() != tls.key.empty()) {
+    reader.error(tls.cert.empty() ? "cert" : "key", "missing: cert and key go together");
+  }
+  return tls;
+}
+
+/// `cert:` keys read the client certificate: some TLS listener must ask for one.
+void check_certificate_keys(const ProxyConfig& config, ReadContext& context) {
+  const bool asks =
+      std::any_of(config.listeners.begin(), config.listeners.end(), [](const Listener& listener) {
+        return listener.tls && listener.tls->client_cert != ClientCertificates::none;
+      });
+  if (asks) {
+    return;
+  }
+  for (const LimiterConfig& limiter : config.limiters) {
+    for (const KeyPart& part : limiter.key.parts) {
+      if (part.kind == KeyPart::Kind::cert_subject || part.kind == KeyPart::Kind::cert_san ||
+          part.kind == KeyPart::Kind::cert_fingerprint) {
+        context.diagnostics.error(limiter.at, "limiters." + limiter.name + ".key: \"" +
+                                                  limiter.key.text +
+                                                  "\" reads the client certificate, but no "
+                                                  "listener asks for one (tls.client_ca)");
+        break;
+      }
+    }
+  }
 }
 
 Timeouts read_timeouts(MapReader& top) {
@@ -157,8 +295,9 @@ ProxyConfig read_config(const YAML::Node& root, const std::string& file, ReadCon
   ProxyConfig config;
   config.file = file;
   MapReader top(root, "",
-                {"listen", "admin", "threads", "max_connections", "upstream", "trusted_proxies",
-                 "timeouts", "limits_headers", "log", "store", "limiters", "deny", "ban", "routes"},
+                {"listen", "tls", "admin", "threads", "max_connections", "upstream", "upstream_tls",
+                 "trusted_proxies", "timeouts", "limits_headers", "log", "store", "limiters",
+                 "deny", "ban", "routes"},
                 context);
   if (!top.valid()) {
     if (root.IsNull()) {
@@ -166,7 +305,7 @@ ProxyConfig read_config(const YAML::Node& root, const std::string& file, ReadCon
     }
     return config;
   }
-  config.listen = read_host_port(top, "listen").value_or(config.listen);
+  config.listeners = read_listeners(top, context);
   if (top.has("admin")) {
     config.admin =
         top.text("admin").value_or("").empty() ? std::nullopt : read_host_port(top, "admin");
@@ -181,6 +320,7 @@ ProxyConfig read_config(const YAML::Node& root, const std::string& file, ReadCon
       top.error("upstream", problem);
     }
   }
+  config.upstream_tls = read_upstream_tls(top);
   config.trusted_proxies = read_networks(top, "trusted_proxies", context);
   config.timeouts = read_timeouts(top);
   config.limits_headers =
@@ -196,6 +336,7 @@ ProxyConfig read_config(const YAML::Node& root, const std::string& file, ReadCon
   }
   config.deny = read_networks(top, "deny", context);
   config.ban = read_ban(top);
+  check_certificate_keys(config, context);
   if (top.require("routes")) {
     config.routes = read_routes(top.node("routes"), config, top.has("upstream"), context);
     if (config.routes.empty() && top.node("routes").IsSequence()) {

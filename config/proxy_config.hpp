@@ -18,13 +18,53 @@ using limiter::Duration;
 struct HostPort {
   std::string host;
   std::uint16_t port = 0;
+
+  bool operator==(const HostPort&) const = default;
 };
 
-/// `http://host[:port]`: upstreams speak plain HTTP/1.1.
+enum class TlsVersion { v1_2, v1_3 };
+/// Whether a TLS listener asks clients for a certificate, and what it does without one.
+enum class ClientCertificates { none, optional, require };
+
+/// A listener's `tls` (SPEC §7): paths as written. The files are read where the proxy builds
+/// its TLS contexts (proxy/tls/), at start, `sluice check` and every reload; their problems are
+/// reported at `at` under `path`.
+struct ListenerTls {
+  std::string cert;  ///< PEM: the certificate, then its chain.
+  std::string key;   ///< PEM.
+  TlsVersion min_version = TlsVersion::v1_2;
+  std::string client_ca;  ///< Empty: clients are not asked for certificates.
+  ClientCertificates client_cert = ClientCertificates::none;
+  std::string path;  ///< "tls" or "listen[1].tls", for messages.
+  Location at;
+
+  bool operator==(const ListenerTls&) const = default;
+};
+
+/// One address the proxy accepts connections on, in cleartext or TLS.
+struct Listener {
+  HostPort address;
+  std::optional<ListenerTls> tls;
+
+  bool operator==(const Listener&) const = default;
+};
+
+/// How `https://` upstreams are verified, and the certificate sluice shows them (`upstream_tls`).
+struct UpstreamTls {
+  std::string ca;  ///< PEM bundle; empty: the system's.
+  bool verify = true;
+  std::string server_name;  ///< SNI and the name checked; empty: the upstream URL's host.
+  std::string cert;         ///< Client certificate (PEM), with `key`; empty: none.
+  std::string key;
+  Location at;
+};
+
+/// `http://host[:port]` or `https://host[:port]`: upstreams speak HTTP/1.1, in cleartext or TLS.
 struct Upstream {
   std::string url;
   std::string host;
   std::uint16_t port = 80;
+  bool tls = false;  ///< https://
 };
 
 struct Timeouts {
@@ -92,7 +132,18 @@ struct StoreOptions {
 
 /// One part of a limiter key (SPEC §2 "Common limiter keys").
 struct KeyPart {
-  enum class Kind { ip, header, bearer, cookie, query, route, global };
+  enum class Kind {
+    ip,
+    header,
+    bearer,
+    cookie,
+    query,
+    route,
+    global,
+    cert_subject,      ///< The client certificate's subject (RFC 2253).
+    cert_san,          ///< Its first DNS or URI subject alternative name.
+    cert_fingerprint,  ///< Its SHA-256, in hex.
+  };
   Kind kind = Kind::ip;
   std::string name;  ///< The header, cookie or query parameter.
 
@@ -170,13 +221,15 @@ struct BanOptions {
 /// pipeline that is built from it.
 struct ProxyConfig {
   std::string file;
-  HostPort listen{"0.0.0.0", 8080};
+  /// At least one; `listen` with `tls`, or a list of them.
+  std::vector<Listener> listeners{Listener{.address = {"0.0.0.0", 8080}, .tls = std::nullopt}};
   std::optional<HostPort> admin = HostPort{"127.0.0.1", 9901};  ///< nullopt: disabled.
   unsigned threads = 0;                                         ///< 0: one per core.
   /// Client connections open at once, over all threads; beyond it new ones wait in the listen
   /// queue until one closes (HAProxy's `maxconn`).
   std::size_t max_connections = 10000;
   std::optional<Upstream> upstream;
+  UpstreamTls upstream_tls;  ///< For every https:// upstream.
   std::vector<Cidr> trusted_proxies;
   Timeouts timeouts;
   LimitsHeaders limits_headers = LimitsHeaders::both;

@@ -127,6 +127,15 @@ std::optional<KeyPart> parse_key_part(std::string_view text) {
   if (kind == "query") {
     return KeyPart{Kind::query, std::string(name)};
   }
+  if (kind == "cert") {
+    for (const auto& [field, certificate_kind] :
+         {std::pair{"subject", Kind::cert_subject}, std::pair{"san", Kind::cert_san},
+          std::pair{"fingerprint", Kind::cert_fingerprint}}) {
+      if (name == field) {
+        return KeyPart{certificate_kind, ""};
+      }
+    }
+  }
   return std::nullopt;
 }
 
@@ -278,7 +287,8 @@ std::optional<KeySpec> parse_key(std::string_view text, std::string& problem) {
     if (!parsed) {
       problem = "\"" + std::string(part) +
                 "\" is not a key part; use ip, header:NAME, bearer, cookie:NAME, query:NAME, "
-                "route or global, joined with + (ip+header:X-User)";
+                "cert:subject, cert:san, cert:fingerprint, route or global, joined with + "
+                "(ip+header:X-User)";
       return std::nullopt;
     }
     spec.parts.push_back(std::move(*parsed));

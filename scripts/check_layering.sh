@@ -13,13 +13,14 @@ rules=(
   "proxy/pipeline|limiter config|boost/asio boost/beast yaml-cpp spdlog hiredis CLI"
   "proxy/replay|limiter config proxy/pipeline|boost/asio boost/beast yaml-cpp spdlog hiredis CLI"
   "proxy/telemetry|limiter config|boost/asio boost/beast yaml-cpp hiredis CLI"
-  "proxy/live|limiter config proxy/pipeline proxy/telemetry|boost/asio boost/beast hiredis CLI"
   "proxy/io|limiter|boost/beast/http yaml-cpp spdlog hiredis CLI"
+  "proxy/tls|limiter config proxy/pipeline proxy/io|boost/beast/http yaml-cpp spdlog hiredis CLI"
+  "proxy/live|limiter config proxy/pipeline proxy/telemetry proxy/tls|boost/asio boost/beast hiredis CLI"
   "proxy/store|limiter config proxy/pipeline proxy/telemetry proxy/io|boost/beast/http CLI"
-  "proxy/http|limiter config proxy/pipeline proxy/telemetry proxy/live proxy/io proxy/store|hiredis CLI"
-  "proxy/admin|limiter config proxy/pipeline proxy/telemetry proxy/live proxy/io proxy/store proxy/http|hiredis CLI"
-  "proxy/server|limiter config proxy/pipeline proxy/telemetry proxy/live proxy/io proxy/store proxy/http proxy/admin|hiredis CLI"
-  "proxy/cli|limiter config proxy/pipeline proxy/replay proxy/telemetry proxy/live proxy/io proxy/store proxy/http proxy/admin proxy/server|hiredis"
+  "proxy/http|limiter config proxy/pipeline proxy/telemetry proxy/live proxy/io proxy/tls proxy/store|hiredis CLI"
+  "proxy/admin|limiter config proxy/pipeline proxy/telemetry proxy/live proxy/io proxy/tls proxy/store proxy/http|hiredis CLI"
+  "proxy/server|limiter config proxy/pipeline proxy/telemetry proxy/live proxy/io proxy/tls proxy/store proxy/http proxy/admin|hiredis CLI"
+  "proxy/cli|limiter config proxy/pipeline proxy/replay proxy/telemetry proxy/live proxy/io proxy/tls proxy/store proxy/http proxy/admin proxy/server|hiredis"
 )
 
 status=0

@@ -41,6 +41,25 @@ json::array cidrs(const std::vector<config::Cidr>& networks) {
   return list;
 }
 
+/// Each listener's address, and its TLS settings (the files it reads, not what they hold).
+json::array listeners(const std::vector<config::Listener>& list) {
+  json::array out;
+  for (const config::Listener& listener : list) {
+    json::object item;
+    item["address"] = host_port(listener.address);
+    if (const auto& tls = listener.tls) {
+      static constexpr std::string_view kClientCert[] = {"none", "optional", "require"};
+      item["tls"] = {{"cert", tls->cert},
+                     {"key", tls->key},
+                     {"min_version", tls->min_version == config::TlsVersion::v1_3 ? "1.3" : "1.2"},
+                     {"client_ca", tls->client_ca},
+                     {"client_cert", kClientCert[static_cast<int>(tls->client_cert)]}};
+    }
+    out.push_back(std::move(item));
+  }
+  return out;
+}
+
 json::array strings(const std::vector<std::string>& texts) {
   json::array list;
   for (const std::string& text : texts) {
@@ -191,7 +210,7 @@ json::object route(const config::Route& route) {
 std::string config_json(const config::ProxyConfig& config, std::uint64_t lease_holders) {
   json::object out;
   out["file"] = config.file;
-  out["listen"] = host_port(config.listen);
+  out["listen"] = listeners(config.listeners);
   out["admin"] = config.admin ? host_port(*config.admin) : "";
   out["threads"] = config.threads;
   out["max_connections"] = config.max_connections;

@@ -135,7 +135,11 @@ std::string joined(const std::vector<std::string>& names) {
 
 void print_config_summary(const config::ProxyConfig& config, std::ostream& out) {
   out << config.file << ": OK\n\n";
-  out << "listen " << config.listen.host << ':' << config.listen.port;
+  out << "listen";
+  for (const config::Listener& listener : config.listeners) {
+    out << (&listener == &config.listeners.front() ? " " : " and ") << listener.address.host << ':'
+        << listener.address.port << (listener.tls ? " (TLS)" : "");
+  }
   if (config.admin) {
     out << ", admin " << config.admin->host << ':' << config.admin->port;
   }

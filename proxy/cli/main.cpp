@@ -23,15 +23,25 @@
 #include "proxy/server/server.hpp"
 #include "proxy/telemetry/access_log.hpp"
 #include "proxy/telemetry/metrics.hpp"
+#include "proxy/tls/contexts.hpp"
 
 namespace {
 
 constexpr int kRuntimeError = 1;
 
+/// Whether loading a config also reads the certificates it names (a command that serves or
+/// checks does; `health` only asks the admin port).
+enum class Certificates { read, skip };
+
 /// Loads the config, printing every problem; nullopt when it cannot be used.
-std::optional<sluice::config::ProxyConfig> load(std::string_view path) {
+std::optional<sluice::config::ProxyConfig> load(std::string_view path,
+                                                Certificates certificates = Certificates::read) {
   try {
-    return sluice::config::load_config(std::string(path));
+    sluice::config::ProxyConfig config = sluice::config::load_config(std::string(path));
+    if (certificates == Certificates::read) {
+      sluice::tls::make_contexts(config);  // throws ConfigError naming the file that fails
+    }
+    return config;
   } catch (const sluice::config::ConfigError& error) {
     for (const std::string& line : error.lines()) {
       std::cerr << line << '\n';
@@ -84,14 +94,13 @@ int run(const std::string& path) {
   try {
     server.start();
   } catch (const boost::system::system_error& error) {
-    std::cerr << "sluice: cannot listen on " << config->listen.host << ':' << config->listen.port
-              << ": " << error.code().message() << '\n';
+    std::cerr << "sluice: cannot listen: " << error.what() << '\n';
     return kRuntimeError;
   } catch (const sluice::store::StoreError& error) {
     std::cerr << "sluice: " << error.what() << '\n';
     return kRuntimeError;
   }
-  std::cout << "sluice " << SLUICE_VERSION << " listening on " << server.local_endpoint() << " ("
+  std::cout << "sluice " << SLUICE_VERSION << " listening on " << server.listening() << " ("
             << config->file << ", " << config->routes.size() << " routes, "
             << config->limiters.size() << " limiters)" << std::endl;
 
@@ -123,7 +132,7 @@ int check(const std::string& path) {
 constexpr std::chrono::seconds kHealthTimeout{2};
 
 int health(const std::string& path) {
-  const std::optional<sluice::config::ProxyConfig> config = load(path);
+  const std::optional<sluice::config::ProxyConfig> config = load(path, Certificates::skip);
   if (!config) {
     return kRuntimeError;
   }

@@ -2,11 +2,13 @@
 
 #include <boost/intrusive/list.hpp>
 #include <chrono>
+#include <memory>
 #include <string>
 
 #include "proxy/http/request_state.hpp"
 #include "proxy/io/stream.hpp"
 #include "proxy/pipeline/ip_address.hpp"
+#include "proxy/pipeline/request_view.hpp"
 
 namespace sluice::http {
 
@@ -24,6 +26,8 @@ struct ClientConnection {
   io::Stream stream;
   pipeline::IpAddress peer;
   std::string peer_address_text;  ///< For X-Forwarded-For (no allocation for IPv4).
+  /// The client's verified certificate, on a TLS listener that asks for one (`cert:` keys).
+  std::unique_ptr<const pipeline::ClientCertificate> certificate;
   RequestState* state = nullptr;  ///< Borrowed while it serves requests; null while idle.
   bool waiting = false;  ///< Nothing in flight: it waits for a request (a drain may close it).
   ListHook listed;       ///< In its loop's list of open connections; leaves it when it goes.

@@ -3,6 +3,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "limiter/clock.hpp"
 #include "proxy/http/client_connection.hpp"
@@ -54,6 +55,8 @@ struct LoopContext {
   UpstreamPool& pool;                 ///< This loop's upstream connections.
   io::ChunkPool& chunks;              ///< This loop's body buffers.
   RequestStatePool& request_states;   ///< What its connections borrow while they are busy.
+  /// By listener index: whether it speaks TLS, as bound at start (a reload cannot change it).
+  std::vector<bool> tls_listeners;
 };
 
 }  // namespace sluice::http

@@ -20,6 +20,7 @@
 #include "proxy/io/socket_io.hpp"
 #include "proxy/io/spare_pool.hpp"
 #include "proxy/pipeline/http_text.hpp"
+#include "proxy/tls/contexts.hpp"
 
 namespace sluice::http {
 namespace {
@@ -170,6 +171,9 @@ struct Pumped {
 /// a drain-aware read of it (io/drain_aware_read.hpp) until the upstream timeout.
 template <bool isRequest>
 bool receive_now(io::Stream& stream, MessageRead<isRequest>& read, beast::error_code& ec) {
+  if (stream.secure()) {
+    return false;  // the bytes are encrypted; TLS's own reads try the socket at once
+  }
   beast::error_code error;
   const net::mutable_buffer room = read.room();
   const std::size_t n =
@@ -316,7 +320,7 @@ bool is_forwarding_field(std::string_view name) noexcept {
 /// the forwarding fields (the proxy's replace the client's, but X-Forwarded-For is appended
 /// to) and the framing: one Content-Length, or chunked. `Expect` is dropped: the proxy has
 /// answered it.
-void write_upstream_head(const RequestParser& request, std::string_view client_address,
+void write_upstream_head(const RequestParser& request, std::string_view client_address, bool secure,
                          bool upgrade, HeadText& head) {
   write_request_line(head, request.method_string(), request.target());
   const HeadFields& fields = request.head();
@@ -340,7 +344,7 @@ void write_upstream_head(const RequestParser& request, std::string_view client_a
     fmt::format_to(std::back_inserter(head), "X-Forwarded-For: {}, {}\r\n", forwarded_for,
                    client_address);
   }
-  append(head, "X-Forwarded-Proto: http\r\n");
+  append(head, secure ? "X-Forwarded-Proto: https\r\n" : "X-Forwarded-Proto: http\r\n");
   if (!host.empty()) {
     write_field(head, "X-Forwarded-Host", host);
   }
@@ -450,7 +454,9 @@ io::Awaitable<UpstreamSend> send_upstream(ClientConnection& downstream, const Ex
     }
     if (!connection) {
       beast::error_code connect_error;
-      connection = co_await loop.pool.connect(upstream, timeouts.connect, connect_error);
+      connection = co_await loop.pool.connect(upstream, exchange.generation.tls->upstream.get(),
+                                              exchange.config().upstream_tls, timeouts.connect,
+                                              connect_error);
     }
     if (!connection) {
       co_return UpstreamSend{.failure = UpstreamFailure::connect};
@@ -558,7 +564,7 @@ io::Awaitable<RelayOutcome> relay(ClientConnection& downstream, const Exchange& 
   const bool upgrade = parser.upgrade() && version >= 11;  // ignored in HTTP/1.0 (RFC 9110 §7.8)
   bool keep_alive = exchange.keep_alive;
   head.clear();
-  write_upstream_head(parser, downstream.peer_address_text, upgrade, head);
+  write_upstream_head(parser, downstream.peer_address_text, client.secure(), upgrade, head);
   const io::ChunkPool::Lease chunk = loop.chunks.borrow();
   UpstreamConnectionPtr connection;
   std::chrono::steady_clock::time_point sent_at;
@@ -601,10 +607,7 @@ io::Awaitable<RelayOutcome> relay(ClientConnection& downstream, const Exchange& 
     auto [ec, n] =
         co_await net::async_write(client, net::buffer(head.data(), head.size()), io::use_nothrow);
     if (!ec) {
-      client.expires_never();
-      server.expires_never();
-      co_await tunnel(client.socket(), client_buffer, server.socket(), server_buffer,
-                      timeouts.idle);
+      co_await tunnel(client, client_buffer, server, server_buffer, timeouts.idle);
     }
     co_return outcome;  // an upgraded connection is never reused
   }

@@ -18,6 +18,8 @@
 #include "proxy/http/request_state.hpp"
 #include "proxy/http/responses.hpp"
 #include "proxy/io/socket_io.hpp"
+#include "proxy/tls/contexts.hpp"
+#include "proxy/tls/peer.hpp"
 
 namespace sluice::http {
 namespace {
@@ -237,8 +239,8 @@ io::Awaitable<void> serve_requests(OpenPtr open, LoopContext& loop, bool first) 
       if (ec) {  // (checked first: comparing codes of other categories is not free)
         if (ec == http::error::end_of_stream || ec == beast::error::timeout ||
             ec == net::error::connection_reset || ec == net::error::eof ||
-            ec == net::error::operation_aborted) {
-          co_return;  // the client is done, or went quiet
+            ec == net::error::operation_aborted || io::is_tls_error(ec)) {
+          co_return;  // the client is done, or went quiet (or broke TLS: nothing to answer on)
         }
         // Too large: 431 (414); malformed: 400 (501). The connection cannot be trusted to go on.
         problem_response(state.own, refusal_for(parser, ec), 11, false);
@@ -257,7 +259,8 @@ io::Awaitable<void> serve_requests(OpenPtr open, LoopContext& loop, bool first) 
                                        .target = parser.target(),
                                        .host = state.request_head.value_of(http::field::host),
                                        .headers = state.request_head.headers(),
-                                       .peer = client.peer};
+                                       .peer = client.peer,
+                                       .certificate = client.certificate.get()};
       const limiter::TimePoint now = proxy.clock.now();
       if (generation->pipeline.prepare(view, now, std::nullopt, decision, state.charges)) {
         state.charged = {};
@@ -340,10 +343,50 @@ void wait_for_request(OpenPtr open, LoopContext& loop, bool first) {
       });
 }
 
+/// A connection to a TLS listener: its handshake, within the header timeout (which goes on
+/// for its first request), then its requests. A failed handshake closes only this connection.
+io::Awaitable<void> handshake_then_serve(OpenPtr open, LoopContext& loop,
+                                         std::shared_ptr<tls::Context> context) {
+  ClientConnection& client = open->client;
+  client.stream.expires_after(open->generation->config->timeouts.header);
+  client.stream.start_tls(*context);
+  client.waiting = true;  // nothing in flight: a drain may close it
+  auto [ec] =
+      co_await client.stream.async_handshake(net::ssl::stream_base::server, io::use_nothrow);
+  using Handshake = telemetry::Metrics::Handshake;
+  if (ec) {
+    loop.proxy.metrics.count_tls_handshake(Handshake::failed);
+    co_return;
+  }
+  loop.proxy.metrics.count_tls_handshake(
+      SSL_session_reused(client.stream.tls_handle()) == 1 ? Handshake::resumed : Handshake::full);
+  if (SSL_CTX_get_verify_mode(context->native_handle()) != SSL_VERIFY_NONE) {
+    if (auto certificate = tls::client_certificate(client.stream.tls_handle())) {
+      client.certificate =
+          std::make_unique<const pipeline::ClientCertificate>(std::move(*certificate));
+    }
+  }
+  // Straight to reading: the first request may have come with the handshake's last bytes,
+  // already out of the socket.
+  co_await serve_requests(std::move(open), loop, true);
+}
+
 }  // namespace
 
-void serve_client(io::Socket socket, LoopContext& loop) {
-  wait_for_request(std::make_unique<OpenConnection>(std::move(socket), loop), loop, true);
+void serve_client(io::Socket socket, LoopContext& loop, std::size_t listener) {
+  auto open = std::make_unique<OpenConnection>(std::move(socket), loop);
+  if (!loop.tls_listeners[listener]) {
+    wait_for_request(std::move(open), loop, true);
+    return;
+  }
+  const std::vector<std::shared_ptr<tls::Context>>& contexts = open->generation->tls->listeners;
+  if (listener >= contexts.size() || !contexts[listener]) {
+    return;  // reloaded without TLS on this listener: it serves TLS only, until a restart
+  }
+  const io::Executor executor = open->client.stream.get_executor();
+  std::shared_ptr<tls::Context> context = contexts[listener];
+  net::co_spawn(executor, handshake_then_serve(std::move(open), loop, std::move(context)),
+                net::detached);
 }
 
 io::Awaitable<void> park_quiet(LoopContext& loop) {

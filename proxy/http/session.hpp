@@ -1,6 +1,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 
 #include "proxy/http/loop_context.hpp"
 #include "proxy/io/net.hpp"
@@ -11,7 +12,9 @@ namespace sluice::http {
 /// pipelined ones in order), runs each through the pipeline and answers it or relays it to its
 /// upstream, streaming bodies both ways. It owns its socket; what it shares with the loop's other
 /// connections is in `loop`, which outlives it. Call it on the loop's thread.
-void serve_client(io::Socket socket, LoopContext& loop);
+/// `listener`: the index of the listener that accepted it; on a TLS one the connection starts
+/// with a handshake.
+void serve_client(io::Socket socket, LoopContext& loop, std::size_t listener);
 
 /// How often a loop parks its quiet connections (QuietConnections): a keep-alive connection
 /// keeps its request state and coroutine after answering until the next such sweep, 0 to this

@@ -1,11 +1,14 @@
 #include "proxy/http/upstream_pool.hpp"
 
+#include <spdlog/spdlog.h>
 #include <sys/socket.h>
 
 #include <boost/asio/connect.hpp>
 
+#include "config/url.hpp"
 #include "proxy/io/coarse_clock.hpp"
 #include "proxy/io/net.hpp"
+#include "proxy/tls/peer.hpp"
 
 namespace sluice::http {
 namespace {
@@ -22,11 +25,12 @@ bool still_open(io::Socket& socket) {
 
 UpstreamPool::Entry& UpstreamPool::entry_for(const config::Upstream& upstream) {
   for (Entry& entry : entries_) {
-    if (entry.port == upstream.port && entry.host == upstream.host) {
+    if (entry.port == upstream.port && entry.tls == upstream.tls && entry.host == upstream.host) {
       return entry;
     }
   }
-  return entries_.emplace_back(Entry{.host = upstream.host, .port = upstream.port});
+  return entries_.emplace_back(
+      Entry{.host = upstream.host, .port = upstream.port, .tls = upstream.tls});
 }
 
 UpstreamConnectionPtr UpstreamPool::take_parked(const config::Upstream& upstream, bool check_open) {
@@ -47,6 +51,8 @@ UpstreamConnectionPtr UpstreamPool::take_parked(const config::Upstream& upstream
 }
 
 io::Awaitable<UpstreamConnectionPtr> UpstreamPool::connect(const config::Upstream& upstream,
+                                                           net::ssl::context* tls_context,
+                                                           const config::UpstreamTls& tls,
                                                            limiter::Duration connect_timeout,
                                                            beast::error_code& error) {
   Entry& entry = entry_for(upstream);
@@ -77,6 +83,22 @@ io::Awaitable<UpstreamConnectionPtr> UpstreamPool::connect(const config::Upstrea
   connection->stream.socket().set_option(tcp::no_delay(true), error);
   connection->stream.socket().non_blocking(true, error);  // see socket_io.hpp
   error = {};
+  if (upstream.tls && tls_context != nullptr) {
+    io::Stream& stream = connection->stream;
+    stream.start_tls(*tls_context);
+    if (tls.verify) {
+      tls::expect_server(stream.tls_handle(),
+                         tls.server_name.empty() ? upstream.host : tls.server_name);
+    }
+    auto [handshake_error] =
+        co_await stream.async_handshake(net::ssl::stream_base::client, io::use_nothrow);
+    if (handshake_error) {
+      spdlog::warn("upstream {}: TLS handshake failed: {}", config::redact_url(upstream.url),
+                   tls::handshake_failure(stream.tls_handle(), handshake_error));
+      error = handshake_error;
+      co_return nullptr;
+    }
+  }
   co_return connection;
 }
 

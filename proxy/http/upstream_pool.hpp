@@ -48,9 +48,12 @@ class UpstreamPool {
   /// The most recently parked connection to `upstream` that is young enough and, if
   /// `check_open`, still open (one non-blocking peek), or null.
   UpstreamConnectionPtr take_parked(const config::Upstream& upstream, bool check_open);
-  /// A new connection to `upstream` (resolved once, connected within `connect_timeout`). Null
-  /// and `error` when it cannot connect.
+  /// A new connection to `upstream` (resolved once, connected within `connect_timeout`, which
+  /// includes the TLS handshake of an https:// one, with `tls_context` and `tls` settings). Null
+  /// and `error` when it cannot connect; a TLS handshake that fails is logged with its reason.
   io::Awaitable<UpstreamConnectionPtr> connect(const config::Upstream& upstream,
+                                               boost::asio::ssl::context* tls_context,
+                                               const config::UpstreamTls& tls,
                                                limiter::Duration connect_timeout,
                                                boost::beast::error_code& error);
   /// Parks a connection whose last response was read whole and that stays open.
@@ -62,6 +65,7 @@ class UpstreamPool {
   struct Entry {
     std::string host;
     std::uint16_t port = 0;
+    bool tls = false;
     std::optional<boost::asio::ip::tcp::resolver::results_type> endpoints = std::nullopt;
     std::vector<UpstreamConnectionPtr> idle = {};  ///< Most recently parked last.
   };

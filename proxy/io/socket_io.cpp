@@ -9,8 +9,9 @@ namespace sluice::io {
 
 SendStart send_now(Stream& stream, SendBuffers buffers) {
   SendStart start;
-  // A socket in blocking mode would block the event loop here: it only gets the slow path.
-  if (stream.socket().non_blocking()) {
+  // A socket in blocking mode would block the event loop here: it only gets the slow path, as
+  // does a TLS connection, whose bytes are encrypted on the way.
+  if (stream.socket().non_blocking() && !stream.secure()) {
     start.sent = send_some(stream.socket().native_handle(), buffers, start.error);
   }
   if (would_block(start.error)) {

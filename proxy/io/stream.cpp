@@ -15,7 +15,25 @@ Stream::Stream(const executor_type& executor)
       reader_(executor),
       deadline_(std::make_shared<Deadline>(executor, &socket_)) {}
 
-Stream::~Stream() { forget_deadline(); }
+Stream::~Stream() {
+  tls_.reset();  // its timers and buffers go before the socket they refer to
+  forget_deadline();
+}
+
+void Stream::start_tls(net::ssl::context& context) {
+  tls_ = std::make_unique<net::ssl::stream<Transport>>(Transport(*this), context);
+}
+
+bool Stream::tls_buffered() const noexcept {
+  if (!tls_) {
+    return false;
+  }
+  // Decrypted bytes not read yet, records not decrypted yet, and bytes in the BIO pair between
+  // the socket and OpenSSL. (Asio's own input buffer keeps bytes only while that BIO is full,
+  // that is, not empty.)
+  SSL* ssl = const_cast<net::ssl::stream<Transport>&>(*tls_).native_handle();
+  return SSL_has_pending(ssl) == 1 || BIO_ctrl_pending(SSL_get_rbio(ssl)) > 0;
+}
 
 void Stream::forget_deadline() noexcept {
   if (deadline_) {

@@ -4,6 +4,8 @@
 #include <boost/asio/associated_executor.hpp>
 #include <boost/asio/async_result.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/ssl/context.hpp>
+#include <boost/asio/ssl/stream.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core/bind_handler.hpp>
 #include <boost/beast/core/error.hpp>
@@ -17,6 +19,13 @@
 
 namespace sluice::io {
 
+/// An error of TLS itself (a bad record, an alert, a peer gone without close_notify): the
+/// connection cannot carry an answer.
+inline bool is_tls_error(const beast::error_code& error) noexcept {
+  return error.category() == net::error::get_ssl_category() ||
+         error.category() == net::ssl::error::get_stream_category();
+}
+
 /// A TCP connection on the request path: a socket with one deadline for its reads and writes,
 /// for Beast's HTTP algorithms (an AsyncReadStream and AsyncWriteStream). It does what
 /// beast::tcp_stream does, but arms its timer lazily, because the request path pays for it on
@@ -28,6 +37,13 @@ namespace sluice::io {
 /// operations (its owner awaits them). The socket is put in non-blocking mode (see
 /// socket_io.hpp). A read that empties the socket makes the next one wait for epoll rather than
 /// try a recv first, where the build allows it (socket_read.hpp).
+///
+/// A stream may carry TLS (start_tls, then async_handshake): its reads and writes then go
+/// through an Asio ssl::stream laid over the socket and its deadline, and callers that write to
+/// the socket themselves (send_now, the relay's receive_now) see secure() and take the async
+/// path. TLS's own reads try the socket at once (Asio's speculative read) rather than the
+/// drain-aware one: a peer's close that came with its last record must not wait for an epoll
+/// event that will not come.
 class Stream {
  public:
   using executor_type = Executor;
@@ -43,6 +59,22 @@ class Stream {
 
   executor_type get_executor() noexcept { return socket_.get_executor(); }
   Socket& socket() noexcept { return socket_; }
+
+  /// Lays TLS over the connection, with `context`'s certificates and settings (it must outlive
+  /// the stream: contexts are shared_ptr-held by their owners, see proxy/tls/). Reads and writes
+  /// are encrypted from the handshake on.
+  void start_tls(net::ssl::context& context);
+  /// Whether reads and writes go through TLS.
+  bool secure() const noexcept { return tls_ != nullptr; }
+  /// The connection's OpenSSL object (for SNI, verification and the peer's certificate); null
+  /// without TLS.
+  SSL* tls_handle() noexcept { return tls_ ? tls_->native_handle() : nullptr; }
+
+  /// The TLS handshake, as a server or a client, within the stream's deadline.
+  template <class Token>
+  auto async_handshake(net::ssl::stream_base::handshake_type role, Token&& token) {
+    return tls_->async_handshake(role, std::forward<Token>(token));
+  }
 
   /// Operations from now on must be over within `timeout`.
   void expires_after(limiter::Duration timeout);
@@ -60,6 +92,10 @@ class Stream {
   auto async_read_some(const MutableBuffers& buffers, Token&& token) {
     return net::async_initiate<Token, void(beast::error_code, std::size_t)>(
         [this](auto handler, const MutableBuffers& into) {
+          if (tls_) {
+            tls_->async_read_some(into, std::move(handler));
+            return;
+          }
           start(
               std::move(handler),
               [&](auto completion) {
@@ -74,10 +110,11 @@ class Stream {
   auto async_write_some(const ConstBuffers& buffers, Token&& token) {
     return net::async_initiate<Token, void(beast::error_code, std::size_t)>(
         [this](auto handler, const ConstBuffers& from) {
-          start(
-              std::move(handler),
-              [&](auto completion) { socket_.async_write_some(from, std::move(completion)); },
-              std::size_t{0});
+          if (tls_) {
+            tls_->async_write_some(from, std::move(handler));
+            return;
+          }
+          write_to_socket(from, std::move(handler));
         },
         token, buffers);
   }
@@ -89,6 +126,10 @@ class Stream {
   auto async_wait_readable(Token&& token) {
     return net::async_initiate<Token, void(beast::error_code)>(
         [this](auto handler) {
+          if (tls_buffered()) {  // TLS read more than it decrypted: no wait for the socket
+            complete_later(std::move(handler), beast::error_code{});
+            return;
+          }
           start(std::move(handler), [&](auto completion) {
             reader_.async_wait_readable(socket_, std::move(completion));
           });
@@ -97,6 +138,44 @@ class Stream {
   }
 
  private:
+  /// What TLS reads and writes through: this stream's socket, with its deadline.
+  class Transport {
+   public:
+    using executor_type = Executor;
+    using lowest_layer_type = Socket;
+    explicit Transport(Stream& stream) : stream_(&stream) {}
+    executor_type get_executor() noexcept { return stream_->socket_.get_executor(); }
+    lowest_layer_type& lowest_layer() noexcept { return stream_->socket_; }
+
+    template <class MutableBuffers, class Handler>
+    void async_read_some(const MutableBuffers& buffers, Handler&& handler) {
+      stream_->start(
+          std::forward<Handler>(handler),
+          [&](auto completion) {
+            stream_->socket_.async_read_some(buffers, std::move(completion));
+          },
+          std::size_t{0});
+    }
+    template <class ConstBuffers, class Handler>
+    void async_write_some(const ConstBuffers& buffers, Handler&& handler) {
+      stream_->write_to_socket(buffers, std::forward<Handler>(handler));
+    }
+
+   private:
+    Stream* stream_;
+  };
+
+  template <class ConstBuffers, class Handler>
+  void write_to_socket(const ConstBuffers& buffers, Handler&& handler) {
+    start(
+        std::forward<Handler>(handler),
+        [&](auto completion) { socket_.async_write_some(buffers, std::move(completion)); },
+        std::size_t{0});
+  }
+
+  /// Whether TLS holds bytes it read from the socket and no read has taken yet.
+  bool tls_buffered() const noexcept;
+
   /// Shared with its timer's handler, which may run after the stream is gone.
   struct Deadline {
     Deadline(const executor_type& executor, Socket* socket_of)
@@ -138,19 +217,18 @@ class Stream {
   template <class Handler, class Operation, class... Nothing>
   void start(Handler handler, Operation operation, Nothing... nothing) {
     if (timed_out()) {
-      complete_later(std::move(handler), nothing...);
+      complete_later(std::move(handler), beast::error::timeout, nothing...);
       return;
     }
     operation(Completion<Handler>{std::move(handler), this});
   }
 
-  /// Ends an operation with a timeout before it starts, never inside its initiation.
+  /// Ends an operation with `result` (a timeout, by default) before it starts, never inside
+  /// its initiation.
   template <class Handler, class... Nothing>
-  void complete_later(Handler handler, Nothing... nothing) {
+  void complete_later(Handler handler, beast::error_code result, Nothing... nothing) {
     const auto executor = net::get_associated_executor(handler, socket_.get_executor());
-    net::post(executor,
-              beast::bind_front_handler(std::move(handler),
-                                        beast::error_code(beast::error::timeout), nothing...));
+    net::post(executor, beast::bind_front_handler(std::move(handler), result, nothing...));
   }
 
   static void arm(const std::shared_ptr<Deadline>& deadline, Clock::time_point at);
@@ -159,6 +237,7 @@ class Stream {
   Socket socket_;
   SocketReader reader_;
   std::shared_ptr<Deadline> deadline_;  ///< Null after forget_deadline() until the next one.
+  std::unique_ptr<net::ssl::stream<Transport>> tls_;  ///< Null: cleartext.
 };
 
 }  // namespace sluice::io

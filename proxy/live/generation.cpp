@@ -2,11 +2,14 @@
 
 #include <algorithm>
 
+#include "proxy/tls/contexts.hpp"
+
 namespace sluice::live {
 
 Generation::Generation(std::shared_ptr<const config::ProxyConfig> loaded,
                        const Generation* previous, telemetry::Metrics& metrics)
     : config(std::move(loaded)),
+      tls(tls::make_contexts(*config)),
       pipeline(*config, previous ? &previous->pipeline : nullptr),
       unrouted(metrics.route("")) {
   for (const config::Route& route : config->routes) {

@@ -10,6 +10,10 @@
 #include "proxy/pipeline/pipeline.hpp"
 #include "proxy/telemetry/metrics.hpp"
 
+namespace sluice::tls {
+struct Contexts;
+}
+
 namespace sluice::live {
 
 /// One loaded configuration and everything built from it: the pipeline and the metric series
@@ -18,10 +22,15 @@ namespace sluice::live {
 /// a config field from under a request in flight.
 struct Generation {
   /// `previous` (a reload) lends its limiters' state where their definition did not change.
+  /// Reads the certificates the configuration names; throws config::ConfigError when one
+  /// cannot be used.
   Generation(std::shared_ptr<const config::ProxyConfig> loaded, const Generation* previous,
              telemetry::Metrics& metrics);
 
   std::shared_ptr<const config::ProxyConfig> config;
+  /// The TLS listeners' and https:// upstreams' contexts (tls/contexts.hpp). Built first: a
+  /// certificate that cannot be used stops the build before anything else is made.
+  std::shared_ptr<const tls::Contexts> tls;
   /// Refers to *config. Mutable: what changes in it is the limiters' counts, which are
   /// thread-safe; the configuration it was built from does not.
   mutable pipeline::Pipeline pipeline;

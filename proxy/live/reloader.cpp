@@ -2,9 +2,24 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+
 #include "config/load_config.hpp"
 
 namespace sluice::live {
+namespace {
+
+/// Listeners bind at start: a reload changes their TLS settings and certificates, not where or
+/// whether they speak TLS.
+bool same_addresses(const std::vector<config::Listener>& next,
+                    const std::vector<config::Listener>& before) {
+  return std::equal(next.begin(), next.end(), before.begin(), before.end(),
+                    [](const config::Listener& a, const config::Listener& b) {
+                      return a.address == b.address && a.tls.has_value() == b.tls.has_value();
+                    });
+}
+
+}  // namespace
 
 void apply_log_level(const std::string& level) {
   spdlog::set_level(spdlog::level::from_str(level));
@@ -30,19 +45,22 @@ ReloadReport Reloader::reload() {
   const std::lock_guard lock(mutex_);
   ReloadReport report;
   std::shared_ptr<const config::ProxyConfig> next;
-  try {
-    next = std::make_shared<const config::ProxyConfig>(config::load_config(path_));
-  } catch (const config::ConfigError& error) {
+  const auto refuse = [&](const config::ConfigError& error) {
     report.errors = error.lines();
     if (report.errors.empty()) {
       report.errors.emplace_back(error.what());
     }
     metrics_.count_reload(false);
     return report;
+  };
+  try {
+    next = std::make_shared<const config::ProxyConfig>(config::load_config(path_));
+  } catch (const config::ConfigError& error) {
+    return refuse(error);
   }
   const std::shared_ptr<const Generation> previous = live_.current();
   const config::ProxyConfig& before = *previous->config;
-  if (next->listen.host != before.listen.host || next->listen.port != before.listen.port) {
+  if (!same_addresses(next->listeners, before.listeners)) {
     report.restart_needed.emplace_back("listen");
   }
   if (next->admin.has_value() != before.admin.has_value() ||
@@ -58,7 +76,12 @@ ReloadReport Reloader::reload() {
   if (next->threads != before.threads) {
     report.restart_needed.emplace_back("threads");
   }
-  auto generation = std::make_shared<const Generation>(next, previous.get(), metrics_);
+  std::shared_ptr<const Generation> generation;
+  try {  // the certificates are read here: one that cannot be used keeps the old ones
+    generation = std::make_shared<const Generation>(next, previous.get(), metrics_);
+  } catch (const config::ConfigError& error) {
+    return refuse(error);
+  }
   report.kept_state = generation->pipeline.kept_state();
   live_.publish(std::move(generation));
   apply_log_level(next->log.level);

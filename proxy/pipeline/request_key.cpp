@@ -100,6 +100,20 @@ bool build_key(const config::KeySpec& spec, unsigned ipv6_prefix, const RequestV
       case Kind::global:
         out += '*';
         break;
+      case Kind::cert_subject:
+      case Kind::cert_san:
+      case Kind::cert_fingerprint: {
+        const ClientCertificate* certificate = request.certificate;
+        const std::string_view value = certificate == nullptr            ? std::string_view()
+                                       : part.kind == Kind::cert_subject ? certificate->subject
+                                       : part.kind == Kind::cert_san     ? certificate->san
+                                                                         : certificate->fingerprint;
+        if (value.empty()) {
+          return false;
+        }
+        out += value;
+        break;
+      }
     }
   }
   return true;

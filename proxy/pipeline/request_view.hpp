@@ -1,6 +1,7 @@
 #pragma once
 
 #include <span>
+#include <string>
 #include <string_view>
 
 #include "proxy/pipeline/http_text.hpp"
@@ -13,6 +14,13 @@ struct Header {
   std::string_view value;
 };
 
+/// What a TLS client's certificate says, read once per connection (the `cert:` keys).
+struct ClientCertificate {
+  std::string subject;      ///< RFC 2253 ("CN=client-0,O=example").
+  std::string san;          ///< The first DNS or URI subject alternative name; empty if none.
+  std::string fingerprint;  ///< SHA-256 of the DER certificate, lower-case hex.
+};
+
 /// What the pipeline needs of a request, as views into whoever owns it: the proxy's parser or a
 /// replayed log line. No copies, no Beast types.
 struct RequestView {
@@ -21,6 +29,8 @@ struct RequestView {
   std::string_view host;    ///< The Host header (port included, if sent).
   std::span<const Header> headers;
   IpAddress peer;  ///< The socket's peer address.
+  /// The client's certificate on a TLS listener that asked for one; null otherwise.
+  const ClientCertificate* certificate = nullptr;
 
   std::string_view path() const noexcept { return target.substr(0, target.find('?')); }
   std::string_view query() const noexcept {

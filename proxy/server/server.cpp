@@ -13,6 +13,7 @@
 #include <chrono>
 #include <future>
 #include <memory>
+#include <sstream>
 #include <thread>
 
 #include "proxy/admin/admin.hpp"
@@ -27,10 +28,10 @@ namespace {
 /// benchmark; with fewer than the requests in flight, every burst closes and reopens some).
 constexpr std::size_t kIdleUpstreamConnections = 64;
 
-/// Starts serving an accepted connection, on the loop's thread.
-using Serve = void (*)(io::Socket, http::LoopContext&);
+/// Starts serving an accepted connection, on the loop's thread; the listener's index.
+using Serve = void (*)(io::Socket, http::LoopContext&, std::size_t);
 
-void serve_admin(io::Socket socket, http::LoopContext& loop) {
+void serve_admin(io::Socket socket, http::LoopContext& loop, std::size_t) {
   const io::Executor executor = socket.get_executor();
   net::co_spawn(executor, admin::serve_admin(std::move(socket), loop), net::detached);
 }
@@ -62,7 +63,7 @@ io::Awaitable<void> pause(std::chrono::milliseconds duration) {
 /// that is only waiting holds none, so no loop keeps a slot from a connection another loop was
 /// given (each loop has its own listening socket).
 io::Awaitable<void> accept_loop(io::Acceptor& acceptor, http::LoopContext& loop, Serve serve,
-                                bool counted) {
+                                std::size_t listener, bool counted) {
   std::atomic<std::size_t>& slots = loop.proxy.connection_slots;
   for (;;) {
     auto [ec, socket] = co_await acceptor.async_accept(io::use_nothrow);
@@ -80,7 +81,7 @@ io::Awaitable<void> accept_loop(io::Acceptor& acceptor, http::LoopContext& loop,
       }
     }
     socket.set_option(tcp::no_delay(true), ec);
-    serve(std::move(socket), loop);
+    serve(std::move(socket), loop, listener);
   }
 }
 
@@ -106,22 +107,28 @@ void Server::start() {
   const std::shared_ptr<const live::Generation> generation = live_.current();
   const config::ProxyConfig& config = *generation->config;
   const unsigned threads = threads_for(config);
-  endpoint_ = tcp::endpoint(net::ip::make_address(config.listen.host), config.listen.port);
+  for (const config::Listener& listener : config.listeners) {
+    endpoints_.emplace_back(net::ip::make_address(listener.address.host), listener.address.port);
+    tls_listeners_.push_back(listener.tls.has_value());
+  }
   for (unsigned i = 0; i < threads; ++i) {
     auto loop = std::make_unique<Loop>();
-    loop->acceptor = std::make_unique<io::Acceptor>(loop->io);
     loop->pool =
         std::make_unique<http::UpstreamPool>(kIdleUpstreamConnections, config.timeouts.idle);
-    loop->acceptor->open(endpoint_.protocol());
-    loop->acceptor->set_option(io::Acceptor::reuse_address(true));
-    // Every loop listens on the same port; the kernel spreads connections among them.
-    const int on = 1;
-    ::setsockopt(loop->acceptor->native_handle(), SOL_SOCKET, SO_REUSEPORT, &on, sizeof on);
-    loop->acceptor->bind(endpoint_);
-    loop->acceptor->listen(net::socket_base::max_listen_connections);
-    endpoint_ = loop->acceptor->local_endpoint();  // port 0 becomes the real port
+    for (tcp::endpoint& endpoint : endpoints_) {
+      auto& acceptor = loop->acceptors.emplace_back(std::make_unique<io::Acceptor>(loop->io));
+      acceptor->open(endpoint.protocol());
+      acceptor->set_option(io::Acceptor::reuse_address(true));
+      // Every loop listens on the same port; the kernel spreads connections among them.
+      const int on = 1;
+      ::setsockopt(acceptor->native_handle(), SOL_SOCKET, SO_REUSEPORT, &on, sizeof on);
+      acceptor->bind(endpoint);
+      acceptor->listen(net::socket_base::max_listen_connections);
+      endpoint = acceptor->local_endpoint();  // port 0 becomes the real port
+    }
     loop->context = std::make_unique<http::LoopContext>(state_, i, *loop->pool, loop->chunks,
                                                         loop->request_states);
+    loop->context->tls_listeners = tls_listeners_;
     loops_.push_back(std::move(loop));
   }
   open_store(config);
@@ -129,13 +136,17 @@ void Server::start() {
     Loop& first = *loops_.front();
     const tcp::endpoint admin(net::ip::make_address(config.admin->host), config.admin->port);
     admin_ = std::make_unique<io::Acceptor>(first.io, admin);
-    net::co_spawn(first.io, accept_loop(*admin_, *first.context, &serve_admin, false),
+    net::co_spawn(first.io, accept_loop(*admin_, *first.context, &serve_admin, 0, false),
                   net::detached);
   }
   for (std::size_t i = 0; i < loops_.size(); ++i) {
     Loop* loop = loops_[i].get();
-    net::co_spawn(loop->io, accept_loop(*loop->acceptor, *loop->context, &http::serve_client, true),
-                  net::detached);
+    for (std::size_t listener = 0; listener < loop->acceptors.size(); ++listener) {
+      net::co_spawn(loop->io,
+                    accept_loop(*loop->acceptors[listener], *loop->context, &http::serve_client,
+                                listener, true),
+                    net::detached);
+    }
     net::co_spawn(loop->io, http::park_quiet(*loop->context), net::detached);
     loop->thread = std::thread([io = &loop->io] { io->run(); });
   }
@@ -160,7 +171,19 @@ void Server::open_store(const config::ProxyConfig& config) {
   }
 }
 
-tcp::endpoint Server::local_endpoint() const { return endpoint_; }
+tcp::endpoint Server::local_endpoint() const {
+  return endpoints_.empty() ? tcp::endpoint() : endpoints_.front();
+}
+
+std::string Server::listening() const {
+  std::string text;
+  for (std::size_t i = 0; i < endpoints_.size(); ++i) {
+    std::ostringstream address;
+    address << endpoints_[i];
+    text += (i == 0 ? "" : ", ") + address.str() + (tls_listeners_[i] ? " (TLS)" : "");
+  }
+  return text;
+}
 
 tcp::endpoint Server::admin_endpoint() const {
   return admin_ ? admin_->local_endpoint() : tcp::endpoint();
@@ -170,9 +193,11 @@ void Server::stop(limiter::Duration drain) {
   state_.draining.store(true);
   for (auto& loop : loops_) {
     // Stop accepting; close the connections that wait for a request (nothing in flight).
-    net::post(loop->io, [acceptor = loop->acceptor.get(), clients = &loop->context->clients] {
+    net::post(loop->io, [acceptors = &loop->acceptors, clients = &loop->context->clients] {
       boost::system::error_code ignored;
-      acceptor->close(ignored);
+      for (const auto& acceptor : *acceptors) {
+        acceptor->close(ignored);
+      }
       for (http::ClientConnection& client : *clients) {
         if (client.waiting) {
           client.stream.socket().cancel(ignored);

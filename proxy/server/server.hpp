@@ -4,6 +4,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <memory>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -36,8 +37,14 @@ class Server {
   /// Throws boost::system::system_error when it cannot bind, StoreError when the store cannot be
   /// used.
   void start();
-  /// The bound address (the real port when the config asked for port 0).
+  /// The first listener's bound address (the real port when the config asked for port 0).
   boost::asio::ip::tcp::endpoint local_endpoint() const;
+  /// Every listener's bound address, in the config's order.
+  const std::vector<boost::asio::ip::tcp::endpoint>& local_endpoints() const noexcept {
+    return endpoints_;
+  }
+  /// "0.0.0.0:8080, 0.0.0.0:8443 (TLS)", for the start message.
+  std::string listening() const;
   /// The admin port's bound address; unspecified when the admin port is disabled.
   boost::asio::ip::tcp::endpoint admin_endpoint() const;
   /// Stops accepting, lets connections finish their request for up to `drain`, then stops.
@@ -61,7 +68,7 @@ class Server {
     /// One thread runs it and only that thread touches its sockets, so Asio may skip the
     /// per-socket locks; other threads only post to it.
     boost::asio::io_context io{BOOST_ASIO_CONCURRENCY_HINT_UNSAFE_IO};
-    std::unique_ptr<io::Acceptor> acceptor;
+    std::vector<std::unique_ptr<io::Acceptor>> acceptors;  ///< One per listener.
     std::unique_ptr<http::UpstreamPool> pool;  ///< Holds sockets of `io`: declared after it.
     std::thread thread;
   };
@@ -74,7 +81,8 @@ class Server {
   http::ProxyState state_;
   std::vector<std::unique_ptr<Loop>> loops_;
   std::unique_ptr<io::Acceptor> admin_;  ///< On the first loop.
-  boost::asio::ip::tcp::endpoint endpoint_;
+  std::vector<boost::asio::ip::tcp::endpoint> endpoints_;
+  std::vector<bool> tls_listeners_;
   /// Holds sockets of the loops' io_contexts: closed in stop() before they go.
   std::unique_ptr<store::Store> store_;
 

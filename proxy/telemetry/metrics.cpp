@@ -191,6 +191,15 @@ std::string Metrics::render(const Gauges& gauges) const {
                  reloads_succeeded_.load(std::memory_order_relaxed),
                  reloads_failed_.load(std::memory_order_relaxed));
   fmt::format_to(to,
+                 "# HELP sluice_tls_handshakes_total TLS listeners' handshakes by result.\n"
+                 "# TYPE sluice_tls_handshakes_total counter\n"
+                 "sluice_tls_handshakes_total{{result=\"full\"}} {}\n"
+                 "sluice_tls_handshakes_total{{result=\"resumed\"}} {}\n"
+                 "sluice_tls_handshakes_total{{result=\"failed\"}} {}\n",
+                 tls_handshakes_[0].load(std::memory_order_relaxed),
+                 tls_handshakes_[1].load(std::memory_order_relaxed),
+                 tls_handshakes_[2].load(std::memory_order_relaxed));
+  fmt::format_to(to,
                  "# HELP sluice_open_connections Client connections open now.\n"
                  "# TYPE sluice_open_connections gauge\n"
                  "sluice_open_connections {}\n",

@@ -83,6 +83,12 @@ class Metrics {
   /// The failure counters of the upstream `url`, one per loop.
   std::vector<UpstreamCounters*> upstream(std::string_view url);
   void count_reload(bool succeeded) noexcept;
+  /// A TLS listener's handshake: a new session, a resumed one (a session ticket), or a failure
+  /// (the connection closed). Off the request path: one atomic shared by the loops.
+  enum class Handshake { full, resumed, failed };
+  void count_tls_handshake(Handshake outcome) noexcept {
+    tls_handshakes_[static_cast<std::size_t>(outcome)].fetch_add(1, std::memory_order_relaxed);
+  }
 
   /// Gauges read at scrape time.
   struct Gauges {
@@ -115,6 +121,7 @@ class Metrics {
   Family<UpstreamCounters> upstreams_;
   std::atomic<std::uint64_t> reloads_succeeded_{0};
   std::atomic<std::uint64_t> reloads_failed_{0};
+  std::array<std::atomic<std::uint64_t>, 3> tls_handshakes_{};  ///< By Handshake.
 };
 
 }  // namespace sluice::telemetry

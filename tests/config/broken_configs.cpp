@@ -10,9 +10,8 @@ const std::vector<BrokenConfig>& broken_configs() {
       {"unknown_top_key",
        "upstream: \"http://127.0.0.1:9000\"\nlistn: \":8080\"\nroutes: [{name: a}]",
        {"proxy.yaml:2:1: unknown key \"listn\" (did you mean \"listen\"?); accepted keys: listen, "
-        "admin, threads, max_connections, upstream, trusted_proxies, timeouts, limits_headers, "
-        "log, store, "
-        "limiters, deny, ban or routes"}},
+        "tls, admin, threads, max_connections, upstream, upstream_tls, trusted_proxies, timeouts, "
+        "limits_headers, log, store, limiters, deny, ban or routes"}},
       {"unknown_nested_key",
        "upstream: \"http://127.0.0.1:9000\"\ntimeouts: {idel: 5s}\nroutes: [{name: a}]",
        {"proxy.yaml:2:12: timeouts: unknown key \"idel\" (did you mean \"idle\"?); accepted keys: "
@@ -31,17 +30,17 @@ const std::vector<BrokenConfig>& broken_configs() {
        "listen: \"8080\"\nupstream: \"http://127.0.0.1:9000\"\nroutes: [{name: a}]",
        {"proxy.yaml:1:9: listen: \"8080\" is not host:port (0.0.0.0:8080, [::]:8080)"}},
       {"bad_upstream",
-       "upstream: \"https://example.com\"\nroutes: [{name: a}]",
-       {"proxy.yaml:1:11: upstream: \"https://example.com\" is not an http:// URL (upstreams speak "
-        "plain HTTP)"}},
+       "upstream: \"ftp://example.com\"\nroutes: [{name: a}]",
+       {"proxy.yaml:1:11: upstream: \"ftp://example.com\" is not an http:// or https:// URL "
+        "(upstreams speak HTTP/1.1)"}},
       {"upstream_with_path",
        "upstream: \"http://127.0.0.1:9000/api\"\nroutes: [{name: a}]",
-       {"proxy.yaml:1:11: upstream: \"http://127.0.0.1:9000/api\" must be http://host[:port], "
+       {"proxy.yaml:1:11: upstream: \"http://127.0.0.1:9000/api\" must be http[s]://host[:port], "
         "without a path"}},
       {"upstream_with_credentials",
        "upstream: \"http://admin:hunter2@127.0.0.1:9000\"\nroutes: [{name: a}]",
        {"proxy.yaml:1:11: upstream: \"http://admin:***@127.0.0.1:9000\" must be "
-        "http://host[:port], without a user or password"}},
+        "http[s]://host[:port], without a user or password"}},
       {"route_upstream_malformed",
        "upstream: \"http://127.0.0.1:9000\"\nroutes:\n  - {name: a, match: {path: /a}, upstream: "
        "\"http://127.0.0.1:90000\"}\n  - {name: b, match: {path: /b}, upstream: \"http://back "
@@ -180,8 +179,8 @@ const std::vector<BrokenConfig>& broken_configs() {
        "upstream: \"http://127.0.0.1:9000\"\nlimiters:\n  per-key: {algorithm: fixed_window, "
        "limit: 10, window: 1m, key: \"ip+heder:X-User\"}\nroutes: [{name: a}]",
        {"proxy.yaml:3:66: limiters.per-key.key: \"heder:X-User\" is not a key part; use ip, "
-        "header:NAME, bearer, cookie:NAME, query:NAME, route or global, joined with + "
-        "(ip+header:X-User)"}},
+        "header:NAME, bearer, cookie:NAME, query:NAME, cert:subject, cert:san, cert:fingerprint, "
+        "route or global, joined with + (ip+header:X-User)"}},
       {"global_joined",
        "upstream: \"http://127.0.0.1:9000\"\nlimiters:\n  all: {algorithm: fixed_window, limit: "
        "10, window: 1m, key: \"global+ip\"}\nroutes: [{name: a}]",
@@ -287,6 +286,42 @@ const std::vector<BrokenConfig>& broken_configs() {
        "{path: /status}}",
        {"proxy.yaml:4:5: routes[1] (\"status\") can never match: routes[0] (\"all\") before it "
         "matches every request it would"}},
+      {"tls_without_key",
+       "listen: \":8443\"\ntls: {cert: /c.pem}\nupstream: \"http://127.0.0.1:9000\"\nroutes: "
+       "[{name: a}]",
+       {"proxy.yaml:2:6: tls.key: missing"}},
+      {"tls_bad_min_version",
+       "listen: \":8443\"\ntls: {cert: /c.pem, key: /k.pem, min_version: \"1.1\"}\nupstream: "
+       "\"http://127.0.0.1:9000\"\nroutes: [{name: a}]",
+       {"proxy.yaml:2:47: tls.min_version: \"1.1\" is not one of 1.2 or 1.3 (did you mean "
+        "\"1.2\"?)"}},
+      {"client_cert_without_ca",
+       "listen: \":8443\"\ntls: {cert: /c.pem, key: /k.pem, client_cert: require}\nupstream: "
+       "\"http://127.0.0.1:9000\"\nroutes: [{name: a}]",
+       {"proxy.yaml:2:47: tls.client_cert: needs client_ca: the CA that signs the clients' "
+        "certificates"}},
+      {"tls_beside_a_listen_list",
+       "listen: [\":8080\"]\ntls: {cert: /c.pem, key: /k.pem}\nupstream: "
+       "\"http://127.0.0.1:9000\"\nroutes: [{name: a}]",
+       {"proxy.yaml:2:6: tls: applies to a single listen address; with a list, give each TLS "
+        "address its own: {address: \"0.0.0.0:8443\", tls: {...}}"}},
+      {"listen_list_problems",
+       "listen:\n  - \":8080\"\n  - \"8443\"\n  - {address: \":8080\", tsl: {}}\n  - {tls: {cert: "
+       "/c.pem, key: /k.pem}}\nupstream: \"http://127.0.0.1:9000\"\nroutes: [{name: a}]",
+       {"proxy.yaml:3:5: listen[1]: \"8443\" is not host:port (0.0.0.0:8080, [::]:8080)",
+        "proxy.yaml:4:5: listen[2]: the same address as listen[0]",
+        "proxy.yaml:4:24: listen[2]: unknown key \"tsl\" (did you mean \"tls\"?); accepted keys: "
+        "address or tls",
+        "proxy.yaml:5:5: listen[3].address: missing"}},
+      {"certificate_key_without_client_ca",
+       "listen: \":8443\"\ntls: {cert: /c.pem, key: /k.pem}\nupstream: \"http://127.0.0.1:9000\"\n"
+       "limiters: {per-client: {algorithm: fixed_window, limit: 5, window: 1s, key: "
+       "cert:fingerprint}}\nroutes: [{name: a, limiters: [per-client]}]",
+       {"proxy.yaml:4:24: limiters.per-client.key: \"cert:fingerprint\" reads the client "
+        "certificate, but no listener asks for one (tls.client_ca)"}},
+      {"upstream_tls_cert_without_key",
+       "upstream: \"https://127.0.0.1:9443\"\nupstream_tls: {cert: /c.pem}\nroutes: [{name: a}]",
+       {"proxy.yaml:2:15: upstream_tls.key: missing: cert and key go together"}},
   };
   return table;
 }

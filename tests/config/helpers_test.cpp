@@ -38,6 +38,16 @@ TEST(ParseHostPort, ReadsIpv4Ipv6AndBarePorts) {
   }
 }
 
+TEST(ParseUpstream, AcceptsHttpsOnPort443ByDefault) {
+  std::string problem;
+  const std::optional<Upstream> secure = parse_upstream("https://api.internal", problem);
+  ASSERT_TRUE(secure.has_value()) << problem;
+  EXPECT_TRUE(secure->tls);
+  EXPECT_EQ(secure->port, 443);
+  EXPECT_EQ(parse_upstream("HTTPS://api.internal:8443", problem)->port, 8443);
+  EXPECT_FALSE(parse_upstream("http://api.internal", problem)->tls);
+}
+
 TEST(ParseUpstream, AcceptsPlainHttpHostAndPort) {
   std::string problem;
   EXPECT_EQ(parse_upstream("http://127.0.0.1:9000", problem)->port, 9000);
@@ -46,7 +56,7 @@ TEST(ParseUpstream, AcceptsPlainHttpHostAndPort) {
   EXPECT_EQ(parse_upstream("http://[::1]:81", problem)->host, "::1");
   EXPECT_EQ(parse_upstream("HTTP://backend", problem)->url, "HTTP://backend");
   for (const char* bad :
-       {"https://backend", "http://backend/api", "http://", "http:backend", "backend:80",
+       {"ftp://backend", "http://backend/api", "http://", "http:backend", "backend:80",
         "http://backend:", "http://backend:0", "http://backend:65536", "http://backend?x=1",
         "http://backend#top", "http://back end", "http://[::1", "http://[v1.x]:80"}) {
     EXPECT_FALSE(parse_upstream(bad, problem).has_value()) << bad;
@@ -57,7 +67,8 @@ TEST(ParseUpstream, RefusesCredentialsWithoutShowingThem) {
   std::string problem;
   EXPECT_FALSE(parse_upstream("http://admin:hunter2@backend", problem).has_value());
   EXPECT_EQ(problem,
-            "\"http://admin:***@backend\" must be http://host[:port], without a user or password");
+            "\"http://admin:***@backend\" must be http[s]://host[:port], without a user or "
+            "password");
   EXPECT_FALSE(parse_upstream("http://admin:hunter2@back@end", problem).has_value());
   EXPECT_THAT(problem, Not(HasSubstr("hunter2")));
   EXPECT_FALSE(parse_upstream("http://backend:99999", problem).has_value());

@@ -101,8 +101,10 @@ routes:
 
 TEST(LoadConfig, ReadsTheSpecExample) {
   const ProxyConfig config = parse_config(kSpecExample, "proxy.yaml", test_environment);
-  EXPECT_EQ(config.listen.host, "0.0.0.0");
-  EXPECT_EQ(config.listen.port, 8080);
+  ASSERT_EQ(config.listeners.size(), 1U);
+  EXPECT_EQ(config.listeners[0].address.host, "0.0.0.0");
+  EXPECT_EQ(config.listeners[0].address.port, 8080);
+  EXPECT_FALSE(config.listeners[0].tls);
   ASSERT_TRUE(config.admin.has_value());
   EXPECT_EQ(config.admin->port, 9901);
   ASSERT_TRUE(config.upstream.has_value());
@@ -164,7 +166,7 @@ TEST(LoadConfig, FillsInTheDefaults) {
       "  leaky: {algorithm: leaky_bucket, rate: 5/200ms}\n"
       "routes: [{limiters: [bucket, leaky]}]\n",
       "proxy.yaml", test_environment);
-  EXPECT_EQ(config.listen.port, 8080);
+  EXPECT_EQ(config.listeners.at(0).address.port, 8080);
   EXPECT_EQ(config.admin->port, 9901);
   EXPECT_EQ(config.limits_headers, LimitsHeaders::both);
   EXPECT_EQ(config.timeouts.header, 10s);
@@ -228,6 +230,60 @@ TEST(LoadConfig, ReadsCompositeKeys) {
   EXPECT_EQ(key.parts[1].name, "X-User");
   EXPECT_EQ(key.parts[2].kind, KeyPart::Kind::query);
   EXPECT_EQ(config.limiters[0].ipv6_prefix, 64U);
+}
+
+TEST(LoadConfig, ReadsAListOfCleartextAndTlsListeners) {
+  const ProxyConfig config = parse_config(
+      "listen:\n"
+      "  - \"127.0.0.1:8080\"\n"
+      "  - address: \"[::]:8443\"\n"
+      "    tls: {cert: /etc/sluice/tls.crt, key: /etc/sluice/tls.key, min_version: \"1.3\",\n"
+      "          client_ca: /etc/sluice/ca.pem, client_cert: optional}\n"
+      "  - {address: \":9443\", tls: {cert: /c.pem, key: /k.pem, client_ca: /ca.pem}}\n"
+      "upstream: https://api.internal\n"
+      "upstream_tls: {ca: /ca.pem, server_name: api.example, cert: /u.pem, key: /u.key}\n"
+      "limiters:\n"
+      "  k: {algorithm: fixed_window, limit: 5, window: 1s, key: \"cert:subject+cert:san\"}\n"
+      "routes: [{limiters: [k]}]\n",
+      "proxy.yaml", test_environment);
+  ASSERT_EQ(config.listeners.size(), 3U);
+  EXPECT_EQ(config.listeners[0].address, (HostPort{"127.0.0.1", 8080}));
+  EXPECT_FALSE(config.listeners[0].tls);
+  ASSERT_TRUE(config.listeners[1].tls);
+  const ListenerTls& tls = *config.listeners[1].tls;
+  EXPECT_EQ(config.listeners[1].address, (HostPort{"::", 8443}));
+  EXPECT_EQ(tls.cert, "/etc/sluice/tls.crt");
+  EXPECT_EQ(tls.key, "/etc/sluice/tls.key");
+  EXPECT_EQ(tls.min_version, TlsVersion::v1_3);
+  EXPECT_EQ(tls.client_ca, "/etc/sluice/ca.pem");
+  EXPECT_EQ(tls.client_cert, ClientCertificates::optional);
+  EXPECT_EQ(tls.path, "listen[1].tls");
+  ASSERT_TRUE(config.listeners[2].tls);
+  EXPECT_EQ(config.listeners[2].tls->min_version, TlsVersion::v1_2);
+  EXPECT_EQ(config.listeners[2].tls->client_cert, ClientCertificates::require)
+      << "client_ca alone asks for a certificate and requires it";
+  ASSERT_TRUE(config.upstream.has_value());
+  EXPECT_TRUE(config.upstream->tls);
+  EXPECT_EQ(config.upstream->port, 443);
+  EXPECT_EQ(config.upstream_tls.ca, "/ca.pem");
+  EXPECT_TRUE(config.upstream_tls.verify);
+  EXPECT_EQ(config.upstream_tls.server_name, "api.example");
+  EXPECT_EQ(config.upstream_tls.cert, "/u.pem");
+  const KeySpec& key = config.limiters[0].key;
+  ASSERT_EQ(key.parts.size(), 2U);
+  EXPECT_EQ(key.parts[0].kind, KeyPart::Kind::cert_subject);
+  EXPECT_EQ(key.parts[1].kind, KeyPart::Kind::cert_san);
+}
+
+TEST(LoadConfig, ReadsASingleTlsListen) {
+  const ProxyConfig config = parse_config(
+      "listen: \"0.0.0.0:8443\"\ntls: {cert: /c.pem, key: /k.pem}\n"
+      "upstream: http://127.0.0.1:9000\nroutes: [{name: a}]\n",
+      "proxy.yaml", test_environment);
+  ASSERT_EQ(config.listeners.size(), 1U);
+  ASSERT_TRUE(config.listeners[0].tls);
+  EXPECT_EQ(config.listeners[0].tls->path, "tls");
+  EXPECT_EQ(config.listeners[0].tls->client_cert, ClientCertificates::none);
 }
 
 TEST(LoadConfig, TheShippedProxyYamlIsValid) {

@@ -89,7 +89,8 @@ routes: [{name: all, limiters: [bucket, warm], respond: {status: 204}}]
                               R"("overrides":[]})"));
   EXPECT_THAT(text, HasSubstr(R"("routes":[{"name":"all","match":{},"limiters":["bucket","warm"],)"
                               R"("cost":1,"respond":{"status":204,"body":""}}])"));
-  EXPECT_THAT(text, ::testing::StartsWith(R"({"file":"proxy.yaml","listen":"0.0.0.0:8080",)"));
+  EXPECT_THAT(text, ::testing::StartsWith(
+                        R"({"file":"proxy.yaml","listen":[{"address":"0.0.0.0:8080"}],)"));
   EXPECT_THAT(text, ::testing::EndsWith("}\n"));
   EXPECT_EQ(parsed(text).at("limiters").at("warm").at("cold_factor").as_double(), 2.5);
 }

@@ -1,0 +1,205 @@
+#include "proxy/tls/contexts.hpp"
+
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+#include "proxy/tls/ticket_keys.hpp"
+
+namespace sluice::tls {
+namespace {
+
+/// Problems found while building, each where the config names its file.
+class Problems {
+ public:
+  void add(config::Location at, std::string message) { list_.push_back({at, std::move(message)}); }
+  bool empty() const noexcept { return list_.empty(); }
+  std::vector<config::Diagnostic>& list() noexcept { return list_; }
+
+ private:
+  std::vector<config::Diagnostic> list_;
+};
+
+/// OpenSSL's reason for the last failure, its error queue emptied.
+std::string openssl_reason() {
+  const unsigned long code = ERR_peek_last_error();
+  const char* reason = code == 0 ? nullptr : ERR_reason_error_string(code);
+  ERR_clear_error();
+  return reason != nullptr ? reason : "unknown OpenSSL error";
+}
+
+/// Whether `path` can be opened for reading, with the system's reason when not.
+bool readable(const std::string& path, std::string& why) {
+  std::FILE* file = std::fopen(path.c_str(), "rb");
+  if (file == nullptr) {
+    why = std::strerror(errno);
+    return false;
+  }
+  std::fclose(file);
+  return true;
+}
+
+std::string time_text(const ASN1_TIME* time) {
+  BIO* out = BIO_new(BIO_s_mem());
+  ASN1_TIME_print(out, time);
+  std::string text(BIO_ctrl_pending(out), '\0');
+  const int read = BIO_read(out, text.data(), static_cast<int>(text.size()));
+  text.resize(static_cast<std::size_t>(std::max(read, 0)));
+  BIO_free(out);
+  return text;
+}
+
+/// A certificate chain and its key, checked: readable, PEM, valid now, and matching.
+bool use_certificate(SSL_CTX* context, const std::string& path, const std::string& cert,
+                     const std::string& key, config::Location at, Problems& problems) {
+  std::string why;
+  if (!readable(cert, why)) {
+    problems.add(at, path + ".cert: cannot read " + cert + ": " + why);
+    return false;
+  }
+  if (SSL_CTX_use_certificate_chain_file(context, cert.c_str()) != 1) {
+    problems.add(at,
+                 path + ".cert: " + cert + " is not a PEM certificate chain: " + openssl_reason());
+    return false;
+  }
+  X509* leaf = SSL_CTX_get0_certificate(context);
+  if (X509_cmp_current_time(X509_get0_notAfter(leaf)) < 0) {
+    problems.add(at,
+                 path + ".cert: " + cert + " expired on " + time_text(X509_get0_notAfter(leaf)));
+    return false;
+  }
+  if (X509_cmp_current_time(X509_get0_notBefore(leaf)) > 0) {
+    problems.add(at, path + ".cert: " + cert + " is not valid before " +
+                         time_text(X509_get0_notBefore(leaf)));
+    return false;
+  }
+  if (!readable(key, why)) {
+    problems.add(at, path + ".key: cannot read " + key + ": " + why);
+    return false;
+  }
+  if (SSL_CTX_use_PrivateKey_file(context, key.c_str(), SSL_FILETYPE_PEM) != 1) {
+    problems.add(at, path + ".key: " + key + " is not a PEM private key: " + openssl_reason());
+    return false;
+  }
+  if (SSL_CTX_check_private_key(context) != 1) {
+    ERR_clear_error();
+    problems.add(at, path + ".key: " + key + " does not match the certificate in " + cert);
+    return false;
+  }
+  return true;
+}
+
+/// Picks http/1.1 when the client offers it; a client that offers only other protocols goes on
+/// without ALPN, as before it existed.
+int select_protocol(SSL*, const unsigned char** out, unsigned char* out_length,
+                    const unsigned char* offered, unsigned int offered_length, void*) {
+  unsigned char* chosen = nullptr;
+  if (SSL_select_next_proto(&chosen, out_length,
+                            reinterpret_cast<const unsigned char*>(kListenerProtocols.data()),
+                            static_cast<unsigned>(kListenerProtocols.size()), offered,
+                            offered_length) != OPENSSL_NPN_NEGOTIATED) {
+    return SSL_TLSEXT_ERR_NOACK;
+  }
+  *out = chosen;
+  return SSL_TLSEXT_ERR_OK;
+}
+
+std::shared_ptr<Context> listener_context(const config::ListenerTls& tls, Problems& problems) {
+  auto context = std::make_shared<Context>(Context::tls_server);
+  SSL_CTX* handle = context->native_handle();
+  SSL_CTX_set_min_proto_version(
+      handle, tls.min_version == config::TlsVersion::v1_3 ? TLS1_3_VERSION : TLS1_2_VERSION);
+  SSL_CTX_set_options(
+      handle, SSL_OP_NO_COMPRESSION | SSL_OP_NO_RENEGOTIATION | SSL_OP_CIPHER_SERVER_PREFERENCE);
+  // Idle connections give OpenSSL's record buffers back.
+  SSL_CTX_set_mode(handle, SSL_MODE_RELEASE_BUFFERS);
+  // Resumption is by tickets only (stateless): no session cache to lock and bound.
+  SSL_CTX_set_session_cache_mode(handle, SSL_SESS_CACHE_OFF);
+  TicketKeys::shared().install(handle);
+  SSL_CTX_set_alpn_select_cb(handle, &select_protocol, nullptr);
+  bool usable = use_certificate(handle, tls.path, tls.cert, tls.key, tls.at, problems);
+  if (tls.client_cert != config::ClientCertificates::none) {
+    std::string why;
+    STACK_OF(X509_NAME)* names = nullptr;
+    if (!readable(tls.client_ca, why)) {
+      problems.add(tls.at, tls.path + ".client_ca: cannot read " + tls.client_ca + ": " + why);
+      usable = false;
+    } else if (SSL_CTX_load_verify_locations(handle, tls.client_ca.c_str(), nullptr) != 1 ||
+               (names = SSL_load_client_CA_file(tls.client_ca.c_str())) == nullptr) {
+      problems.add(tls.at, tls.path + ".client_ca: " + tls.client_ca +
+                               " holds no PEM certificate: " + openssl_reason());
+      usable = false;
+    } else {
+      SSL_CTX_set_client_CA_list(handle, names);
+      const int mode = tls.client_cert == config::ClientCertificates::require
+                           ? SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT
+                           : SSL_VERIFY_PEER;
+      SSL_CTX_set_verify(handle, mode, nullptr);
+      // A resumed session keeps its verified client; OpenSSL wants a context name for that.
+      static constexpr unsigned char kSessionContext[] = "sluice";
+      SSL_CTX_set_session_id_context(handle, kSessionContext, sizeof kSessionContext - 1);
+    }
+  }
+  return usable ? context : nullptr;
+}
+
+std::shared_ptr<Context> upstream_context(const config::UpstreamTls& tls, Problems& problems) {
+  auto context = std::make_shared<Context>(Context::tls_client);
+  SSL_CTX* handle = context->native_handle();
+  SSL_CTX_set_min_proto_version(handle, TLS1_2_VERSION);
+  SSL_CTX_set_options(handle, SSL_OP_NO_COMPRESSION | SSL_OP_NO_RENEGOTIATION);
+  SSL_CTX_set_mode(handle, SSL_MODE_RELEASE_BUFFERS);
+  static constexpr unsigned char kProtocols[] = "\x08http/1.1";
+  SSL_CTX_set_alpn_protos(handle, kProtocols, sizeof kProtocols - 1);
+  bool usable = true;
+  if (tls.ca.empty()) {
+    SSL_CTX_set_default_verify_paths(handle);
+  } else if (std::string why; !readable(tls.ca, why)) {
+    problems.add(tls.at, "upstream_tls.ca: cannot read " + tls.ca + ": " + why);
+    usable = false;
+  } else if (SSL_CTX_load_verify_locations(handle, tls.ca.c_str(), nullptr) != 1) {
+    problems.add(tls.at,
+                 "upstream_tls.ca: " + tls.ca + " holds no PEM certificate: " + openssl_reason());
+    usable = false;
+  }
+  SSL_CTX_set_verify(handle, tls.verify ? SSL_VERIFY_PEER : SSL_VERIFY_NONE, nullptr);
+  if (!tls.cert.empty() &&
+      !use_certificate(handle, "upstream_tls", tls.cert, tls.key, tls.at, problems)) {
+    usable = false;
+  }
+  return usable ? context : nullptr;
+}
+
+bool has_https_upstream(const config::ProxyConfig& config) {
+  if (config.upstream && config.upstream->tls) {
+    return true;
+  }
+  return std::any_of(config.routes.begin(), config.routes.end(), [](const config::Route& route) {
+    return route.upstream && route.upstream->tls;
+  });
+}
+
+}  // namespace
+
+std::shared_ptr<const Contexts> make_contexts(const config::ProxyConfig& config) {
+  auto contexts = std::make_shared<Contexts>();
+  Problems problems;
+  for (const config::Listener& listener : config.listeners) {
+    contexts->listeners.push_back(listener.tls ? listener_context(*listener.tls, problems)
+                                               : nullptr);
+  }
+  if (has_https_upstream(config)) {
+    contexts->upstream = upstream_context(config.upstream_tls, problems);
+  }
+  if (!problems.empty()) {
+    throw config::ConfigError(config.file, std::move(problems.list()));
+  }
+  return contexts;
+}
+
+}  // namespace sluice::tls

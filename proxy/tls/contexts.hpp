@@ -1,0 +1,31 @@
+#pragma once
+
+#include <boost/asio/ssl/context.hpp>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "config/proxy_config.hpp"
+
+namespace sluice::tls {
+
+using Context = boost::asio::ssl::context;
+
+/// The TLS contexts a configuration asks for, built from its certificate files: one per TLS
+/// listener, and one for its https:// upstreams. Built at start, by `sluice check` and on every
+/// reload (a reload reads the files again: that is how certificates rotate). Connections hold
+/// their context while they live, so a reload never changes an open connection.
+struct Contexts {
+  std::vector<std::shared_ptr<Context>> listeners;  ///< By listener index; null: cleartext.
+  std::shared_ptr<Context> upstream;                ///< Null without an https:// upstream.
+};
+
+/// Reads every certificate and key `config` names. Throws config::ConfigError naming, for
+/// each problem, where the config names the file, the file and the reason: unreadable, not
+/// PEM, expired or not yet valid, a key that does not match its certificate.
+std::shared_ptr<const Contexts> make_contexts(const config::ProxyConfig& config);
+
+/// The ALPN protocols a TLS listener accepts, in OpenSSL's wire format.
+inline constexpr std::string_view kListenerProtocols{"\x08http/1.1", 9};
+
+}  // namespace sluice::tls
