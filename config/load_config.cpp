@@ -47,7 +47,9 @@ std::optional<ListenerTls> read_listener_tls(MapReader& owner) {
   MapReader& reader = *section;
   ListenerTls tls;
   tls.path = reader.path();
-  tls.at = reader.at();
+  tls.cert_at = reader.at("cert");
+  tls.key_at = reader.at("key");
+  tls.client_ca_at = reader.at("client_ca");
   const bool has_cert = reader.require("cert");
   const bool has_key = reader.require("key");
   tls.cert = reader.text("cert").value_or("");
@@ -118,7 +120,8 @@ std::vector<Listener> read_listeners(MapReader& top, ReadContext& context) {
     }
     for (std::size_t i = 0; i < listeners.size(); ++i) {
       for (std::size_t j = 0; j < i; ++j) {
-        if (listeners[i].address == listeners[j].address) {
+        // Port 0 is a port the system picks: never the same one twice.
+        if (listeners[i].address == listeners[j].address && listeners[i].address.port != 0) {
           context.diagnostics.error(location_of(node[items[i]]),
                                     "listen[" + std::to_string(items[i]) +
                                         "]: the same address as listen[" +
@@ -140,7 +143,9 @@ UpstreamTls read_upstream_tls(MapReader& top) {
     return tls;
   }
   MapReader& reader = *section;
-  tls.at = reader.at();
+  tls.ca_at = reader.at("ca");
+  tls.cert_at = reader.at("cert");
+  tls.key_at = reader.at("key");
   tls.ca = reader.text("ca").value_or("");
   tls.verify = reader.flag("verify").value_or(true);
   tls.server_name = reader.text("server_name").value_or("");

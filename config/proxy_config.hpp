@@ -28,15 +28,15 @@ enum class ClientCertificates { none, optional, require };
 
 /// A listener's `tls` (SPEC §7): paths as written. The files are read where the proxy builds
 /// its TLS contexts (proxy/tls/), at start, `sluice check` and every reload; their problems are
-/// reported at `at` under `path`.
+/// reported where the file is named, under `path`.
 struct ListenerTls {
   std::string cert;  ///< PEM: the certificate, then its chain.
   std::string key;   ///< PEM.
   TlsVersion min_version = TlsVersion::v1_2;
   std::string client_ca;  ///< Empty: clients are not asked for certificates.
   ClientCertificates client_cert = ClientCertificates::none;
-  std::string path;  ///< "tls" or "listen[1].tls", for messages.
-  Location at;
+  std::string path;                        ///< "tls" or "listen[1].tls", for messages.
+  Location cert_at, key_at, client_ca_at;  ///< Where the file names are written.
 
   bool operator==(const ListenerTls&) const = default;
 };
@@ -56,7 +56,7 @@ struct UpstreamTls {
   std::string server_name;  ///< SNI and the name checked; empty: the upstream URL's host.
   std::string cert;         ///< Client certificate (PEM), with `key`; empty: none.
   std::string key;
-  Location at;
+  Location ca_at, cert_at, key_at;  ///< Where the file names are written.
 };
 
 /// `http://host[:port]` or `https://host[:port]`: upstreams speak HTTP/1.1, in cleartext or TLS.

@@ -1,6 +1,7 @@
 #include "proxy/tls/contexts.hpp"
 
 #include <openssl/err.h>
+#include <openssl/pem.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
 
@@ -54,41 +55,62 @@ std::string time_text(const ASN1_TIME* time) {
   return text;
 }
 
+/// The private key in a PEM file, or null.
+EVP_PKEY* read_private_key(const std::string& path) {
+  BIO* file = BIO_new_file(path.c_str(), "r");
+  if (file == nullptr) {
+    return nullptr;
+  }
+  EVP_PKEY* key = PEM_read_bio_PrivateKey(file, nullptr, nullptr, nullptr);
+  BIO_free(file);
+  return key;
+}
+
 /// A certificate chain and its key, checked: readable, PEM, valid now, and matching.
+/// `cert_at`, `key_at`: where the config names them.
 bool use_certificate(SSL_CTX* context, const std::string& path, const std::string& cert,
-                     const std::string& key, config::Location at, Problems& problems) {
+                     config::Location cert_at, const std::string& key, config::Location key_at,
+                     Problems& problems) {
   std::string why;
   if (!readable(cert, why)) {
-    problems.add(at, path + ".cert: cannot read " + cert + ": " + why);
+    problems.add(cert_at, path + ".cert: cannot read " + cert + ": " + why);
     return false;
   }
   if (SSL_CTX_use_certificate_chain_file(context, cert.c_str()) != 1) {
-    problems.add(at,
+    problems.add(cert_at,
                  path + ".cert: " + cert + " is not a PEM certificate chain: " + openssl_reason());
     return false;
   }
   X509* leaf = SSL_CTX_get0_certificate(context);
   if (X509_cmp_current_time(X509_get0_notAfter(leaf)) < 0) {
-    problems.add(at,
+    problems.add(cert_at,
                  path + ".cert: " + cert + " expired on " + time_text(X509_get0_notAfter(leaf)));
     return false;
   }
   if (X509_cmp_current_time(X509_get0_notBefore(leaf)) > 0) {
-    problems.add(at, path + ".cert: " + cert + " is not valid before " +
-                         time_text(X509_get0_notBefore(leaf)));
+    problems.add(cert_at, path + ".cert: " + cert + " is not valid before " +
+                              time_text(X509_get0_notBefore(leaf)));
     return false;
   }
   if (!readable(key, why)) {
-    problems.add(at, path + ".key: cannot read " + key + ": " + why);
+    problems.add(key_at, path + ".key: cannot read " + key + ": " + why);
     return false;
   }
-  if (SSL_CTX_use_PrivateKey_file(context, key.c_str(), SSL_FILETYPE_PEM) != 1) {
-    problems.add(at, path + ".key: " + key + " is not a PEM private key: " + openssl_reason());
+  EVP_PKEY* private_key = read_private_key(key);
+  if (private_key == nullptr) {
+    problems.add(key_at, path + ".key: " + key + " is not a PEM private key: " + openssl_reason());
     return false;
   }
-  if (SSL_CTX_check_private_key(context) != 1) {
+  const bool matches = X509_check_private_key(leaf, private_key) == 1;
+  const bool used = matches && SSL_CTX_use_PrivateKey(context, private_key) == 1;
+  EVP_PKEY_free(private_key);
+  if (!matches) {
     ERR_clear_error();
-    problems.add(at, path + ".key: " + key + " does not match the certificate in " + cert);
+    problems.add(key_at, path + ".key: " + key + " does not match the certificate in " + cert);
+    return false;
+  }
+  if (!used) {
+    problems.add(key_at, path + ".key: " + key + " cannot be used: " + openssl_reason());
     return false;
   }
   return true;
@@ -122,17 +144,19 @@ std::shared_ptr<Context> listener_context(const config::ListenerTls& tls, Proble
   SSL_CTX_set_session_cache_mode(handle, SSL_SESS_CACHE_OFF);
   TicketKeys::shared().install(handle);
   SSL_CTX_set_alpn_select_cb(handle, &select_protocol, nullptr);
-  bool usable = use_certificate(handle, tls.path, tls.cert, tls.key, tls.at, problems);
+  bool usable =
+      use_certificate(handle, tls.path, tls.cert, tls.cert_at, tls.key, tls.key_at, problems);
   if (tls.client_cert != config::ClientCertificates::none) {
     std::string why;
     STACK_OF(X509_NAME)* names = nullptr;
     if (!readable(tls.client_ca, why)) {
-      problems.add(tls.at, tls.path + ".client_ca: cannot read " + tls.client_ca + ": " + why);
+      problems.add(tls.client_ca_at,
+                   tls.path + ".client_ca: cannot read " + tls.client_ca + ": " + why);
       usable = false;
     } else if (SSL_CTX_load_verify_locations(handle, tls.client_ca.c_str(), nullptr) != 1 ||
                (names = SSL_load_client_CA_file(tls.client_ca.c_str())) == nullptr) {
-      problems.add(tls.at, tls.path + ".client_ca: " + tls.client_ca +
-                               " holds no PEM certificate: " + openssl_reason());
+      problems.add(tls.client_ca_at, tls.path + ".client_ca: " + tls.client_ca +
+                                         " holds no PEM certificate: " + openssl_reason());
       usable = false;
     } else {
       SSL_CTX_set_client_CA_list(handle, names);
@@ -160,16 +184,16 @@ std::shared_ptr<Context> upstream_context(const config::UpstreamTls& tls, Proble
   if (tls.ca.empty()) {
     SSL_CTX_set_default_verify_paths(handle);
   } else if (std::string why; !readable(tls.ca, why)) {
-    problems.add(tls.at, "upstream_tls.ca: cannot read " + tls.ca + ": " + why);
+    problems.add(tls.ca_at, "upstream_tls.ca: cannot read " + tls.ca + ": " + why);
     usable = false;
   } else if (SSL_CTX_load_verify_locations(handle, tls.ca.c_str(), nullptr) != 1) {
-    problems.add(tls.at,
+    problems.add(tls.ca_at,
                  "upstream_tls.ca: " + tls.ca + " holds no PEM certificate: " + openssl_reason());
     usable = false;
   }
   SSL_CTX_set_verify(handle, tls.verify ? SSL_VERIFY_PEER : SSL_VERIFY_NONE, nullptr);
-  if (!tls.cert.empty() &&
-      !use_certificate(handle, "upstream_tls", tls.cert, tls.key, tls.at, problems)) {
+  if (!tls.cert.empty() && !use_certificate(handle, "upstream_tls", tls.cert, tls.cert_at, tls.key,
+                                            tls.key_at, problems)) {
     usable = false;
   }
   return usable ? context : nullptr;

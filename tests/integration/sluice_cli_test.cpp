@@ -14,6 +14,7 @@
 #include "tests/support/redis_server.hpp"
 #include "tests/support/sluice_process.hpp"
 #include "tests/support/temp_directory.hpp"
+#include "tests/support/test_certificates.hpp"
 
 namespace {
 
@@ -82,6 +83,31 @@ TEST_F(SluiceCli, CheckPrintsEveryErrorAndExitsOne) {
                 ":4:39: routes[0].limiters: no limiter is named \"nope\"; defined: per-ip\n" +
                 file + ": 4 errors\n");
   EXPECT_EQ(result.out, "");
+}
+
+TEST_F(SluiceCli, CheckAndRunNameACertificateThatCannotBeUsed) {
+  const sluice::test::TestCertificates files;
+  const auto config = write("tls.yaml",
+                            "listen:\n  - \"127.0.0.1:0\"\n  - address: \"127.0.0.1:0\"\n"
+                            "    tls: {cert: " +
+                                files.expired_cert() + ", key: " + files.mismatched_key() +
+                                "}\n"
+                                "upstream: http://127.0.0.1:9000\nroutes: [{name: a}]\n");
+  for (const char* command : {"check", "run"}) {
+    const Result result = run(std::string(command) + " -c " + config.string());
+    EXPECT_EQ(result.status, 1) << command;
+    EXPECT_EQ(result.err, config.string() + ":4:17: listen[1].tls.cert: " + files.expired_cert() +
+                              " expired on Jan  2 00:00:00 2020 GMT\n" + config.string() +
+                              ": 1 error\n")
+        << command;
+  }
+  const auto good =
+      write("good.yaml", "listen: \"127.0.0.1:0\"\ntls: {cert: " + files.server_cert() +
+                             ", key: " + files.server_key() +
+                             "}\nupstream: http://127.0.0.1:9000\nroutes: [{name: a}]\n");
+  const Result checked = run("check -c " + good.string());
+  EXPECT_EQ(checked.status, 0) << checked.err;
+  EXPECT_THAT(checked.out, HasSubstr("listen 127.0.0.1:0 (TLS)"));
 }
 
 TEST_F(SluiceCli, NamesAMissingConfigFile) {

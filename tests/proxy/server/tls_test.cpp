@@ -1,0 +1,435 @@
+// TLS listeners and https:// upstreams over real sockets, with real clients (curl, openssl
+// s_client, Python's ssl, Beast over Asio's ssl stream), certificates made by the openssl CLI
+// (TestCertificates), and a real HTTPS upstream (Python's http.server).
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <spdlog/sinks/ringbuffer_sink.h>
+#include <spdlog/spdlog.h>
+
+#include <boost/asio/ssl.hpp>
+#include <boost/beast/ssl.hpp>
+#include <chrono>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "config/load_config.hpp"
+#include "proxy/live/reloader.hpp"
+#include "proxy/server/server.hpp"
+#include "proxy/tls/peer.hpp"
+#include "tests/support/https_upstream.hpp"
+#include "tests/support/proxy_fixture.hpp"
+#include "tests/support/shell.hpp"
+#include "tests/support/temp_directory.hpp"
+#include "tests/support/test_certificates.hpp"
+#include "tests/support/test_upstream.hpp"
+
+namespace sluice::test {
+namespace {
+
+using namespace std::chrono_literals;
+using ::testing::HasSubstr;
+using ::testing::Not;
+namespace ssl = net::ssl;
+
+/// A Server with a cleartext and a TLS listener, in front of a TestUpstream unless `body` names
+/// an upstream, its config in a file so that it can be reloaded.
+class TlsProxy {
+ public:
+  /// `tls`: what goes inside the listener's `tls: {...}`; `body`: the rest of the config.
+  TlsProxy(const std::string& tls, const std::string& body) : directory_("tls-proxy") {
+    write(tls, body);
+    auto config = std::make_shared<const config::ProxyConfig>(config::load_config(path_));
+    metrics_ = std::make_unique<telemetry::Metrics>(server::Server::threads_for(*config));
+    live_ = std::make_unique<live::LiveConfig>(
+        std::make_shared<const live::Generation>(config, nullptr, *metrics_));
+    reloader_ = std::make_unique<live::Reloader>(path_, *live_, *metrics_);
+    server_ =
+        std::make_unique<server::Server>(*live_, *metrics_, access_log_, reloader_.get(), clock_);
+    server_->start();
+  }
+
+  unsigned short plain_port() const { return server_->local_endpoints().at(0).port(); }
+  unsigned short tls_port() const { return server_->local_endpoints().at(1).port(); }
+  TestUpstream& upstream() { return upstream_; }
+
+  /// Rewrites the config file and reloads it.
+  live::ReloadReport reload(const std::string& tls, const std::string& body) {
+    write(tls, body);
+    return reloader_->reload();
+  }
+
+  /// The metric line that starts with `series`.
+  std::string metric(const std::string& series) {
+    const auto response = send_request(server_->admin_endpoint().port(), get("/metrics"));
+    const std::string& text = response.body();
+    const std::size_t at = text.find("\n" + series + " ");
+    return at == std::string::npos ? "" : text.substr(at + 1, text.find('\n', at + 1) - at - 1);
+  }
+
+  /// `curl ARGUMENTS https://localhost:PORT/PATH`, localhost pinned to 127.0.0.1; prints the
+  /// body then the status code.
+  std::string curl(const std::string& arguments, const std::string& path = "/") const {
+    const std::string port = std::to_string(tls_port());
+    return output_of("curl -s --max-time 5 --resolve localhost:" + port + ":127.0.0.1 " +
+                     arguments + " -w '%{http_code}' https://localhost:" + port + path + " 2>&1");
+  }
+
+ private:
+  void write(const std::string& tls, const std::string& body) {
+    std::string upstream;
+    if (body.find("upstream:") == std::string::npos) {
+      upstream = "upstream: \"http://127.0.0.1:" + std::to_string(upstream_.port()) + "\"\n";
+    }
+    const std::string listen =
+        port_ == 0 ? "\"127.0.0.1:0\"" : "\"127.0.0.1:" + std::to_string(port_) + "\"";
+    std::ofstream(path_) << "listen:\n  - \"127.0.0.1:0\"\n  - {address: " << listen << ", tls: {"
+                         << tls << "}}\nadmin: \"127.0.0.1:0\"\nthreads: 2\n"
+                         << "log: {access: false}\n"
+                         << upstream << body << "\n";
+  }
+
+  TempDirectory directory_;
+  std::string path_ = (directory_.path() / "proxy.yaml").string();
+  unsigned short port_ = 0;
+  TestUpstream upstream_;
+  limiter::SystemClock clock_;
+  std::unique_ptr<telemetry::Metrics> metrics_;
+  std::unique_ptr<live::LiveConfig> live_;
+  std::unique_ptr<live::Reloader> reloader_;
+  telemetry::AccessLog access_log_;
+  std::unique_ptr<server::Server> server_;
+};
+
+std::string server_files(const TestCertificates& files) {
+  return "cert: " + files.server_cert() + ", key: " + files.server_key();
+}
+
+constexpr std::string_view kForwardAll = "routes: [{name: all}]";
+
+/// A Beast client over Asio's TLS stream, for what needs one connection kept across steps.
+class TlsClient {
+ public:
+  TlsClient(unsigned short port, const std::string& ca) : context_(ssl::context::tls_client) {
+    context_.load_verify_file(ca);
+    context_.set_verify_mode(ssl::verify_peer);
+    stream_ = std::make_unique<beast::ssl_stream<beast::tcp_stream>>(io_, context_);
+    tls::expect_server(stream_->native_handle(), "localhost");
+    beast::get_lowest_layer(*stream_).connect(
+        tcp::endpoint(net::ip::make_address("127.0.0.1"), port));
+    stream_->handshake(ssl::stream_base::client);
+  }
+
+  http::response<http::string_body> send(http::request<http::string_body> request) {
+    request.set(http::field::host, "localhost");
+    request.prepare_payload();
+    http::write(*stream_, request);
+    http::response<http::string_body> response;
+    http::read(*stream_, buffer_, response);
+    return response;
+  }
+
+  /// The SHA-256 fingerprint of the certificate the server showed, as TestCertificates says it.
+  std::string server_fingerprint() {
+    X509* certificate = SSL_get0_peer_certificate(stream_->native_handle());
+    std::array<unsigned char, EVP_MAX_MD_SIZE> digest{};
+    unsigned int length = 0;
+    X509_digest(certificate, EVP_sha256(), digest.data(), &length);
+    std::string hex;
+    for (unsigned int i = 0; i < length; ++i) {
+      hex += "0123456789abcdef"[digest[i] >> 4];
+      hex += "0123456789abcdef"[digest[i] & 0xf];
+    }
+    return hex;
+  }
+
+ private:
+  net::io_context io_;
+  ssl::context context_;
+  std::unique_ptr<beast::ssl_stream<beast::tcp_stream>> stream_;
+  beast::flat_buffer buffer_;
+};
+
+TEST(TlsListener, ForwardsHttpsWithItsHeadersAndLimitsIt) {
+  const TestCertificates files;
+  TlsProxy proxy(server_files(files),
+                 "limiters: {per-ip: {algorithm: fixed_window, limit: 2, window: 1m}}\n"
+                 "routes: [{name: all, limiters: [per-ip]}]");
+  const std::string first = proxy.curl("--cacert " + files.ca_cert(), "/api/x?page=2");
+  EXPECT_THAT(first, HasSubstr("GET /api/x?page=2\n"));
+  EXPECT_THAT(first, HasSubstr("X-Forwarded-Proto: https\n"));
+  EXPECT_THAT(first, HasSubstr("X-Forwarded-For: 127.0.0.1\n"));
+  EXPECT_THAT(first, HasSubstr("X-Forwarded-Host: localhost:"));
+  EXPECT_THAT(first, ::testing::EndsWith("200"));
+  // Two more on one kept-alive connection: the second is over the limit.
+  const std::string port = std::to_string(proxy.tls_port());
+  const std::string both = proxy.curl("--cacert " + files.ca_cert() + " -o /dev/null -o /dev/null",
+                                      "/a https://localhost:" + port + "/b");
+  EXPECT_EQ(both, "200429");
+}
+
+TEST(TlsListener, ServesCleartextAndTlsFromOneProcess) {
+  const TestCertificates files;
+  TlsProxy proxy(server_files(files), std::string(kForwardAll));
+  EXPECT_EQ(send_request(proxy.plain_port(), get("/")).result(), http::status::ok);
+  EXPECT_THAT(send_request(proxy.plain_port(), get("/")).body(),
+              HasSubstr("X-Forwarded-Proto: http\n"));
+  EXPECT_THAT(proxy.curl("--cacert " + files.ca_cert() + " -o /dev/null"), "200");
+  EXPECT_THAT(proxy.curl("--cacert " + files.other_ca_cert() + " -o /dev/null"),
+              Not(::testing::EndsWith("200")))
+      << "curl refuses a server its CA does not vouch for";
+}
+
+TEST(TlsListener, RefusesTls10And11AndTls12WhenTheMinimumIs13) {
+  const TestCertificates files;
+  TlsProxy proxy(server_files(files), std::string(kForwardAll));
+  const std::string connect =
+      "openssl s_client -connect 127.0.0.1:" + std::to_string(proxy.tls_port()) +
+      " -brief </dev/null 2>&1";
+  for (const char* old : {"-tls1", "-tls1_1"}) {
+    // Debian's OpenSSL allows TLS < 1.2 only at security level 0.
+    EXPECT_THAT(output_of("timeout 5 " + connect + " " + old + " -cipher DEFAULT@SECLEVEL=0"),
+                HasSubstr("alert protocol version"))
+        << old;
+  }
+  EXPECT_THAT(output_of("timeout 5 " + connect + " -tls1_2"),
+              HasSubstr("Protocol version: TLSv1.2"));
+  EXPECT_THAT(output_of("/usr/bin/python3 -c \"import ssl,socket; c=ssl.create_default_context(); "
+                        "c.check_hostname=False; c.verify_mode=ssl.CERT_NONE; "
+                        "c.maximum_version=ssl.TLSVersion.TLSv1_1; "
+                        "c.minimum_version=ssl.TLSVersion.TLSv1; "
+                        "s=c.wrap_socket(socket.create_connection(('127.0.0.1'," +
+                        std::to_string(proxy.tls_port()) + "))); print('connected')\" 2>&1"),
+              Not(HasSubstr("connected")));
+
+  TlsProxy strict(server_files(files) + ", min_version: \"1.3\"", std::string(kForwardAll));
+  const std::string strict_connect =
+      "timeout 5 openssl s_client -connect 127.0.0.1:" + std::to_string(strict.tls_port()) +
+      " -brief </dev/null 2>&1";
+  EXPECT_THAT(output_of(strict_connect + " -tls1_2"), HasSubstr("alert protocol version"));
+  EXPECT_THAT(output_of(strict_connect), HasSubstr("Protocol version: TLSv1.3"));
+}
+
+TEST(TlsListener, NegotiatesHttp11WithAlpnAndResumesSessionsWithTickets) {
+  const TestCertificates files;
+  TlsProxy proxy(server_files(files), std::string(kForwardAll));
+  const std::string session = files.directory() + "/session.pem";
+  const std::string connect =
+      "printf 'GET / HTTP/1.1\\r\\nHost: x\\r\\nConnection: close\\r\\n\\r\\n' | "
+      "timeout 5 openssl s_client -connect 127.0.0.1:" +
+      std::to_string(proxy.tls_port()) + " -ign_eof -alpn h2,http/1.1 ";
+  const std::string first = output_of(connect + "-sess_out " + session + " 2>&1");
+  EXPECT_THAT(first, HasSubstr("ALPN protocol: http/1.1"));
+  EXPECT_THAT(first, HasSubstr("\nNew, TLSv1.3"));
+  EXPECT_THAT(first, HasSubstr("HTTP/1.1 200 OK"));
+  const std::string second = output_of(connect + "-sess_in " + session + " 2>&1");
+  EXPECT_THAT(second, HasSubstr("\nReused, TLSv1.3"));
+  EXPECT_THAT(second, HasSubstr("HTTP/1.1 200 OK"));
+  EXPECT_EQ(proxy.metric("sluice_tls_handshakes_total{result=\"full\"}"),
+            "sluice_tls_handshakes_total{result=\"full\"} 1");
+  EXPECT_EQ(proxy.metric("sluice_tls_handshakes_total{result=\"resumed\"}"),
+            "sluice_tls_handshakes_total{result=\"resumed\"} 1");
+}
+
+TEST(TlsListener, PlaintextGarbageAndStalledHandshakesCostOnlyTheirConnection) {
+  const TestCertificates files;
+  TlsProxy proxy(server_files(files), "timeouts: {header: 300ms}\n" + std::string(kForwardAll));
+  RawClient plaintext(proxy.tls_port());
+  plaintext.write("GET / HTTP/1.1\r\nHost: x\r\n\r\n");
+  EXPECT_THAT(plaintext.read_until(""), Not(HasSubstr("HTTP/1.1")))
+      << "closed: a plaintext request on a TLS port is not a handshake";
+  RawClient garbage(proxy.tls_port());
+  garbage.write(std::string("\x16\x03\x01\x00\x05garbage-and-more", 21));
+  garbage.read_until("");
+  RawClient stalled(proxy.tls_port());  // connects and never says anything
+  EXPECT_THAT(proxy.curl("--cacert " + files.ca_cert() + " -o /dev/null"), "200")
+      << "the others are served meanwhile";
+  const auto start = std::chrono::steady_clock::now();
+  stalled.read_until("");
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 2s) << "closed after the header timeout";
+  EXPECT_EQ(proxy.metric("sluice_tls_handshakes_total{result=\"failed\"}"),
+            "sluice_tls_handshakes_total{result=\"failed\"} 3");
+}
+
+TEST(MutualTls, RequireRefusesAMissingOrForeignCertificateAndServesAGoodOne) {
+  const TestCertificates files;
+  TlsProxy proxy(server_files(files) + ", client_ca: " + files.ca_cert(), std::string(kForwardAll));
+  const std::string trust = "--cacert " + files.ca_cert() + " -o /dev/null ";
+  EXPECT_EQ(proxy.curl(trust), "000") << "no certificate: the handshake fails";
+  EXPECT_EQ(proxy.curl(trust + "--cert " + files.foreign_client_cert() + " --key " +
+                       files.foreign_client_key()),
+            "000");
+  EXPECT_EQ(proxy.curl(trust + "--cert " + files.client_cert(0) + " --key " + files.client_key(0)),
+            "200");
+}
+
+TEST(MutualTls, OptionalServesClientsWithoutACertificateAndSkipsTheirCertificateLimiter) {
+  const TestCertificates files;
+  TlsProxy proxy(
+      server_files(files) + ", client_ca: " + files.ca_cert() + ", client_cert: optional",
+      "limiters: {per-cert: {algorithm: fixed_window, limit: 1, window: 1m, key: "
+      "cert:fingerprint}}\nroutes: [{name: all, limiters: [per-cert]}]");
+  const std::string trust = "--cacert " + files.ca_cert() + " -o /dev/null ";
+  EXPECT_EQ(proxy.curl(trust), "200");
+  EXPECT_EQ(proxy.curl(trust), "200") << "no certificate, no key: the limiter is skipped";
+  const std::string client =
+      trust + "--cert " + files.client_cert(0) + " --key " + files.client_key(0);
+  EXPECT_EQ(proxy.curl(client), "200");
+  EXPECT_EQ(proxy.curl(client), "429");
+}
+
+TEST(MutualTls, CertificateKeysLimitEachCertificateOnItsOwn) {
+  const TestCertificates files;
+  // Each key reads its field: the overrides name the values the certificates hold.
+  TlsProxy proxy(
+      server_files(files) + ", client_ca: " + files.ca_cert(),
+      "limiters:\n"
+      "  by-fingerprint: {algorithm: fixed_window, limit: 2, window: 1m, key: cert:fingerprint}\n"
+      "  by-subject: {algorithm: fixed_window, limit: 100, window: 1m, key: cert:subject,\n"
+      "               overrides: {\"CN=client-1,O=sluice-test\": {limit: 1}}}\n"
+      "  by-san: {algorithm: fixed_window, limit: 100, window: 1m, key: cert:san,\n"
+      "           overrides: {\"client-0.test\": {limit: 3}}}\n"
+      "routes:\n"
+      "  - {name: fingerprint, match: {path: /f}, limiters: [by-fingerprint]}\n"
+      "  - {name: subject, match: {path: /s}, limiters: [by-subject]}\n"
+      "  - {name: san, match: {path: /n}, limiters: [by-san]}\n");
+  const auto as = [&](int i) {
+    return "--cacert " + files.ca_cert() + " -o /dev/null --cert " + files.client_cert(i) +
+           " --key " + files.client_key(i);
+  };
+  // One request after the other (the operands of + have no order): each status appended.
+  const auto statuses = [&](std::initializer_list<std::pair<int, const char*>> requests) {
+    std::string all;
+    for (const auto& [client, path] : requests) {
+      all += proxy.curl(as(client), path);
+    }
+    return all;
+  };
+  EXPECT_EQ(statuses({{0, "/f"}, {0, "/f"}, {0, "/f"}, {1, "/f"}}), "200200429200")
+      << "client 1 has a count of its own";
+  EXPECT_EQ(statuses({{1, "/s"}, {1, "/s"}, {0, "/s"}}), "200429200");
+  EXPECT_EQ(statuses({{0, "/n"}, {0, "/n"}, {0, "/n"}, {0, "/n"}}), "200200200429");
+}
+
+TEST(TlsReload, RotatesTheCertificateWithoutDroppingAConnectionAndKeepsItOnBadFiles) {
+  const TestCertificates files;
+  TlsProxy proxy(server_files(files), std::string(kForwardAll));
+  TlsClient kept(proxy.tls_port(), files.ca_cert());
+  EXPECT_EQ(kept.send(get("/")).result(), http::status::ok);
+  EXPECT_EQ(kept.server_fingerprint(), TestCertificates::fingerprint(files.server_cert()));
+
+  const live::ReloadReport rotated = proxy.reload(
+      "cert: " + files.server2_cert() + ", key: " + files.server2_key(), std::string(kForwardAll));
+  ASSERT_TRUE(rotated.ok);
+  EXPECT_EQ(kept.send(get("/")).result(), http::status::ok) << "the open connection goes on";
+  TlsClient fresh(proxy.tls_port(), files.ca_cert());
+  EXPECT_EQ(fresh.server_fingerprint(), TestCertificates::fingerprint(files.server2_cert()));
+
+  const live::ReloadReport refused = proxy.reload(
+      "cert: " + files.expired_cert() + ", key: " + files.expired_key(), std::string(kForwardAll));
+  EXPECT_FALSE(refused.ok);
+  ASSERT_EQ(refused.errors.size(), 1U);
+  EXPECT_THAT(refused.errors[0], HasSubstr(files.expired_cert() + " expired on "));
+  TlsClient after(proxy.tls_port(), files.ca_cert());
+  EXPECT_EQ(after.server_fingerprint(), TestCertificates::fingerprint(files.server2_cert()))
+      << "the last good certificate stays";
+  EXPECT_EQ(after.send(get("/")).result(), http::status::ok);
+}
+
+/// The proxy's log lines, for what only the log says.
+class LogLines {
+ public:
+  LogLines() : sink_(std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(64)) {
+    spdlog::default_logger()->sinks().push_back(sink_);
+  }
+  LogLines(const LogLines&) = delete;
+  LogLines& operator=(const LogLines&) = delete;
+  LogLines(LogLines&&) = delete;
+  LogLines& operator=(LogLines&&) = delete;
+  ~LogLines() {
+    auto& sinks = spdlog::default_logger()->sinks();
+    sinks.erase(std::remove(sinks.begin(), sinks.end(), sink_), sinks.end());
+  }
+  std::string all() const {
+    std::string text;
+    for (const std::string& line : sink_->last_formatted()) {
+      text += line;
+    }
+    return text;
+  }
+
+ private:
+  std::shared_ptr<spdlog::sinks::ringbuffer_sink_mt> sink_;
+};
+
+std::string https_upstream_config(const HttpsUpstream& upstream, const std::string& tls) {
+  return "upstream: \"https://localhost:" + std::to_string(upstream.port()) +
+         "\"\nupstream_tls: {" + tls + "}\nroutes: [{name: all}]";
+}
+
+TEST(HttpsUpstream, IsVerifiedWithSniAndKeptAlive) {
+  const TestCertificates files;
+  const HttpsUpstream upstream(files.server_cert(), files.server_key());
+  TlsProxy proxy(server_files(files), https_upstream_config(upstream, "ca: " + files.ca_cert()));
+  // One client connection, so both requests go through one event loop and its upstream pool;
+  // TLS on both sides of the proxy.
+  TlsClient client(proxy.tls_port(), files.ca_cert());
+  const auto first = client.send(get("/one"));
+  EXPECT_EQ(first.result(), http::status::ok);
+  EXPECT_THAT(first.body(), HasSubstr("GET /one\n"));
+  EXPECT_THAT(first.body(), HasSubstr("X-Forwarded-Proto: https\n"));
+  EXPECT_THAT(first.body(), HasSubstr("connection 1\n"));
+  const auto second = client.send(get("/two"));
+  EXPECT_THAT(second.body(), HasSubstr("connection 1\n")) << "the TLS connection was pooled";
+}
+
+TEST(HttpsUpstream, AWrongCaOrNameIsA502WithALogLineThatSaysWhy) {
+  const TestCertificates files;
+  LogLines log;
+  {
+    const HttpsUpstream foreign(files.other_server_cert(), files.other_server_key());
+    TlsProxy proxy(server_files(files), https_upstream_config(foreign, "ca: " + files.ca_cert()));
+    EXPECT_EQ(send_request(proxy.plain_port(), get("/")).result(), http::status::bad_gateway);
+    EXPECT_THAT(log.all(), HasSubstr("TLS handshake failed: certificate verify failed: unable to "
+                                     "get local issuer certificate"));
+  }
+  {
+    const HttpsUpstream misnamed(files.wrong_name_cert(), files.wrong_name_key());
+    TlsProxy proxy(server_files(files), https_upstream_config(misnamed, "ca: " + files.ca_cert()));
+    EXPECT_EQ(send_request(proxy.plain_port(), get("/")).result(), http::status::bad_gateway);
+    EXPECT_THAT(log.all(), HasSubstr("certificate verify failed: hostname mismatch"));
+  }
+  {
+    const HttpsUpstream misnamed(files.wrong_name_cert(), files.wrong_name_key());
+    TlsProxy proxy(server_files(files),
+                   https_upstream_config(
+                       misnamed, "ca: " + files.ca_cert() + ", server_name: api.example.test"));
+    EXPECT_EQ(send_request(proxy.plain_port(), get("/")).result(), http::status::ok)
+        << "server_name names the certificate's host";
+  }
+  {
+    const HttpsUpstream foreign(files.other_server_cert(), files.other_server_key());
+    TlsProxy proxy(server_files(files), https_upstream_config(foreign, "verify: false"));
+    EXPECT_EQ(send_request(proxy.plain_port(), get("/")).result(), http::status::ok)
+        << "verify: false trusts any certificate";
+  }
+}
+
+TEST(HttpsUpstream, ShowsItsClientCertificateToAnUpstreamThatAsksForOne) {
+  const TestCertificates files;
+  const HttpsUpstream upstream(files.server_cert(), files.server_key(), files.ca_cert());
+  TlsProxy without(server_files(files), https_upstream_config(upstream, "ca: " + files.ca_cert()));
+  EXPECT_EQ(send_request(without.plain_port(), get("/")).result(), http::status::bad_gateway);
+  TlsProxy with(
+      server_files(files),
+      https_upstream_config(upstream, "ca: " + files.ca_cert() + ", cert: " + files.client_cert(1) +
+                                          ", key: " + files.client_key(1)));
+  const auto response = send_request(with.plain_port(), get("/"));
+  EXPECT_EQ(response.result(), http::status::ok);
+  EXPECT_THAT(response.body(),
+              HasSubstr("client commonName=client-1,organizationName=sluice-test"));
+}
+
+}  // namespace
+}  // namespace sluice::test

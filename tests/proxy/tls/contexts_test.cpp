@@ -1,0 +1,148 @@
+#include "proxy/tls/contexts.hpp"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "config/load_config.hpp"
+#include "tests/support/test_certificates.hpp"
+#include "tests/support/tls_handshake.hpp"
+
+namespace sluice::tls {
+namespace {
+
+using test::TestCertificates;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+config::ProxyConfig config_of(const std::string& yaml) {
+  return config::parse_config(yaml + "\nroutes: [{name: all, respond: {status: 200}}]\n",
+                              "proxy.yaml", [](std::string_view) { return std::nullopt; });
+}
+
+std::string tls_listener(const std::string& cert, const std::string& key,
+                         const std::string& more = "") {
+  return "listen:\n  - \"127.0.0.1:0\"\n  - {address: \"127.0.0.1:0\", tls: {cert: " + cert +
+         ", key: " + key + more + "}}\n";
+}
+
+std::vector<std::string> errors_of(const config::ProxyConfig& config) {
+  try {
+    make_contexts(config);
+  } catch (const config::ConfigError& error) {
+    return error.lines();
+  }
+  return {};
+}
+
+TEST(Contexts, OneForEachTlsListenerNoneForCleartextOnes) {
+  const TestCertificates files;
+  const auto contexts =
+      make_contexts(config_of(tls_listener(files.server_cert(), files.server_key())));
+  ASSERT_EQ(contexts->listeners.size(), 2U);
+  EXPECT_EQ(contexts->listeners[0], nullptr);
+  ASSERT_NE(contexts->listeners[1], nullptr);
+  EXPECT_EQ(contexts->upstream, nullptr) << "no https:// upstream";
+}
+
+TEST(Contexts, NamesTheFileAndWhyItCannotBeUsed) {
+  const TestCertificates files;
+  const std::string missing = files.directory() + "/missing.pem";
+  EXPECT_THAT(errors_of(config_of(tls_listener(missing, files.server_key()))),
+              ElementsAre("proxy.yaml:3:42: listen[1].tls.cert: cannot read " + missing +
+                          ": No such file or directory"));
+  EXPECT_THAT(errors_of(config_of(tls_listener(files.server_key(), files.server_key()))),
+              ElementsAre(HasSubstr("listen[1].tls.cert: " + files.server_key() +
+                                    " is not a PEM certificate chain")));
+  EXPECT_THAT(errors_of(config_of(tls_listener(files.expired_cert(), files.expired_key()))),
+              ElementsAre("proxy.yaml:3:42: listen[1].tls.cert: " + files.expired_cert() +
+                          " expired on Jan  2 00:00:00 2020 GMT"));
+  EXPECT_THAT(errors_of(config_of(tls_listener(files.server_cert(), files.mismatched_key()))),
+              ElementsAre(::testing::EndsWith(": listen[1].tls.key: " + files.mismatched_key() +
+                                              " does not match the certificate in " +
+                                              files.server_cert())));
+  EXPECT_THAT(errors_of(config_of(tls_listener(files.server_cert(), files.server_key(),
+                                               ", client_ca: " + missing))),
+              ElementsAre(HasSubstr("listen[1].tls.client_ca: cannot read " + missing)));
+}
+
+TEST(Contexts, ReportsEveryListenerAndTheUpstreamTogether) {
+  const TestCertificates files;
+  const std::string missing = files.directory() + "/missing.pem";
+  const config::ProxyConfig config = config_of(
+      "listen:\n  - {address: \"127.0.0.1:0\", tls: {cert: " + files.expired_cert() +
+      ", key: " + files.expired_key() +
+      "}}\n  - {address: \"127.0.0.1:1\", tls: {cert: " + missing + ", key: " + files.server_key() +
+      "}}\nupstream: https://localhost:9443\n" + "upstream_tls: {ca: " + missing + "}");
+  const std::vector<std::string> errors = errors_of(config);
+  ASSERT_EQ(errors.size(), 3U);
+  EXPECT_THAT(errors[0], HasSubstr("listen[0].tls.cert: " + files.expired_cert() + " expired"));
+  EXPECT_THAT(errors[1], HasSubstr("listen[1].tls.cert: cannot read " + missing));
+  EXPECT_THAT(errors[2], HasSubstr("upstream_tls.ca: cannot read " + missing));
+}
+
+TEST(Contexts, TheListenerServesItsCertificateWithTheMinimumVersionAndHttp11) {
+  const TestCertificates files;
+  const auto contexts = make_contexts(
+      config_of(tls_listener(files.server_cert(), files.server_key(), ", min_version: \"1.3\"")));
+  SSL_CTX* server = contexts->listeners[1]->native_handle();
+
+  SSL_CTX* client = SSL_CTX_new(TLS_client_method());
+  SSL_CTX_load_verify_locations(client, files.ca_cert().c_str(), nullptr);
+  SSL_CTX_set_verify(client, SSL_VERIFY_PEER, nullptr);
+  static constexpr unsigned char kOffered[] = "\x02h2\x08http/1.1";
+  SSL_CTX_set_alpn_protos(client, kOffered, sizeof kOffered - 1);
+  {
+    test::TlsHandshake handshake(client, server);
+    ASSERT_TRUE(handshake.run());
+    EXPECT_EQ(SSL_version(handshake.client()), TLS1_3_VERSION);
+    const unsigned char* protocol = nullptr;
+    unsigned int length = 0;
+    SSL_get0_alpn_selected(handshake.client(), &protocol, &length);
+    EXPECT_EQ(std::string(reinterpret_cast<const char*>(protocol), length), "http/1.1");
+  }
+  SSL_CTX_set_max_proto_version(client, TLS1_2_VERSION);
+  {
+    test::TlsHandshake handshake(client, server);
+    EXPECT_FALSE(handshake.run()) << "min_version 1.3 refuses TLS 1.2";
+  }
+  SSL_CTX_free(client);
+}
+
+TEST(Contexts, RefusesTls11EvenWithMinimumVersion12) {
+  const TestCertificates files;
+  const auto contexts =
+      make_contexts(config_of(tls_listener(files.server_cert(), files.server_key())));
+  SSL_CTX* client = SSL_CTX_new(TLS_client_method());
+  SSL_CTX_set_security_level(client, 0);  // lets this client offer TLS 1.1 at all
+  SSL_CTX_set_min_proto_version(client, TLS1_VERSION);
+  SSL_CTX_set_max_proto_version(client, TLS1_1_VERSION);
+  test::TlsHandshake handshake(client, contexts->listeners[1]->native_handle());
+  EXPECT_FALSE(handshake.run());
+  SSL_CTX_free(client);
+}
+
+TEST(Contexts, TheUpstreamContextVerifiesAgainstTheConfiguredCa) {
+  const TestCertificates files;
+  const auto contexts = make_contexts(
+      config_of("upstream: https://localhost:9443\nupstream_tls: {ca: " + files.ca_cert() + "}"));
+  ASSERT_NE(contexts->upstream, nullptr);
+  SSL_CTX* client = contexts->upstream->native_handle();
+  EXPECT_EQ(SSL_CTX_get_verify_mode(client), SSL_VERIFY_PEER);
+
+  const auto good = make_contexts(config_of(tls_listener(files.server_cert(), files.server_key())));
+  test::TlsHandshake trusted(client, good->listeners[1]->native_handle());
+  EXPECT_TRUE(trusted.run());
+
+  const auto other =
+      make_contexts(config_of(tls_listener(files.other_server_cert(), files.other_server_key())));
+  test::TlsHandshake untrusted(client, other->listeners[1]->native_handle());
+  EXPECT_FALSE(untrusted.run());
+  EXPECT_EQ(SSL_get_verify_result(untrusted.client()),
+            X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT_LOCALLY);
+}
+
+}  // namespace
+}  // namespace sluice::tls
