@@ -155,7 +155,8 @@ struct OpenConnection {
   OpenConnection(io::Socket socket, LoopContext& loop)
       : counted(loop.proxy.connections, loop.proxy.connection_slots),
         client(std::move(socket)),
-        generation(loop.generations.get()) {
+        generation(loop.generations.get()),
+        draining(loop.proxy.draining) {
     loop.clients.push_back(client);  // it leaves the list when it goes
   }
   OpenConnection(const OpenConnection&) = delete;
@@ -171,8 +172,36 @@ struct OpenConnection {
   ClientConnection client;
   /// The generation it serves with; replaced between requests after a reload.
   std::shared_ptr<const live::Generation> generation;
+  const std::atomic<bool>& draining;  ///< The proxy's: set when it stops.
 };
-using OpenPtr = std::unique_ptr<OpenConnection>;
+
+/// How long a TLS connection that is done may take to say so (close_notify) before it closes.
+constexpr std::chrono::seconds kTlsGoodbye{1};
+
+/// Ends a TLS connection as TLS asks, with a close_notify alert (a client reading until the
+/// close takes a close without one for a truncation attack, and OpenSSL reports it so), sent
+/// within kTlsGoodbye.
+io::Awaitable<void> say_goodbye(std::unique_ptr<OpenConnection> open) {
+  io::Stream& stream = open->client.stream;
+  stream.expires_after(kTlsGoodbye);
+  co_await stream.async_tls_shutdown(io::use_nothrow);
+}
+
+/// Closes a connection when its last owner lets it go: at once, or after a TLS goodbye when
+/// TLS is still in good shape (not failed, not timed out, not stopping).
+struct CloseConnection {
+  void operator()(OpenConnection* open) const noexcept {
+    io::Stream& stream = open->client.stream;
+    if (stream.secure() && stream.tls_can_close_cleanly() && !stream.timed_out() &&
+        !open->draining.load(std::memory_order_relaxed)) {
+      net::co_spawn(stream.get_executor(), say_goodbye(std::unique_ptr<OpenConnection>(open)),
+                    net::detached);
+      return;
+    }
+    delete open;  // NOLINT: the owner of last resort
+  }
+};
+using OpenPtr = std::unique_ptr<OpenConnection, CloseConnection>;
 
 void wait_for_request(OpenPtr open, LoopContext& loop, bool first);
 
@@ -374,7 +403,7 @@ io::Awaitable<void> handshake_then_serve(OpenPtr open, LoopContext& loop,
 }  // namespace
 
 void serve_client(io::Socket socket, LoopContext& loop, std::size_t listener) {
-  auto open = std::make_unique<OpenConnection>(std::move(socket), loop);
+  OpenPtr open(new OpenConnection(std::move(socket), loop));  // NOLINT: CloseConnection frees it
   if (!loop.tls_listeners[listener]) {
     wait_for_request(std::move(open), loop, true);
     return;

@@ -24,6 +24,15 @@ void Stream::start_tls(net::ssl::context& context) {
   tls_ = std::make_unique<net::ssl::stream<Transport>>(Transport(*this), context);
 }
 
+bool Stream::tls_can_close_cleanly() const noexcept {
+  if (!tls_) {
+    return false;
+  }
+  SSL* ssl = const_cast<net::ssl::stream<Transport>&>(*tls_).native_handle();
+  // A fatal alert, sent or received, marks the connection shut in OpenSSL.
+  return SSL_is_init_finished(ssl) == 1 && SSL_get_shutdown(ssl) == 0;
+}
+
 bool Stream::tls_buffered() const noexcept {
   if (!tls_) {
     return false;

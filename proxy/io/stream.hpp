@@ -70,6 +70,17 @@ class Stream {
   /// without TLS.
   SSL* tls_handle() noexcept { return tls_ ? tls_->native_handle() : nullptr; }
 
+  /// Sends TLS's close_notify, within the deadline, and does not wait for the peer's (as
+  /// nginx closes): the connection closes next either way.
+  template <class Token>
+  auto async_tls_shutdown(Token&& token) {
+    SSL* ssl = tls_->native_handle();
+    SSL_set_shutdown(ssl, SSL_get_shutdown(ssl) | SSL_RECEIVED_SHUTDOWN);
+    return tls_->async_shutdown(std::forward<Token>(token));
+  }
+  /// Whether TLS is established and not failed or closed: a close_notify can be sent.
+  bool tls_can_close_cleanly() const noexcept;
+
   /// The TLS handshake, as a server or a client, within the stream's deadline.
   template <class Token>
   auto async_handshake(net::ssl::stream_base::handshake_type role, Token&& token) {

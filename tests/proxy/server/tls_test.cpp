@@ -223,6 +223,7 @@ TEST(TlsListener, NegotiatesHttp11WithAlpnAndResumesSessionsWithTickets) {
   EXPECT_THAT(first, HasSubstr("ALPN protocol: http/1.1"));
   EXPECT_THAT(first, HasSubstr("\nNew, TLSv1.3"));
   EXPECT_THAT(first, HasSubstr("HTTP/1.1 200 OK"));
+  EXPECT_THAT(first, Not(HasSubstr("unexpected eof"))) << "closed with a close_notify";
   const std::string second = output_of(connect + "-sess_in " + session + " 2>&1");
   EXPECT_THAT(second, HasSubstr("\nReused, TLSv1.3"));
   EXPECT_THAT(second, HasSubstr("HTTP/1.1 200 OK"));
