@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Gathers what the runtime image holds into ROOT: the given binaries in /usr/local/bin, every
 # shared library they link (at the path the loader looks for it), a user and group for the
-# process to run as, and the name-service switch the resolver reads.
+# process to run as, the name-service switch the resolver reads, and the CA bundle.
 #   collect-runtime.sh ROOT BINARY...
 set -euo pipefail
 root=$1
@@ -19,3 +19,18 @@ done
 echo "sluice:x:65532:65532:sluice:/nonexistent:/usr/sbin/nologin" >"$root/etc/passwd"
 echo "sluice:x:65532:" >"$root/etc/group"
 echo "hosts: files dns" >"$root/etc/nsswitch.conf"
+
+# The CA bundle, for https:// upstreams verified against the system's CAs (upstream_tls without
+# `ca`): Debian's (package ca-certificates, which the build stage installs), at its Debian path,
+# and linked as OpenSSL's default file, OPENSSLDIR/cert.pem, as Debian links it. About 220 kB.
+bundle=/etc/ssl/certs/ca-certificates.crt
+if [ -f "$bundle" ]; then
+  openssldir=$(openssl version -d 2>/dev/null | sed -n 's/^OPENSSLDIR: "\(.*\)"$/\1/p' || true)
+  openssldir=${openssldir:-/usr/lib/ssl}
+  mkdir -p "$root$(dirname "$bundle")" "$root$openssldir"
+  install -m 644 "$bundle" "$root$bundle"
+  ln -sfn "$bundle" "$root$openssldir/cert.pem"
+else
+  echo "collect-runtime: no $bundle here (Debian's ca-certificates): the image has no CA" \
+    "bundle, and https:// upstreams need upstream_tls.ca" >&2
+fi

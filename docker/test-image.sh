@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
 # Builds the image with podman and tests it as a user would run it: with --network=host, healthy
 # by its own HEALTHCHECK, 200s then 429s through it in front of the demo API (from the same
-# image), and a SIGTERM that stops it, exit 0, within the drain time. Skipped, with a message,
-# when podman is not installed. Works without a registry: the debian:bookworm-slim base is made
-# locally with debootstrap when it is missing.
+# image), and a SIGTERM that stops it, exit 0, within the drain time. Then TLS: the CA bundle in
+# the image, the shipped TLS configs checked against a throwaway certificate (openssl) mounted
+# where a Kubernetes TLS Secret puts it (/etc/sluice/tls), HTTPS through sluice (curl --cacert)
+# with 200s then 429s, and sluice in front of that one as the client of an https:// upstream
+# verified with the image's default trust store. Skipped, with a message, when podman is not
+# installed (the TLS part, when openssl or curl is not). Works without a registry: the
+# debian:bookworm-slim base is made locally with debootstrap when it is missing.
 #
 #   bash docker/test-image.sh                    (as root, from anywhere): the image as users
 #                                                build it, compiled in its build stage
@@ -38,7 +42,8 @@ work=$(mktemp -d)
 containers=()
 cleanup() {
   local name
-  for name in "${containers[@]}"; do podman rm -f "$name" >/dev/null 2>&1 || true; done
+  # -t 0: killed at once (the demo API, pid 1 without a SIGTERM handler, would take 10 s).
+  for name in "${containers[@]}"; do podman rm -f -t 0 "$name" >/dev/null 2>&1 || true; done
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -60,8 +65,9 @@ if [ -n "$prebuilt" ]; then
   # A context of its own: the runtime files and the config, not the sources.
   log "building $IMAGE (target prebuilt) around $prebuilt/sluice"
   context=$work/context
-  mkdir -p "$context/docker" "$context/bin"
+  mkdir -p "$context/docker/tls" "$context/bin"
   cp docker/proxy.yaml "$context/docker/"
+  cp docker/tls/proxy.yaml "$context/docker/tls/"
   cp "$prebuilt/sluice" "$prebuilt/demo_api" "$context/bin/"
   strip "$context/bin/sluice" "$context/bin/demo_api"
   bash docker/collect-runtime.sh "$context/rootfs" "$context/bin/sluice" "$context/bin/demo_api"
@@ -106,9 +112,15 @@ free_port() { # VARIABLE
   picked+="$port "
   printf -v "$1" '%s' "$port"
 }
+# (Declared for shellcheck, which does not see printf -v assign them.)
+declare api_port proxy_port admin_port tls_port tls_admin_port hop_port hop_admin_port
 free_port api_port
 free_port proxy_port
 free_port admin_port
+free_port tls_port
+free_port tls_admin_port
+free_port hop_port
+free_port hop_admin_port
 
 # The status of one GET through 127.0.0.1:PORT ("" when nothing answers), with bash alone.
 status_of() {
@@ -119,6 +131,18 @@ status_of() {
   exec 3<&-
   line=${line%$'\r'}
   printf '%s' "${line#HTTP/1.1 }" | cut -d' ' -f1
+}
+
+# Waits until the container's own HEALTHCHECK (sluice health, against its admin port) passes.
+wait_healthy() { # NAME
+  local _
+  for _ in $(seq 100); do
+    podman healthcheck run "$1" >/dev/null 2>&1 && return 0
+    [[ $(podman inspect --format '{{.State.Running}}' "$1" 2>/dev/null) == true ]] || break
+    sleep 0.2
+  done
+  podman logs "$1" >&2 || true
+  fail "$1: not healthy within 20 s (or it exited)"
 }
 
 log "demo API on 127.0.0.1:$api_port"
@@ -146,16 +170,7 @@ containers+=(sluice-test)
 podman run -d --network=host --name sluice-test \
   -v "$work/proxy.yaml:/etc/sluice/proxy.yaml:ro" "$IMAGE" >/dev/null 2>>"$work/podman.log"
 
-healthy=0
-for _ in $(seq 100); do
-  if podman healthcheck run sluice-test >/dev/null 2>&1; then
-    healthy=1
-    break
-  fi
-  [[ $(podman inspect --format '{{.State.Running}}' sluice-test 2>/dev/null) == true ]] || break
-  sleep 0.2
-done
-((healthy)) || { podman logs sluice-test >&2 || true; fail "not healthy within 20 s (or it exited)"; }
+wait_healthy sluice-test
 log "healthy (podman healthcheck run: sluice health against the admin port)"
 
 codes=""
@@ -179,5 +194,97 @@ log "SIGTERM with a request in flight: it got $(cat "$work/in-flight"); stopped 
 [[ $exit_code == 0 ]] || { podman logs sluice-test >&2 || true; fail "exit code $exit_code"; }
 ((stop_ms < 5000)) || fail "took $stop_ms ms to stop, drain is 5 s"
 [[ $(cat "$work/in-flight") == 200 ]] || fail "the request in flight got '$(cat "$work/in-flight")'"
+
+# TLS. The demo API is still up.
+tls_started=$(date +%s%N)
+if ! command -v openssl >/dev/null 2>&1 || ! command -v curl >/dev/null 2>&1; then
+  log "openssl or curl is not installed: the TLS checks are skipped"
+else
+  # The CA bundle collect-runtime.sh copies (from the build stage, or this machine with
+  # --prebuilt), for https:// upstreams verified against the system's CAs.
+  bundle=/etc/ssl/certs/ca-certificates.crt
+  if [ -n "$prebuilt" ] && [ ! -f "$bundle" ]; then
+    have_bundle=0
+    log "no $bundle on this machine (Debian's ca-certificates), so none in the image: the" \
+      "https:// upstream check is skipped"
+  else
+    have_bundle=1
+    podman cp "sluice-test:$bundle" "$work/bundle.crt" 2>>"$work/podman.log" ||
+      fail "the image has no $bundle"
+    bundled=$(grep -c -- '-----BEGIN CERTIFICATE-----' "$work/bundle.crt" || true)
+    ((bundled >= 50)) || fail "the image's $bundle holds $bundled certificates"
+    log "the image carries $bundle: $bundled certificates"
+  fi
+
+  # A throwaway ECDSA P-256 certificate for localhost, named as a kubernetes.io/tls Secret's
+  # files; the key readable by the image's user (65532).
+  tls=$work/tls
+  mkdir "$tls"
+  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 \
+    -subj /CN=localhost -addext subjectAltName=DNS:localhost \
+    -keyout "$tls/tls.key" -out "$tls/tls.crt" >"$work/openssl.log" 2>&1 ||
+    { cat "$work/openssl.log" >&2; fail "openssl req"; }
+  chmod 644 "$tls/tls.key"
+  chmod 755 "$tls"
+
+  # The shipped TLS configs, with that certificate where they read it.
+  podman run --rm --network=none -v "$tls:/etc/sluice/tls:ro" "$IMAGE" \
+    check -c /etc/sluice/proxy-tls.yaml >"$work/check.log" 2>&1 ||
+    { cat "$work/check.log" >&2; fail "sluice check of the image's /etc/sluice/proxy-tls.yaml"; }
+  podman run --rm --network=none -e UPSTREAM=http://api:9000 -v "$tls:/etc/sluice/tls:ro" \
+    -v "$PWD/docker/compose/tls.yaml:/etc/sluice/proxy.yaml:ro" "$IMAGE" \
+    check -c /etc/sluice/proxy.yaml >"$work/check.log" 2>&1 ||
+    { cat "$work/check.log" >&2; fail "sluice check of docker/compose/tls.yaml"; }
+
+  cat >"$work/proxy-tls.yaml" <<YAML
+listen: "127.0.0.1:$tls_port"
+tls: {cert: /etc/sluice/tls/tls.crt, key: /etc/sluice/tls/tls.key, min_version: "1.2"}
+admin: "127.0.0.1:$tls_admin_port"
+upstream: "http://127.0.0.1:$api_port"
+limiters:
+  per-ip: {algorithm: fixed_window, limit: 5, window: 1h}
+routes:
+  - {name: hop, match: {path_prefix: /hop}}  # the https:// upstream check below: not limited
+  - {name: all, limiters: [per-ip]}
+YAML
+  chmod 644 "$work/proxy-tls.yaml"
+  log "sluice with TLS on 127.0.0.1:$tls_port, admin $tls_admin_port"
+  containers+=(sluice-test-tls)
+  podman run -d --network=host --name sluice-test-tls \
+    -v "$work/proxy-tls.yaml:/etc/sluice/proxy.yaml:ro" -v "$tls:/etc/sluice/tls:ro" "$IMAGE" \
+    >/dev/null 2>>"$work/podman.log"
+  wait_healthy sluice-test-tls
+
+  # Eight requests on one connection, the certificate verified as localhost's.
+  urls=()
+  for _ in $(seq 8); do urls+=(-o /dev/null "https://localhost:$tls_port/"); done
+  codes=$(curl -sS --cacert "$tls/tls.crt" --resolve "localhost:$tls_port:127.0.0.1" \
+    -w '%{http_code} ' "${urls[@]}" || true)
+  log "8 requests over TLS: $codes"
+  [[ $codes == "200 200 200 200 200 429 429 429 " ]] || fail "expected five 200s, then 429s"
+
+  if ((have_bundle)); then
+    # sluice as an https:// client: upstream_tls names no CA, so it trusts the image's default
+    # store, OpenSSL's default file linked to the bundle; the test's certificate is mounted over
+    # the bundle to be that store.
+    cat >"$work/proxy-hop.yaml" <<YAML
+listen: "127.0.0.1:$hop_port"
+admin: "127.0.0.1:$hop_admin_port"
+upstream: "https://127.0.0.1:$tls_port"
+upstream_tls: {server_name: localhost}
+routes: [{name: all}]
+YAML
+    chmod 644 "$work/proxy-hop.yaml"
+    containers+=(sluice-test-hop)
+    podman run -d --network=host --name sluice-test-hop \
+      -v "$work/proxy-hop.yaml:/etc/sluice/proxy.yaml:ro" \
+      -v "$tls/tls.crt:$bundle:ro" "$IMAGE" >/dev/null 2>>"$work/podman.log"
+    wait_healthy sluice-test-hop
+    hop=$(status_of "$hop_port" /hop)
+    log "through a cleartext sluice to the TLS one as its https:// upstream: $hop"
+    [[ $hop == 200 ]] || { podman logs sluice-test-hop >&2 || true; fail "expected 200"; }
+  fi
+  log "TLS passed in $((($(date +%s%N) - tls_started) / 1000000)) ms"
+fi
 
 log "passed: built in $((built - started)) s, $size_mb MB, total $(($(date +%s) - started)) s"

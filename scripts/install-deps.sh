@@ -15,7 +15,7 @@ container_packages=()
 if [ "${1:-}" != "--build-only" ]; then
   packages+=(
     ccache git clang-format-16 clang-16 libclang-rt-16-dev
-    googletest libgtest-dev libgmock-dev libbenchmark-dev redis-server openssl curl python3
+    googletest libgtest-dev libgmock-dev libbenchmark-dev redis-server openssl curl python3 ca-certificates
   )
   container_packages=(
     podman buildah runc fuse-overlayfs slirp4netns uidmap containernetworking-plugins iptables

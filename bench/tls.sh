@@ -1,0 +1,635 @@
+#!/usr/bin/env bash
+# sluice vs nginx terminating TLS, all on 127.0.0.1.
+#
+# Run (from the repository root, after a release build with TLS listeners):
+#   cmake --preset release && cmake --build --preset release --target sluice
+#   bash bench/tls.sh                 # or PROXIES=nginx bash bench/tls.sh for nginx alone
+#
+# Each proxy terminates TLS in front of the same upstream (an nginx worker answering
+# `return 200` on cleartext HTTP, bench/peers/upstream.nginx.conf) with the same certificate and
+# key (ECDSA P-256, self-signed, made here with the openssl CLI), TLS 1.3 only and one cipher
+# suite, TLS_AES_128_GCM_SHA256, with X25519 for the key exchange. Three tests:
+#   keepalive  wrk over https with keep-alive: every connection makes its handshake once, then
+#              sends requests; req/s, p50/p99 latency, the proxy's CPU µs per request.
+#   full       new connections, each with a full TLS 1.3 handshake (certificate, ECDSA
+#              signature, X25519), one request and its answer, then the close: connections
+#              (= handshakes) per second and the proxy's CPU µs per handshake.
+#   resumed    the same, each connection resuming the session of the one before with a session
+#              ticket (TLS 1.3 PSK with X25519, no certificate or signature).
+# The two handshake tests include one forwarded request each (see below why); the keepalive
+# CPU µs/req is roughly what that request adds.
+#
+# The handshake client is `openssl s_time` (from the openssl package, present wherever nginx
+# is), -new for full handshakes (a fresh SSL object, no session, for every connection) and
+# -reuse for resumed ones (one SSL object whose session is offered again each time). It prints
+# a character per connection, `r` when SSL_session_reused() says the connection was resumed, so
+# the script counts the resumed connections and shows them (resumed %); it stops with an error
+# if the resumed test resumed nothing. h2load (nghttp2-client) was not chosen: it keeps each
+# client's connection for many requests, so it measures requests rather than handshakes, does
+# not report resumption, and is not installed with nginx. What the script works around in
+# s_time:
+#   - TLS 1.3 session tickets come after the handshake, so s_time only gets a ticket, and
+#     -reuse only resumes, when it reads from the connection: it must send a request (-www).
+#     Without one, every "resumed" connection is in fact a full handshake. Both handshake tests
+#     send the same request, so that full and resumed differ only in the handshake.
+#   - -www PAGE is pasted into "GET PAGE HTTP/1.0\r\n\r\n": PAGE here holds a request line's
+#     end and headers, so the request is GET / HTTP/1.1 with Host and Connection: close (and
+#     a harmless "X-Pad: HTTP/1.0"). The proxy answers and closes; s_time reads to the close.
+#   - s_time's "-time N" ends at a whole-second boundary (it compares time(NULL)), so a run
+#     lasts N to N+1 s and its "N connections in M real seconds" line has M rounded to whole
+#     seconds. The script takes the connection count from that line but times the runs itself,
+#     and starts them 0.1 s after a second boundary, so that all the parallel clients stop
+#     together (a run lasts about HS_SECONDS + 0.9 s).
+#   - -no-CAfile -no-CApath -no-CAstore: without them s_time searches the system CA directory
+#     for every connection (it does not require a valid chain, but OpenSSL still checks it),
+#     which cost it about 30 % more CPU per connection.
+#   - s_time makes one connection at a time, so the proxy and the client wait on each other;
+#     HS_CLIENTS of them run side by side to keep the proxy busy.
+# A TLS 1.3 client spends more CPU per full handshake than the server (it verifies the ECDSA
+# signature, about 3 times the cost of making it, and s_time has its own per-connection
+# overhead), so with one core for the load side, handshakes/s is usually the load side's
+# ceiling, the same for both proxies (load CPU % near 100): CPU µs/handshake is then the figure
+# that compares the proxies, as CPU µs/req does in bench/peers.sh.
+#
+# Fairness: one nginx worker (worker_processes 1) and one sluice thread (threads: 1), each with
+# its own config, pid and log files in a temporary directory, no access log, the same upstream
+# keep-alive. The cipher suite is pinned in nginx (ssl_conf_command Ciphersuites) and, because
+# sluice's configuration has no cipher-suite setting, on the client side for both: wrk, s_time
+# and s_client get OPENSSL_CONF=bench/tls/client-openssl.cnf (TLS 1.3, TLS_AES_128_GCM_SHA256,
+# X25519 only); the proxies never see it. Before measuring a proxy, the script checks with
+# `openssl s_client` what it negotiates (TLSv1.3, TLS_AES_128_GCM_SHA256, X25519, ECDSA, our
+# certificate, a 200 answer) and that it refuses TLS 1.2, and stops with an error otherwise.
+# Session resumption: sluice resumes by stateless session tickets only, with OpenSSL's session
+# cache off; nginx has its default ssl_session_tickets on (OpenSSL's built-in ticket keys, as no
+# ssl_session_ticket_key is set) and ssl_session_cache off, the same arrangement. A shared
+# cache would make nginx store every new session in shared memory, work that sluice does not
+# do; TLS 1.3 resumption works through the tickets alone (the resumed test checks it for both).
+# The versions printed first show which OpenSSL each proxy runs.
+# Pinning, rounds and medians as in bench/peers.sh: on 2 or more cores the proxy runs alone on
+# PROXY_CPU and wrk, s_time and the upstream share LOAD_CPU (PIN=0: no pinning); ROUNDS rounds,
+# each measuring every proxy once (all tests on one start of the proxy, after a WARMUP of wrk),
+# the proxies in a rotated order; the table gives each figure's median over the rounds, and the
+# sluice/nginx ratios count the rounds sluice won against the nginx run of the same round.
+#
+# Environment (defaults in brackets; the defaults take about 2 minutes):
+#   SLUICE_BIN [build/release/sluice]  PROXIES ["sluice nginx"]  TESTS ["keepalive full resumed"]
+#   ROUNDS [5]  DURATION [3s] (wrk)  WARMUP [1s] (wrk)  CONNECTIONS [50]  WRK_THREADS [1]
+#   HS_SECONDS [2] (s_time -time, whole seconds)  HS_CLIENTS [4] (parallel s_time processes)
+#   UPSTREAM_PORT [18080]  SLUICE_PORT [18443]  NGINX_PORT [18444]  SLUICE_ADMIN_PORT [18091]
+#   PIN [1]  PROXY_CPU [1]  LOAD_CPU [0]  KEEP_WORKDIR [0]
+#
+# nginx, wrk and openssl come from the distribution: if one is missing, it is installed with
+# apt-get (as root), without letting the package start its system service. The script never
+# uses the system services or port 80; it starts and stops its own instances.
+set -euo pipefail
+
+repo_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# shellcheck source=scripts/lib/processes.sh
+source "$repo_root/scripts/lib/processes.sh"
+templates=$repo_root/bench/tls
+
+ROUNDS=${ROUNDS:-5}
+DURATION=${DURATION:-3s}
+WARMUP=${WARMUP:-1s}
+CONNECTIONS=${CONNECTIONS:-50}
+WRK_THREADS=${WRK_THREADS:-1}
+HS_SECONDS=${HS_SECONDS:-2}
+HS_CLIENTS=${HS_CLIENTS:-4}
+PROXIES=${PROXIES:-sluice nginx}
+TESTS=${TESTS:-keepalive full resumed}
+UPSTREAM_PORT=${UPSTREAM_PORT:-18080}
+SLUICE_PORT=${SLUICE_PORT:-18443}
+NGINX_PORT=${NGINX_PORT:-18444}
+SLUICE_ADMIN_PORT=${SLUICE_ADMIN_PORT:-18091}
+PIN=${PIN:-1}
+PROXY_CPU=${PROXY_CPU:-1}
+LOAD_CPU=${LOAD_CPU:-0}
+KEEP_WORKDIR=${KEEP_WORKDIR:-0}
+SLUICE_BIN=${SLUICE_BIN:-build/release/sluice}
+# A relative SLUICE_BIN is relative to the repository root, wherever the script is run from.
+[[ $SLUICE_BIN == /* ]] || SLUICE_BIN=$repo_root/$SLUICE_BIN
+
+# nginx lives in /usr/sbin, which a non-root PATH may lack.
+export PATH=$PATH:/usr/sbin:/sbin
+# The clients' OpenSSL settings (TLS 1.3, one suite, one group), given to each client command;
+# the proxies run with OpenSSL's own configuration, whatever the caller's environment says.
+unset OPENSSL_CONF
+client_conf=$templates/client-openssl.cnf
+cipher_suite=TLS_AES_128_GCM_SHA256
+# s_time's -www PAGE, pasted into "GET PAGE HTTP/1.0\r\n\r\n" (see the top of the file).
+hs_page=$'/ HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nX-Pad:'
+cert_cn=sluice-bench
+
+log() { printf '==> %s\n' "$*" >&2; }
+die() {
+  printf 'tls.sh: error: %s\n' "$*" >&2
+  exit 1
+}
+
+# ---------------------------------------------------------------- processes and cleanup
+work=""
+started_pids=()
+policy_rc_created=0
+
+# Stops one process this script started (and any children it left), TERM first, KILL after 5 s.
+stop_pid() {
+  terminate "$1" 5
+  wait "$1" 2>/dev/null || true
+}
+
+forget_pid() {
+  local pid=$1 kept=() p
+  for p in "${started_pids[@]}"; do
+    [[ $p == "$pid" ]] || kept+=("$p")
+  done
+  started_pids=("${kept[@]}")
+}
+
+cleanup() {
+  local status=$? i
+  trap - EXIT INT TERM
+  if ((status == 130 || status == 143)); then log "interrupted; stopping what was started"; fi
+  for ((i = ${#started_pids[@]} - 1; i >= 0; i--)); do
+    stop_pid "${started_pids[i]}"
+  done
+  if ((policy_rc_created)); then rm -f /usr/sbin/policy-rc.d; fi
+  if [[ -n $work && -d $work ]]; then
+    # Keep the configs and logs when asked, or after a failure (not after Ctrl-C).
+    if ((KEEP_WORKDIR)) || ((status == 1)); then
+      log "work files kept in $work"
+    else
+      rm -rf "$work"
+    fi
+  fi
+  exit "$status"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# ---------------------------------------------------------------- tools
+install_missing() {
+  local missing=() pair
+  # command:package
+  for pair in nginx:nginx wrk:wrk openssl:openssl pgrep:procps timeout:coreutils; do
+    command -v "${pair%%:*}" >/dev/null 2>&1 || missing+=("${pair#*:}")
+  done
+  ((${#missing[@]})) || return 0
+  [[ $EUID -eq 0 ]] || die "missing ${missing[*]}: install with: apt-get install -y ${missing[*]}"
+  log "installing ${missing[*]} with apt-get"
+  # Keep the packages from starting their system services (nginx would take port 80).
+  if [[ ! -e /usr/sbin/policy-rc.d ]]; then
+    printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d
+    chmod 755 /usr/sbin/policy-rc.d
+    policy_rc_created=1
+  fi
+  export DEBIAN_FRONTEND=noninteractive
+  if ! apt-get install -y -qq "${missing[@]}" >/dev/null 2>&1; then
+    apt-get update -qq >/dev/null
+    apt-get install -y -qq "${missing[@]}" >/dev/null
+  fi
+  if ((policy_rc_created)); then
+    rm -f /usr/sbin/policy-rc.d
+    policy_rc_created=0
+  fi
+}
+
+# ---------------------------------------------------------------- helpers
+# Fills a template's @NAME@ placeholders: render TEMPLATE OUT NAME=VALUE...
+render() {
+  local template=$1 out=$2 pair script=()
+  shift 2
+  for pair in "$@"; do
+    script+=(-e "s|@${pair%%=*}@|${pair#*=}|g")
+  done
+  sed "${script[@]}" "$template" >"$out"
+  if grep -q '@[A-Z_]*@' "$out"; then die "unfilled placeholder in $out"; fi
+}
+
+# Sum of utime + stime, in clock ticks, of PID and its children (nginx's master and worker).
+cpu_ticks() {
+  local pid total=0 stat fields
+  for pid in "$1" $(pgrep -P "$1" 2>/dev/null || true); do
+    stat=$(cat "/proc/$pid/stat" 2>/dev/null) || continue
+    # After the ')' of the name, field 3 (state) comes first: utime (14) and stime (15) are
+    # the 12th and 13th words.
+    read -r -a fields <<<"${stat##*) }"
+    total=$((total + fields[11] + fields[12]))
+  done
+  echo "$total"
+}
+
+now_ns() { date +%s%N; }
+
+# wrk prints latencies as 512.00us, 1.23ms, 2.00s, 1.00m or 1.00h; prints milliseconds.
+to_ms() {
+  awk -v v="$1" 'BEGIN {
+    if (v ~ /us$/) m = 0.001; else if (v ~ /ms$/) m = 1; else if (v ~ /s$/) m = 1000;
+    else if (v ~ /m$/) m = 60000; else if (v ~ /h$/) m = 3600000; else { print "?"; exit }
+    sub(/[a-z]+$/, "", v); printf "%.2f", v * m }'
+}
+
+# CPU seconds (user + system) of the script's reaped children, in a file written by the `times`
+# builtin. `times` must run in this shell: in a $(...) subshell it sees that subshell's children.
+children_cpu() {
+  awk 'NR == 2 {
+    for (i = 1; i <= 2; i++) { split($i, t, "m"); sub(/s$/, "", t[2]); s += t[1] * 60 + t[2] }
+    printf "%.3f", s }' "$1"
+}
+
+# Sleeps until 0.1 s past the next whole second (or this one, if that is still ahead), so that
+# s_time runs started together all see the same time(NULL) and stop at the same boundary.
+align_to_second() {
+  local ns
+  ns=$(now_ns)
+  ns=$(((1100000000 - ns % 1000000000) % 1000000000))
+  sleep "$(awk -v n="$ns" 'BEGIN {printf "%.3f", n / 1e9}')"
+}
+
+# ---------------------------------------------------------------- the proxies
+# start_PROXY: starts the proxy, sets proxy_pid, proxy_port, proxy_log.
+start_sluice() {
+  local config=$work/sluice.yaml
+  render "$templates/sluice.yaml" "$config" DIR="$work" UPSTREAM_PORT="$UPSTREAM_PORT" \
+    SLUICE_PORT="$SLUICE_PORT" SLUICE_ADMIN_PORT="$SLUICE_ADMIN_PORT"
+  "$SLUICE_BIN" check -c "$config" >"$work/sluice.check" 2>&1 ||
+    {
+      cat "$work/sluice.check" >&2
+      die "sluice check refused $config (was this sluice built with TLS listeners?)"
+    }
+  proxy_port=$SLUICE_PORT
+  proxy_log=$work/sluice.log
+  "${proxy_pin[@]}" "$SLUICE_BIN" run -c "$config" >>"$proxy_log" 2>&1 &
+  proxy_pid=$!
+}
+
+start_nginx() {
+  local config=$work/nginx.conf
+  render "$templates/nginx.conf" "$config" DIR="$work" UPSTREAM_PORT="$UPSTREAM_PORT" \
+    NGINX_PORT="$NGINX_PORT"
+  proxy_port=$NGINX_PORT
+  proxy_log=$work/nginx.log
+  nginx -t -q -p "$work/" -e stderr -c "$config" >>"$proxy_log" 2>&1 ||
+    { cat "$proxy_log" >&2; die "nginx -t refused $config"; }
+  "${proxy_pin[@]}" nginx -p "$work/" -e stderr -c "$config" >>"$proxy_log" 2>&1 &
+  proxy_pid=$!
+}
+
+# tls_check PROXY: what the benchmark's clients negotiate with the proxy, and an answer 200 to
+# the request the handshake tests send; then that TLS 1.2 is refused. Ends the script if not.
+tls_check() {
+  local name=$1 out=$work/tls-check-$1.txt out12=$work/tls12-check-$1.txt want
+  printf 'GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n' |
+    env OPENSSL_CONF="$client_conf" timeout 10 openssl s_client -connect "127.0.0.1:$proxy_port" \
+      -brief -ign_eof -no-CAfile -no-CApath -no-CAstore >"$out" 2>&1 ||
+    {
+      cat "$out" >&2
+      tail -n 20 "$proxy_log" >&2 || true
+      die "$name on 127.0.0.1:$proxy_port: no TLS 1.3 handshake with openssl s_client"
+    }
+  for want in "Protocol version: TLSv1.3" "Ciphersuite: $cipher_suite" \
+    "Server Temp Key: X25519" "Signature type: .*ECDSA" "Peer certificate: .*CN *= *$cert_cn" \
+    "^HTTP/1\.[01] 200 "; do
+    grep -qi -- "$want" "$out" ||
+      { cat "$out" >&2; die "$name on 127.0.0.1:$proxy_port: s_client did not see '$want'"; }
+  done
+  # Without the clients' settings, so that the client offers TLS 1.2 and only that.
+  if timeout 10 openssl s_client -connect "127.0.0.1:$proxy_port" -tls1_2 -brief \
+    -no-CAfile -no-CApath -no-CAstore </dev/null >"$out12" 2>&1; then
+    cat "$out12" >&2
+    die "$name on 127.0.0.1:$proxy_port accepts TLS 1.2; the benchmark wants TLS 1.3 only"
+  fi
+}
+
+# ---------------------------------------------------------------- the tests
+results=()
+
+# run_wrk DURATION OUT: wrk over https against the proxy; its report goes to OUT and its CPU
+# seconds to wrk_cpu. wrk runs in the background and the script waits for it, so that a Ctrl-C
+# reaches the trap (wrk catches SIGINT and exits 0). Nothing else is forked between the two
+# `times`, so their difference is wrk's CPU.
+run_wrk() {
+  local duration=$1 out=$2 pid
+  times >"$out.times0"
+  "${load_pin[@]}" env OPENSSL_CONF="$client_conf" wrk -t"$WRK_THREADS" -c"$CONNECTIONS" \
+    -d"$duration" --latency "https://127.0.0.1:$proxy_port/" >"$out" 2>&1 &
+  pid=$!
+  started_pids+=("$pid")
+  wait "$pid" || { cat "$out" >&2; die "wrk failed against 127.0.0.1:$proxy_port"; }
+  times >"$out.times1"
+  forget_pid "$pid"
+  wrk_cpu=$(awk -v a="$(children_cpu "$out.times0")" -v b="$(children_cpu "$out.times1")" \
+    'BEGIN {printf "%.3f", b - a}')
+}
+
+# test_keepalive ROUND PROXY: wrk with keep-alive; appends a row to results.
+test_keepalive() {
+  local round=$1 proxy=$2 out ticks0 ticks1 t0 t1 up0 up1
+  local rps requests p50 p99 non2xx sockerr cpu_us cpu_pct load_pct
+  out=$work/wrk-$proxy-$round.txt
+  ticks0=$(cpu_ticks "$proxy_pid")
+  up0=$(cpu_ticks "$upstream_pid")
+  t0=$(now_ns)
+  run_wrk "$DURATION" "$out"
+  t1=$(now_ns)
+  ticks1=$(cpu_ticks "$proxy_pid")
+  up1=$(cpu_ticks "$upstream_pid")
+
+  rps=$(awk '/^Requests\/sec:/ {print $2}' "$out")
+  requests=$(awk '/ requests in / {print $1}' "$out")
+  p50=$(awk '$1 == "50%" {print $2}' "$out")
+  p99=$(awk '$1 == "99%" {print $2}' "$out")
+  # wrk prints these two lines only when they are not zero.
+  non2xx=$(awk -F': *' '/Non-2xx or 3xx responses:/ {print $2}' "$out")
+  sockerr=$(awk '/Socket errors:/ {gsub(/,/, ""); print $4 + $6 + $8 + $10}' "$out")
+  [[ -n $rps && -n $requests && -n $p50 && -n $p99 && $requests -gt 0 ]] ||
+    { cat "$out" >&2; die "could not read wrk's output for $proxy"; }
+  cpu_us=$(awk -v d=$((ticks1 - ticks0)) -v hz="$clk_tck" -v n="$requests" \
+    'BEGIN {printf "%.2f", d / hz * 1e6 / n}')
+  cpu_pct=$(awk -v d=$((ticks1 - ticks0)) -v hz="$clk_tck" -v ns=$((t1 - t0)) \
+    'BEGIN {printf "%.0f", d / hz * 1e9 / ns * 100}')
+  load_pct=$(awk -v d=$((up1 - up0)) -v hz="$clk_tck" -v ns=$((t1 - t0)) -v wrk="$wrk_cpu" \
+    'BEGIN {printf "%.0f", (d / hz + wrk) * 1e9 / ns * 100}')
+  results+=("$round|$proxy|keepalive|$rps|$(to_ms "$p50")|$(to_ms "$p99")|$cpu_us|$cpu_pct|$load_pct|-|${non2xx:-0}|${sockerr:-0}")
+}
+
+# test_handshakes ROUND PROXY TEST: HS_CLIENTS openssl s_time side by side, -new (TEST full)
+# or -reuse (TEST resumed), for HS_SECONDS; appends a row to results.
+test_handshakes() {
+  local round=$1 proxy=$2 test=$3 mode out pids=() pid i status=0 failed=0
+  local ticks0 ticks1 t0 t1 up0 up1 load_cpu counts conns=0 chars=0 reused=0 bytes=0 n c r b
+  local rate cpu_us cpu_pct load_pct resumed
+  case $test in
+    full) mode=-new ;;
+    resumed) mode=-reuse ;;
+  esac
+  out=$work/s_time-$proxy-$test-$round
+  align_to_second
+  ticks0=$(cpu_ticks "$proxy_pid")
+  up0=$(cpu_ticks "$upstream_pid")
+  t0=$(now_ns)
+  # Only the s_time processes are forked between the two `times`: their difference is their CPU.
+  times >"$out.times0"
+  for ((i = 1; i <= HS_CLIENTS; i++)); do
+    "${load_pin[@]}" env OPENSSL_CONF="$client_conf" timeout -k 2 $((HS_SECONDS + 20)) \
+      openssl s_time -connect "127.0.0.1:$proxy_port" "$mode" -time "$HS_SECONDS" -tls1_3 \
+      -ciphersuites "$cipher_suite" -www "$hs_page" -no-CAfile -no-CApath -no-CAstore \
+      >"$out.$i" 2>"$out.$i.err" &
+    pids+=("$!")
+    started_pids+=("$!")
+  done
+  for pid in "${pids[@]}"; do
+    status=0
+    wait "$pid" || status=$?
+    forget_pid "$pid"
+    ((status == 0)) || failed=$status
+  done
+  times >"$out.times1"
+  t1=$(now_ns)
+  ticks1=$(cpu_ticks "$proxy_pid")
+  up1=$(cpu_ticks "$upstream_pid")
+  if ((failed)); then
+    tail -n 5 "$out".*.err "$out".1 >&2 || true
+    tail -n 20 "$proxy_log" >&2 || true
+    if ((failed == 124 || failed == 137)); then
+      die "openssl s_time $mode against $proxy did not finish: does $proxy close the connection after answering 'Connection: close'?"
+    fi
+    die "openssl s_time $mode against $proxy failed (exit status $failed)"
+  fi
+
+  for ((i = 1; i <= HS_CLIENTS; i++)); do
+    # "N connections in M real seconds, B bytes read per connection", and the progress line:
+    # a character per connection, r when it was resumed.
+    counts=$(awk '/ connections in .* real seconds/ {n = $1; b = $7}
+      /^[*rt123]+$/ {c += length($0); r += gsub(/r/, "")}
+      END {print n + 0, c + 0, r + 0, b + 0}' "$out.$i")
+    read -r n c r b <<<"$counts"
+    ((n > 0 && c == n)) ||
+      { cat "$out.$i" "$out.$i.err" >&2; die "could not read s_time's output for $proxy $test"; }
+    ((b > 0)) || die "$proxy $test: s_time read no answer on its connections"
+    conns=$((conns + n)) chars=$((chars + c)) reused=$((reused + r)) bytes=$b
+  done
+  if [[ $test == resumed ]] && ((reused == 0)); then
+    die "$proxy resumed none of $conns connections: no usable session ticket"
+  fi
+  if [[ $test == full ]] && ((reused > 0)); then
+    die "$proxy resumed $reused of $conns connections in the full-handshake test"
+  fi
+  load_cpu=$(awk -v a="$(children_cpu "$out.times0")" -v b="$(children_cpu "$out.times1")" \
+    'BEGIN {printf "%.3f", b - a}')
+  rate=$(awk -v n="$conns" -v ns=$((t1 - t0)) 'BEGIN {printf "%.0f", n * 1e9 / ns}')
+  cpu_us=$(awk -v d=$((ticks1 - ticks0)) -v hz="$clk_tck" -v n="$conns" \
+    'BEGIN {printf "%.2f", d / hz * 1e6 / n}')
+  cpu_pct=$(awk -v d=$((ticks1 - ticks0)) -v hz="$clk_tck" -v ns=$((t1 - t0)) \
+    'BEGIN {printf "%.0f", d / hz * 1e9 / ns * 100}')
+  load_pct=$(awk -v d=$((up1 - up0)) -v hz="$clk_tck" -v ns=$((t1 - t0)) -v c="$load_cpu" \
+    'BEGIN {printf "%.0f", (d / hz + c) * 1e9 / ns * 100}')
+  resumed=$(awk -v r="$reused" -v n="$conns" 'BEGIN {printf "%.1f", r * 100 / n}')
+  log "  $test: $conns connections, $reused resumed, $bytes bytes read per connection"
+  results+=("$round|$proxy|$test|$rate|-|-|$cpu_us|$cpu_pct|$load_pct|$resumed|-|-")
+}
+
+# measure ROUND PROXY: start, check, warm up, run every test, stop.
+measure() {
+  local round=$1 proxy=$2 test
+  log "round $round of $ROUNDS: $proxy"
+  "start_$proxy"
+  started_pids+=("$proxy_pid")
+  wait_port "$proxy_port" "$proxy_pid" "$proxy" "$proxy_log"
+  tls_check "$proxy"
+  run_wrk "$WARMUP" "$work/warmup.txt"
+  for test in $TESTS; do
+    case $test in
+      keepalive) test_keepalive "$round" "$proxy" ;;
+      full | resumed) test_handshakes "$round" "$proxy" "$test" ;;
+    esac
+    alive "$proxy_pid" || { tail -n 20 "$proxy_log" >&2; die "$proxy exited during the $test test"; }
+  done
+  stop_pid "$proxy_pid"
+  forget_pid "$proxy_pid"
+}
+
+# ---------------------------------------------------------------- main
+install_missing
+for proxy in $PROXIES; do
+  case $proxy in sluice | nginx) ;; *) die "unknown proxy '$proxy' in PROXIES" ;; esac
+done
+for test in $TESTS; do
+  case $test in keepalive | full | resumed) ;; *) die "unknown test '$test' in TESTS" ;; esac
+done
+[[ $HS_SECONDS =~ ^[1-9][0-9]*$ ]] || die "HS_SECONDS must be a whole number of seconds ≥ 1"
+[[ $HS_CLIENTS =~ ^[1-9][0-9]*$ ]] || die "HS_CLIENTS must be a number ≥ 1"
+[[ -x $SLUICE_BIN ]] || [[ " $PROXIES " != *" sluice "* ]] ||
+  die "no sluice binary at $SLUICE_BIN: build it (cmake --preset release && cmake --build --preset release --target sluice) or set SLUICE_BIN"
+
+cores=$(nproc)
+cpu_model=$(awk -F': *' '/^model name/ {print $2; exit}' /proc/cpuinfo)
+clk_tck=$(getconf CLK_TCK)
+read -r -a proxy_pin < <(pin_prefix "$PROXY_CPU") || true
+read -r -a load_pin < <(pin_prefix "$LOAD_CPU") || true
+pinning="none"
+((${#proxy_pin[@]} == 0)) ||
+  pinning="proxy on CPU $PROXY_CPU; wrk, s_time and upstream on CPU $LOAD_CPU"
+
+for port in "$UPSTREAM_PORT" "$SLUICE_PORT" "$NGINX_PORT" "$SLUICE_ADMIN_PORT"; do
+  if port_open "$port"; then die "127.0.0.1:$port is already in use (see the *_PORT variables)"; fi
+done
+
+echo "versions:"
+echo "  $(nginx -v 2>&1) ($(nginx -V 2>&1 | grep -io 'running with [^)]*' || nginx -V 2>&1 | grep -io 'built with openssl [^ ]*'))"
+echo "  $(wrk -v 2>&1 | head -n 1)"
+echo "  openssl CLI: $(openssl version)"
+if [[ -x $SLUICE_BIN ]]; then
+  echo "  $("$SLUICE_BIN" version 2>&1 | head -n 1) ($(ldd "$SLUICE_BIN" 2>/dev/null |
+    awk '/libssl/ {print $1 " => " $3; found = 1} END {if (!found) print "no shared libssl"}'))"
+fi
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/sluice-tls.XXXXXX")
+# nginx workers run as an unprivileged user when started as root: let them reach their files.
+chmod 755 "$work"
+
+# The certificate and key both proxies serve: ECDSA P-256, self-signed (the clients do not
+# verify it; s_client checks its name).
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
+  -keyout "$work/key.pem" -out "$work/cert.pem" -subj "/CN=$cert_cn" \
+  -addext "subjectAltName=DNS:localhost,IP:127.0.0.1" >"$work/cert.log" 2>&1 ||
+  { cat "$work/cert.log" >&2; die "openssl req could not make the certificate"; }
+chmod 644 "$work/key.pem"
+
+render "$repo_root/bench/peers/upstream.nginx.conf" "$work/upstream.conf" DIR="$work" \
+  UPSTREAM_PORT="$UPSTREAM_PORT"
+upstream_log=$work/upstream.log
+nginx -t -q -p "$work/" -e stderr -c "$work/upstream.conf" >>"$upstream_log" 2>&1 ||
+  { cat "$upstream_log" >&2; die "nginx -t refused the upstream config"; }
+log "upstream nginx on 127.0.0.1:$UPSTREAM_PORT"
+"${load_pin[@]}" nginx -p "$work/" -e stderr -c "$work/upstream.conf" \
+  >>"$upstream_log" 2>&1 &
+upstream_pid=$!
+started_pids+=("$upstream_pid")
+wait_port "$UPSTREAM_PORT" "$upstream_pid" "upstream nginx" "$upstream_log"
+
+# median N...: the middle value (the mean of the two middle ones for an even count); "-" when
+# the figure does not apply to the test.
+median() {
+  if [[ $1 == - ]]; then
+    echo -
+    return
+  fi
+  printf '%s\n' "$@" | sort -g | awk '{v[NR] = $1} END {
+    if (NR % 2) m = v[(NR + 1) / 2]; else m = (v[NR / 2] + v[NR / 2 + 1]) / 2
+    printf "%.10g\n", m }'
+}
+
+read -r -a proxy_order <<<"$PROXIES"
+for ((round = 1; round <= ROUNDS; round++)); do
+  for ((i = 0; i < ${#proxy_order[@]}; i++)); do
+    measure "$round" "${proxy_order[(i + round - 1) % ${#proxy_order[@]}]}"
+  done
+done
+
+# Each (proxy, test)'s figures by round, and their medians.
+declare -A rounds_of
+runs=()
+for row in "${results[@]}"; do
+  IFS='|' read -r _ proxy test _ <<<"$row"
+  if [[ -z ${rounds_of[$proxy/$test]:-} ]]; then runs+=("$proxy|$test"); fi
+  rounds_of[$proxy/$test]+="${row#*|}"$'\n'
+done
+# column RUN N: the Nth figure (1 = rate) of every round of RUN, one per line.
+column() { printf '%s' "${rounds_of[$1]}" | awk -F'|' -v n=$(($2 + 2)) 'NF {print $n}'; }
+medians=()
+for run in "${runs[@]}"; do
+  IFS='|' read -r proxy test <<<"$run"
+  row="$proxy|$test"
+  for ((n = 1; n <= 9; n++)); do
+    # shellcheck disable=SC2046 # one word per round
+    row+="|$(median $(column "$proxy/$test" "$n"))"
+  done
+  medians+=("$row")
+done
+
+unit() { case $1 in keepalive) echo req ;; *) echo hs ;; esac }
+# fixed VALUE DECIMALS: VALUE with that many decimals, or "-" as it is.
+fixed() { if [[ $1 == - ]]; then echo -; else printf "%.${2}f" "$1"; fi; }
+
+if ((ROUNDS > 1)); then
+  echo
+  echo "rounds (per s, CPU µs/op):"
+  for run in "${runs[@]}"; do
+    IFS='|' read -r proxy test <<<"$run"
+    printf '  %-8s %-10s' "$proxy" "$test"
+    printf '%s' "${rounds_of[$proxy/$test]}" |
+      awk -F'|' 'NF {printf "  %.0f %s", $3, $6} END {print ""}'
+  done
+fi
+
+echo
+if ((ROUNDS > 1)); then echo "medians of $ROUNDS rounds:"; fi
+echo "| proxy | test | per s | p50 ms | p99 ms | CPU µs/op | proxy CPU % | load CPU % | resumed % | non-2xx | socket errors |"
+echo "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+for row in "${medians[@]}"; do
+  IFS='|' read -r proxy test rate p50 p99 cpu_us cpu_pct load_pct resumed non2xx sockerr <<<"$row"
+  printf '| %s | %s | %.0f %s/s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$proxy" "$test" \
+    "$rate" "$(unit "$test")" "$(fixed "$p50" 2)" "$(fixed "$p99" 2)" "$(fixed "$cpu_us" 2)" \
+    "$(fixed "$cpu_pct" 0)" "$(fixed "$load_pct" 0)" "$(fixed "$resumed" 1)" "$non2xx" "$sockerr"
+done
+busy_rows=""
+for row in "${medians[@]}"; do
+  IFS='|' read -r proxy test _ _ _ _ cpu_pct load_pct resumed _ <<<"$row"
+  if awk -v a="$cpu_pct" -v b="$load_pct" 'BEGIN {exit !(a < 80 && b < 80)}'; then
+    busy_rows+=" $proxy/$test"
+  fi
+  if [[ $test == resumed ]] && awk -v r="$resumed" 'BEGIN {exit !(r < 100)}'; then
+    echo
+    echo "note: $proxy resumed only $resumed % of its connections in the resumed test;" \
+      "the others were full handshakes (s_time's output is kept with KEEP_WORKDIR=1)."
+  fi
+done
+if [[ -n $busy_rows ]]; then
+  echo
+  echo "note: neither the proxy nor the load side used 80 % of its core in:$busy_rows;" \
+    "other processes were taking CPU, so run again on a quiet machine."
+fi
+
+# sluice/nginx, when both ran: on the medians, and round by round (sluice against the nginx run
+# of the same round).
+declare -A rate_of p99_of cpu_of
+for row in "${medians[@]}"; do
+  IFS='|' read -r proxy test rate _ p99 cpu_us _ <<<"$row"
+  rate_of[$proxy/$test]=$rate
+  p99_of[$proxy/$test]=$p99
+  cpu_of[$proxy/$test]=$cpu_us
+done
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN {if (b > 0) printf "%.2f", a / b; else print "?"}'; }
+# rounds_won N OP TEST: "K of R rounds", comparing figure N of sluice's and nginx's rounds.
+rounds_won() {
+  paste -d' ' <(column "sluice/$3" "$1") <(column "nginx/$3" "$1") |
+    awk -v op="$2" '{ r++; if (op == ">=" ? $1 >= $2 : $1 <= $2) k++ } END {
+      printf "%d of %d rounds", k, r }'
+}
+if [[ " $PROXIES " == *" sluice "* && " $PROXIES " == *" nginx "* ]]; then
+  echo
+  echo "sluice/nginx (medians; rounds in which sluice did as well or better):"
+  for test in $TESTS; do
+    [[ -n ${rate_of[sluice/$test]:-} && -n ${rate_of[nginx/$test]:-} ]] || continue
+    u=$(unit "$test")
+    line="- $test: $u/s $(ratio "${rate_of[sluice/$test]}" "${rate_of[nginx/$test]}")"
+    line+=" (higher is better; $(rounds_won 1 ">=" "$test"))"
+    line+=", CPU µs/$u $(ratio "${cpu_of[sluice/$test]}" "${cpu_of[nginx/$test]}")"
+    line+=" (lower is better; $(rounds_won 4 "<=" "$test"))"
+    if [[ $test == keepalive ]]; then
+      line+=", p99 $(ratio "${p99_of[sluice/$test]}" "${p99_of[nginx/$test]}")"
+      line+=" (lower is better; $(rounds_won 3 "<=" "$test"))"
+    fi
+    echo "$line"
+  done
+fi
+
+echo
+echo "$ROUNDS round(s); keepalive: wrk -t$WRK_THREADS -c$CONNECTIONS -d$DURATION --latency over https" \
+  "(after a $WARMUP warm-up); full / resumed: $HS_CLIENTS x openssl s_time -new / -reuse" \
+  "-time $HS_SECONDS, one request per connection; TLS 1.3 $cipher_suite X25519, ECDSA P-256;" \
+  "pinning: $pinning; machine: $cores cores, $cpu_model"
+echo "CPU µs/op = the proxy's user+system CPU during the run / requests (keepalive) or" \
+  "connections (full, resumed); proxy CPU % and load CPU % = share of one core used by the" \
+  "proxy and by the clients + upstream (near 100 = the bottleneck)."
