@@ -130,6 +130,22 @@ class TlsClient {
     return response;
   }
 
+  void write(std::string_view bytes) { net::write(*stream_, net::buffer(bytes)); }
+  /// Reads until `text` has arrived; all that arrived.
+  std::string read_until(std::string_view text) {
+    std::string got;
+    while (got.find(text) == std::string::npos) {
+      std::array<char, 4096> chunk;
+      beast::error_code ec;
+      const std::size_t n = stream_->read_some(net::buffer(chunk), ec);
+      if (ec) {
+        break;
+      }
+      got.append(chunk.data(), n);
+    }
+    return got;
+  }
+
   /// The SHA-256 fingerprint of the certificate the server showed, as TestCertificates says it.
   std::string server_fingerprint() {
     X509* certificate = SSL_get0_peer_certificate(stream_->native_handle());
@@ -167,6 +183,40 @@ TEST(TlsListener, ForwardsHttpsWithItsHeadersAndLimitsIt) {
   const std::string both = proxy.curl("--cacert " + files.ca_cert() + " -o /dev/null -o /dev/null",
                                       "/a https://localhost:" + port + "/b");
   EXPECT_EQ(both, "200429");
+}
+
+TEST(TlsListener, StreamsLargeBodiesBothWays) {
+  const TestCertificates files;
+  TlsProxy proxy(server_files(files), std::string(kForwardAll));
+  std::string upload(8'000'000, '\0');
+  for (std::size_t i = 0; i < upload.size(); ++i) {
+    upload[i] = static_cast<char>('a' + i % 26);
+  }
+  const std::string path = files.directory() + "/upload.bin";
+  std::ofstream(path, std::ios::binary) << upload;
+  const std::string echoed =
+      proxy.curl("--cacert " + files.ca_cert() + " --data-binary @" + path, "/upload");
+  EXPECT_THAT(echoed, HasSubstr("body 8000000 " + std::to_string(TestUpstream::checksum(upload))));
+  const std::string downloaded = files.directory() + "/download.bin";
+  EXPECT_EQ(proxy.curl("--cacert " + files.ca_cert() + " -o " + downloaded, "/bytes/8000000"),
+            "200");
+  std::ifstream in(downloaded, std::ios::binary);
+  const std::string body((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(body, upload) << "the same 'a'..'z' pattern, all 8 MB of it";
+}
+
+TEST(TlsListener, TunnelsAnUpgradedConnection) {
+  const TestCertificates files;
+  TlsProxy proxy(server_files(files), std::string(kForwardAll));
+  TlsClient client(proxy.tls_port(), files.ca_cert());
+  client.write(
+      "GET /chat HTTP/1.1\r\nHost: a\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n");
+  EXPECT_THAT(client.read_until("\r\n\r\n"),
+              ::testing::StartsWith("HTTP/1.1 101 Switching Protocols\r\n"));
+  for (const std::string_view message : {"hello", "frames are just bytes here"}) {
+    client.write(message);
+    EXPECT_EQ(client.read_until(message), message);
+  }
 }
 
 TEST(TlsListener, ServesCleartextAndTlsFromOneProcess) {
