@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "config/load_config.hpp"
+#include "proxy/http/session.hpp"
 #include "proxy/live/reloader.hpp"
 #include "proxy/server/server.hpp"
 #include "proxy/tls/peer.hpp"
@@ -203,6 +204,17 @@ TEST(TlsListener, StreamsLargeBodiesBothWays) {
   std::ifstream in(downloaded, std::ios::binary);
   const std::string body((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   EXPECT_EQ(body, upload) << "the same 'a'..'z' pattern, all 8 MB of it";
+}
+
+TEST(TlsListener, AParkedConnectionServesItsNextRequests) {
+  const TestCertificates files;
+  TlsProxy proxy(server_files(files), std::string(kForwardAll));
+  TlsClient client(proxy.tls_port(), files.ca_cert());
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(client.send(get("/" + std::to_string(i))).result(), http::status::ok) << i;
+    // Parked between requests: its TLS read was cancelled, and it waits for the socket.
+    std::this_thread::sleep_for(3 * sluice::http::kParkingInterval);
+  }
 }
 
 TEST(TlsListener, TunnelsAnUpgradedConnection) {
