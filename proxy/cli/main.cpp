@@ -93,8 +93,8 @@ int run(const std::string& path) {
   boost::asio::signal_set hangup(control, SIGHUP);
   try {
     server.start();
-  } catch (const boost::system::system_error& error) {
-    std::cerr << "sluice: cannot listen: " << error.what() << '\n';
+  } catch (const sluice::server::ListenError& error) {
+    std::cerr << "sluice: cannot listen on " << error.what() << '\n';
     return kRuntimeError;
   } catch (const sluice::store::StoreError& error) {
     std::cerr << "sluice: " << error.what() << '\n';

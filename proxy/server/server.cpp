@@ -50,6 +50,14 @@ bool take_slot(std::atomic<std::size_t>& open, std::size_t limit) noexcept {
   return false;
 }
 
+/// Names the address that could not be bound, without Boost's source location.
+[[noreturn]] void throw_listen_error(const tcp::endpoint& endpoint,
+                                     const boost::system::system_error& error) {
+  std::ostringstream text;
+  text << endpoint << ": " << error.code().message();
+  throw ListenError(text.str());
+}
+
 io::Awaitable<void> pause(std::chrono::milliseconds duration) {
   io::Timer timer(co_await net::this_coro::executor, duration);
   co_await timer.async_wait(io::use_nothrow);
@@ -122,8 +130,12 @@ void Server::start() {
       // Every loop listens on the same port; the kernel spreads connections among them.
       const int on = 1;
       ::setsockopt(acceptor->native_handle(), SOL_SOCKET, SO_REUSEPORT, &on, sizeof on);
-      acceptor->bind(endpoint);
-      acceptor->listen(net::socket_base::max_listen_connections);
+      try {
+        acceptor->bind(endpoint);
+        acceptor->listen(net::socket_base::max_listen_connections);
+      } catch (const boost::system::system_error& error) {
+        throw_listen_error(endpoint, error);
+      }
       endpoint = acceptor->local_endpoint();  // port 0 becomes the real port
     }
     loop->context = std::make_unique<http::LoopContext>(state_, i, *loop->pool, loop->chunks,
@@ -135,7 +147,11 @@ void Server::start() {
   if (config.admin) {
     Loop& first = *loops_.front();
     const tcp::endpoint admin(net::ip::make_address(config.admin->host), config.admin->port);
-    admin_ = std::make_unique<io::Acceptor>(first.io, admin);
+    try {
+      admin_ = std::make_unique<io::Acceptor>(first.io, admin);
+    } catch (const boost::system::system_error& error) {
+      throw_listen_error(admin, error);
+    }
     net::co_spawn(first.io, accept_loop(*admin_, *first.context, &serve_admin, 0, false),
                   net::detached);
   }

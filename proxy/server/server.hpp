@@ -4,6 +4,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -16,6 +17,12 @@
 #include "proxy/store/store.hpp"
 
 namespace sluice::server {
+
+/// An address the proxy cannot listen on: "127.0.0.1:8443: Address already in use".
+class ListenError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
 
 /// The proxy's listening side: `threads` event loops (one per core by default), each with its
 /// own io_context and its own SO_REUSEPORT acceptor, so a connection lives on one thread and
@@ -34,8 +41,8 @@ class Server {
   ~Server();
 
   /// Binds, connects the Redis store if the configuration has one, and starts the event loops.
-  /// Throws boost::system::system_error when it cannot bind, StoreError when the store cannot be
-  /// used.
+  /// Throws ListenError when it cannot bind a listener or the admin port, StoreError when the store
+  /// cannot be used.
   void start();
   /// The first listener's bound address (the real port when the config asked for port 0).
   boost::asio::ip::tcp::endpoint local_endpoint() const;

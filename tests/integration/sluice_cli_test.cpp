@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -274,6 +276,21 @@ TEST_F(SluiceCli, NoCommandRunsTheProxyOnProxyYamlOfTheWorkingDirectory) {
     EXPECT_THAT(result.err, HasSubstr("redis://127.0.0.1:1/0")) << "'" << arguments << "'";
     EXPECT_THAT(result.err, HasSubstr("cannot connect")) << "'" << arguments << "'";
   }
+}
+
+TEST_F(SluiceCli, RunNamesTheListenerItCannotBind) {
+  // A socket that holds a port without SO_REUSEPORT: sluice's listeners cannot share it.
+  boost::asio::io_context io;
+  boost::asio::ip::tcp::acceptor taken(io, {boost::asio::ip::make_address("127.0.0.1"), 0});
+  const std::string port = std::to_string(taken.local_endpoint().port());
+  const auto config = write("proxy.yaml", "listen:\n  - \"127.0.0.1:0\"\n  - \"127.0.0.1:" + port +
+                                              "\"\nadmin: \"\"\n"
+                                              "upstream: http://127.0.0.1:9000\n"
+                                              "routes: [{name: all}]\n");
+  const Result result = run("run -c " + config.string());
+  EXPECT_EQ(result.status, 1);
+  EXPECT_EQ(result.err,
+            "sluice: cannot listen on 127.0.0.1:" + port + ": Address already in use\n");
 }
 
 TEST_F(SluiceCli, RunStopsWithTheRedactedUrlWhenRedisCannotBeReached) {
