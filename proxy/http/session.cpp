@@ -1,5 +1,7 @@
 #include "proxy/http/session.hpp"
 
+#include <sys/socket.h>
+
 #include <array>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
@@ -372,17 +374,49 @@ void wait_for_request(OpenPtr open, LoopContext& loop, bool first) {
       });
 }
 
+/// Whether a new connection to a TLS port starts with plain HTTP (a request line's method)
+/// rather than a TLS record. One non-blocking peek, once the first bytes are there.
+bool speaks_plain_http(io::Socket& socket) {
+  char first = 0;
+  const ssize_t n = ::recv(socket.native_handle(), &first, 1, MSG_PEEK | MSG_DONTWAIT);
+  return n == 1 && first >= 'A' && first <= 'Z';
+}
+
+/// Tells a client that sent plain HTTP to a TLS port what it did wrong, as nginx does, in the
+/// only language it understands, then closes. What it sent is read first (up to 4 KiB), so that
+/// the close does not reset the connection under the answer.
+io::Awaitable<void> refuse_plain_http(io::Stream& stream, limiter::Duration timeout) {
+  static constexpr std::string_view kAnswer =
+      "HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain\r\nContent-Length: 50\r\n"
+      "Connection: close\r\n\r\nThis port speaks HTTPS: send the request with TLS\n";
+  std::array<char, 4096> ignored{};
+  ::recv(stream.socket().native_handle(), ignored.data(), ignored.size(), MSG_DONTWAIT);
+  const std::array<net::const_buffer, 1> answer{net::buffer(kAnswer)};
+  co_await send(stream, answer, timeout);
+}
+
 /// A connection to a TLS listener: its handshake, within the header timeout (which goes on
-/// for its first request), then its requests. A failed handshake closes only this connection.
+/// for its first request), then its requests. A failed handshake closes only this connection;
+/// plain HTTP gets a 400 that says why.
 io::Awaitable<void> handshake_then_serve(OpenPtr open, LoopContext& loop,
                                          std::shared_ptr<tls::Context> context) {
   ClientConnection& client = open->client;
-  client.stream.expires_after(open->generation->config->timeouts.header);
-  client.stream.start_tls(*context);
+  const limiter::Duration header_timeout = open->generation->config->timeouts.header;
+  client.stream.expires_after(header_timeout);
   client.waiting = true;  // nothing in flight: a drain may close it
+  using Handshake = telemetry::Metrics::Handshake;
+  // Asio's own wait (the drain-aware one would not wait on a new socket); the deadline, which
+  // closes the socket, ends it too.
+  auto [waited] =
+      co_await client.stream.socket().async_wait(io::Socket::wait_read, io::use_nothrow);
+  if (!waited && speaks_plain_http(client.stream.socket())) {
+    loop.proxy.metrics.count_tls_handshake(Handshake::failed);
+    co_await refuse_plain_http(client.stream, header_timeout);
+    co_return;
+  }
+  client.stream.start_tls(*context);
   auto [ec] =
       co_await client.stream.async_handshake(net::ssl::stream_base::server, io::use_nothrow);
-  using Handshake = telemetry::Metrics::Handshake;
   if (ec) {
     loop.proxy.metrics.count_tls_handshake(Handshake::failed);
     co_return;

@@ -171,7 +171,7 @@ class TlsClient {
 TEST(TlsListener, ForwardsHttpsWithItsHeadersAndLimitsIt) {
   const TestCertificates files;
   TlsProxy proxy(server_files(files),
-                 "limiters: {per-ip: {algorithm: fixed_window, limit: 2, window: 1m}}\n"
+                 "limiters: {per-ip: {algorithm: fixed_window, limit: 2, window: 1h}}\n"
                  "routes: [{name: all, limiters: [per-ip]}]");
   const std::string first = proxy.curl("--cacert " + files.ca_cert(), "/api/x?page=2");
   EXPECT_THAT(first, HasSubstr("GET /api/x?page=2\n"));
@@ -300,8 +300,10 @@ TEST(TlsListener, PlaintextGarbageAndStalledHandshakesCostOnlyTheirConnection) {
   TlsProxy proxy(server_files(files), "timeouts: {header: 300ms}\n" + std::string(kForwardAll));
   RawClient plaintext(proxy.tls_port());
   plaintext.write("GET / HTTP/1.1\r\nHost: x\r\n\r\n");
-  EXPECT_THAT(plaintext.read_until(""), Not(HasSubstr("HTTP/1.1")))
-      << "closed: a plaintext request on a TLS port is not a handshake";
+  EXPECT_EQ(plaintext.read_until(""),
+            "HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain\r\nContent-Length: 50\r\n"
+            "Connection: close\r\n\r\nThis port speaks HTTPS: send the request with TLS\n")
+      << "told what it did wrong, in plain HTTP, then closed";
   RawClient garbage(proxy.tls_port());
   garbage.write(std::string("\x16\x03\x01\x00\x05garbage-and-more", 21));
   garbage.read_until("");
@@ -331,7 +333,7 @@ TEST(MutualTls, OptionalServesClientsWithoutACertificateAndSkipsTheirCertificate
   const TestCertificates files;
   TlsProxy proxy(
       server_files(files) + ", client_ca: " + files.ca_cert() + ", client_cert: optional",
-      "limiters: {per-cert: {algorithm: fixed_window, limit: 1, window: 1m, key: "
+      "limiters: {per-cert: {algorithm: fixed_window, limit: 1, window: 1h, key: "
       "cert:fingerprint}}\nroutes: [{name: all, limiters: [per-cert]}]");
   const std::string trust = "--cacert " + files.ca_cert() + " -o /dev/null ";
   EXPECT_EQ(proxy.curl(trust), "200");
@@ -348,10 +350,10 @@ TEST(MutualTls, CertificateKeysLimitEachCertificateOnItsOwn) {
   TlsProxy proxy(
       server_files(files) + ", client_ca: " + files.ca_cert(),
       "limiters:\n"
-      "  by-fingerprint: {algorithm: fixed_window, limit: 2, window: 1m, key: cert:fingerprint}\n"
-      "  by-subject: {algorithm: fixed_window, limit: 100, window: 1m, key: cert:subject,\n"
+      "  by-fingerprint: {algorithm: fixed_window, limit: 2, window: 1h, key: cert:fingerprint}\n"
+      "  by-subject: {algorithm: fixed_window, limit: 100, window: 1h, key: cert:subject,\n"
       "               overrides: {\"CN=client-1,O=sluice-test\": {limit: 1}}}\n"
-      "  by-san: {algorithm: fixed_window, limit: 100, window: 1m, key: cert:san,\n"
+      "  by-san: {algorithm: fixed_window, limit: 100, window: 1h, key: cert:san,\n"
       "           overrides: {\"client-0.test\": {limit: 3}}}\n"
       "routes:\n"
       "  - {name: fingerprint, match: {path: /f}, limiters: [by-fingerprint]}\n"
