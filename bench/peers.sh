@@ -50,6 +50,9 @@ set -euo pipefail
 repo_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # shellcheck source=scripts/lib/processes.sh
 source "$repo_root/scripts/lib/processes.sh"
+bench_name=peers.sh
+# shellcheck source=bench/lib/harness.sh
+source "$repo_root/bench/lib/harness.sh"
 templates=$repo_root/bench/peers
 
 ROUNDS=${ROUNDS:-5}
@@ -76,117 +79,8 @@ SLUICE_BIN=${SLUICE_BIN:-build/release/sluice}
 # nginx and haproxy live in /usr/sbin, which a non-root PATH may lack.
 export PATH=$PATH:/usr/sbin:/sbin
 
-log() { printf '==> %s\n' "$*" >&2; }
-die() {
-  printf 'peers.sh: error: %s\n' "$*" >&2
-  exit 1
-}
-
-# ---------------------------------------------------------------- processes and cleanup
-work=""
-started_pids=()
-policy_rc_created=0
-
-# Stops one process this script started (and any children it left), TERM first, KILL after 5 s.
-stop_pid() {
-  terminate "$1" 5
-  wait "$1" 2>/dev/null || true
-}
-
-forget_pid() {
-  local pid=$1 kept=() p
-  for p in "${started_pids[@]}"; do
-    [[ $p == "$pid" ]] || kept+=("$p")
-  done
-  started_pids=("${kept[@]}")
-}
-
-cleanup() {
-  local status=$? i
-  trap - EXIT INT TERM
-  if ((status == 130 || status == 143)); then log "interrupted; stopping what was started"; fi
-  for ((i = ${#started_pids[@]} - 1; i >= 0; i--)); do
-    stop_pid "${started_pids[i]}"
-  done
-  if ((policy_rc_created)); then rm -f /usr/sbin/policy-rc.d; fi
-  if [[ -n $work && -d $work ]]; then
-    # Keep the configs and logs when asked, or after a failure (not after Ctrl-C).
-    if ((KEEP_WORKDIR)) || ((status == 1)); then
-      log "work files kept in $work"
-    else
-      rm -rf "$work"
-    fi
-  fi
-  exit "$status"
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-
-# ---------------------------------------------------------------- tools
-install_missing() {
-  local missing=() pair
-  # command:package
-  for pair in nginx:nginx haproxy:haproxy wrk:wrk curl:curl pgrep:procps redis-server:redis-server; do
-    command -v "${pair%%:*}" >/dev/null 2>&1 || missing+=("${pair#*:}")
-  done
-  ((${#missing[@]})) || return 0
-  [[ $EUID -eq 0 ]] || die "missing ${missing[*]}: install with: apt-get install -y ${missing[*]}"
-  log "installing ${missing[*]} with apt-get"
-  # Keep the packages from starting their system services (nginx would take port 80).
-  if [[ ! -e /usr/sbin/policy-rc.d ]]; then
-    printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d
-    chmod 755 /usr/sbin/policy-rc.d
-    policy_rc_created=1
-  fi
-  export DEBIAN_FRONTEND=noninteractive
-  if ! apt-get install -y -qq "${missing[@]}" >/dev/null 2>&1; then
-    apt-get update -qq >/dev/null
-    apt-get install -y -qq "${missing[@]}" >/dev/null
-  fi
-  if ((policy_rc_created)); then
-    rm -f /usr/sbin/policy-rc.d
-    policy_rc_created=0
-  fi
-}
-
-# ---------------------------------------------------------------- helpers
-# Fills a template's @NAME@ placeholders: render TEMPLATE OUT NAME=VALUE...
-render() {
-  local template=$1 out=$2 pair script=()
-  shift 2
-  for pair in "$@"; do
-    script+=(-e "s|@${pair%%=*}@|${pair#*=}|g")
-  done
-  sed "${script[@]}" "$template" >"$out"
-  if grep -q '@[A-Z_]*@' "$out"; then die "unfilled placeholder in $out"; fi
-}
-
 http_code() {
   curl -s -o /dev/null -w '%{http_code}' --max-time 5 "http://127.0.0.1:$1/" || true
-}
-
-# Sum of utime + stime, in clock ticks, of PID and its children (nginx's master and worker).
-cpu_ticks() {
-  local pid total=0 stat fields
-  for pid in "$1" $(pgrep -P "$1" 2>/dev/null || true); do
-    stat=$(cat "/proc/$pid/stat" 2>/dev/null) || continue
-    # After the ')' of the name, field 3 (state) comes first: utime (14) and stime (15) are
-    # the 12th and 13th words.
-    read -r -a fields <<<"${stat##*) }"
-    total=$((total + fields[11] + fields[12]))
-  done
-  echo "$total"
-}
-
-now_ns() { date +%s%N; }
-
-# wrk prints latencies as 512.00us, 1.23ms, 2.00s, 1.00m or 1.00h; prints milliseconds.
-to_ms() {
-  awk -v v="$1" 'BEGIN {
-    if (v ~ /us$/) m = 0.001; else if (v ~ /ms$/) m = 1; else if (v ~ /s$/) m = 1000;
-    else if (v ~ /m$/) m = 60000; else if (v ~ /h$/) m = 3600000; else { print "?"; exit }
-    sub(/[a-z]+$/, "", v); printf "%.2f", v * m }'
 }
 
 # ---------------------------------------------------------------- the proxies
@@ -242,15 +136,6 @@ start_haproxy() {
 }
 
 # ---------------------------------------------------------------- one measurement
-results=()
-
-# CPU seconds (user + system) of the script's reaped children, in a file written by the `times`
-# builtin. `times` must run in this shell: in a $(...) subshell it sees that subshell's children.
-children_cpu() {
-  awk 'NR == 2 {
-    for (i = 1; i <= 2; i++) { split($i, t, "m"); sub(/s$/, "", t[2]); s += t[1] * 60 + t[2] }
-    printf "%.3f", s }' "$1"
-}
 
 # run_wrk PORT DURATION OUT: wrk's report goes to OUT and its CPU seconds to wrk_cpu.
 # wrk runs in the background and the script waits for it, because wrk catches SIGINT and exits
@@ -316,17 +201,12 @@ measure() {
   sockerr=$(awk '/Socket errors:/ {gsub(/,/, ""); print $4 + $6 + $8 + $10}' "$out")
   [[ -n $rps && -n $requests && -n $p50 && -n $p99 && $requests -gt 0 ]] ||
     { cat "$out" >&2; die "could not read wrk's output for $proxy $path"; }
-  cpu_us=$(awk -v d=$((ticks1 - ticks0)) -v hz="$clk_tck" -v n="$requests" \
-    'BEGIN {printf "%.2f", d / hz * 1e6 / n}')
-  cpu_pct=$(awk -v d=$((ticks1 - ticks0)) -v hz="$clk_tck" -v ns=$((t1 - t0)) \
-    'BEGIN {printf "%.0f", d / hz * 1e9 / ns * 100}')
-  load_pct=$(awk -v d=$((up1 - up0)) -v hz="$clk_tck" -v ns=$((t1 - t0)) -v wrk="$wrk_cpu" \
-    'BEGIN {printf "%.0f", (d / hz + wrk) * 1e9 / ns * 100}')
+  cpu_figures $((ticks1 - ticks0)) "$requests" $((t1 - t0)) $((up1 - up0)) "$wrk_cpu"
   results+=("$round|$proxy|$path|$rps|$(to_ms "$p50")|$(to_ms "$p99")|$cpu_us|$cpu_pct|$load_pct|${non2xx:-0}|${sockerr:-0}")
 }
 
 # ---------------------------------------------------------------- main
-install_missing
+install_missing nginx:nginx haproxy:haproxy wrk:wrk curl:curl pgrep:procps redis-server:redis-server
 [[ -x $SLUICE_BIN ]] || [[ " $PROXIES " != *" sluice "* ]] ||
   die "no sluice binary at $SLUICE_BIN: build it (cmake --preset release && cmake --build --preset release --target sluice) or set SLUICE_BIN"
 for proxy in $PROXIES; do
@@ -338,7 +218,6 @@ done
 
 cores=$(nproc)
 cpu_model=$(awk -F': *' '/^model name/ {print $2; exit}' /proc/cpuinfo)
-clk_tck=$(getconf CLK_TCK)
 read -r -a proxy_pin < <(pin_prefix "$PROXY_CPU") || true
 read -r -a load_pin < <(pin_prefix "$LOAD_CPU") || true
 pinning="none"
@@ -382,12 +261,6 @@ if [[ " $BENCH_PATHS " == *" forward-redis "* && " $PROXIES " == *" sluice "* ]]
   wait_port "$REDIS_PORT" "$redis_pid" "redis-server" "$redis_log"
 fi
 
-# median N...: the middle value (the mean of the two middle ones for an even count).
-median() {
-  printf '%s\n' "$@" | sort -g | awk '{v[NR] = $1} END {
-    if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
-}
-
 read -r -a proxy_order <<<"$PROXIES"
 for ((round = 1; round <= ROUNDS; round++)); do
   for path in $BENCH_PATHS; do
@@ -400,37 +273,10 @@ for ((round = 1; round <= ROUNDS; round++)); do
   done
 done
 
-# Each (proxy, path)'s figures by round, and their medians.
-declare -A rounds_of
-runs=()
-for row in "${results[@]}"; do
-  IFS='|' read -r _ proxy path _ <<<"$row"
-  if [[ -z ${rounds_of[$proxy/$path]:-} ]]; then runs+=("$proxy|$path"); fi
-  rounds_of[$proxy/$path]+="${row#*|}"$'\n'
-done
-# column RUN N: the Nth figure (1 = req/s) of every round of RUN, one per line.
-column() { printf '%s' "${rounds_of[$1]}" | awk -F'|' -v n=$(($2 + 2)) 'NF {print $n}'; }
-medians=()
-for run in "${runs[@]}"; do
-  IFS='|' read -r proxy path <<<"$run"
-  row="$proxy|$path"
-  for ((n = 1; n <= 8; n++)); do
-    # shellcheck disable=SC2046 # one word per round
-    row+="|$(median $(column "$proxy/$path" "$n"))"
-  done
-  medians+=("$row")
-done
+collect_medians 8
 
-if ((ROUNDS > 1)); then
-  echo
-  echo "rounds (req/s, p99 ms, CPU µs/req):"
-  for run in "${runs[@]}"; do
-    IFS='|' read -r proxy path <<<"$run"
-    printf '  %-8s %-14s' "$proxy" "$path"
-    printf '%s' "${rounds_of[$proxy/$path]}" |
-      awk -F'|' 'NF {printf "  %.0f %s %s", $3, $5, $6} END {print ""}'
-  done
-fi
+# shellcheck disable=SC2016 # an awk program
+print_rounds "req/s, p99 ms, CPU µs/req" 'printf "  %.0f %s %s", $3, $5, $6'
 
 echo
 if ((ROUNDS > 1)); then echo "medians of $ROUNDS rounds:"; fi
@@ -465,20 +311,14 @@ for row in "${medians[@]}"; do
 done
 verdict() { awk -v a="$1" -v op="$2" -v b="$3" 'BEGIN {
   ok = (op == ">=") ? a >= b : a <= b; printf "%s %s %s: %s", a, op, b, ok ? "met" : "NOT met" }'; }
-# rounds_won N OP PATH: "in K of R rounds", comparing figure N of sluice's and nginx's rounds.
-rounds_won() {
-  paste -d' ' <(column "sluice/$3" "$1") <(column "nginx/$3" "$1") |
-    awk -v op="$2" '{ r++; if (op == ">=" ? $1 >= $2 : $1 <= $2) k++ } END {
-      printf "in %d of %d rounds", k, r }'
-}
 if [[ -n ${rps_of[sluice/forward]:-} ]]; then
   echo
   echo "- sluice forward CPU µs/req ≤ 12: $(verdict "${cpu_of[sluice/forward]}" "<=" 12)" \
     "($(column sluice/forward 4 | awk '$1 <= 12 {k++} END {printf "in %d of %d rounds", k, NR}'))"
   if [[ -n ${rps_of[nginx/forward]:-} ]]; then
-    echo "- forward req/s, sluice ≥ nginx: $(verdict "${rps_of[sluice/forward]}" ">=" "${rps_of[nginx/forward]}") ($(rounds_won 1 ">=" forward))"
-    echo "- forward p99 ms, sluice ≤ nginx: $(verdict "${p99_of[sluice/forward]}" "<=" "${p99_of[nginx/forward]}") ($(rounds_won 3 "<=" forward))"
-    echo "- forward CPU µs/req, sluice ≤ nginx: $(verdict "${cpu_of[sluice/forward]}" "<=" "${cpu_of[nginx/forward]}") ($(rounds_won 4 "<=" forward))"
+    echo "- forward req/s, sluice ≥ nginx: $(verdict "${rps_of[sluice/forward]}" ">=" "${rps_of[nginx/forward]}") (in $(rounds_won 1 ">=" forward))"
+    echo "- forward p99 ms, sluice ≤ nginx: $(verdict "${p99_of[sluice/forward]}" "<=" "${p99_of[nginx/forward]}") (in $(rounds_won 3 "<=" forward))"
+    echo "- forward CPU µs/req, sluice ≤ nginx: $(verdict "${cpu_of[sluice/forward]}" "<=" "${cpu_of[nginx/forward]}") (in $(rounds_won 4 "<=" forward))"
   fi
 fi
 if [[ -n ${p99_of[sluice/forward]:-} && -n ${p99_of[sluice/forward-redis]:-} ]]; then
@@ -487,7 +327,7 @@ if [[ -n ${p99_of[sluice/forward]:-} && -n ${p99_of[sluice/forward-redis]:-} ]];
   echo "- p99 ms added by the Redis store ≤ 1: $(verdict "$added" "<=" 1)"
 fi
 if [[ -n ${rps_of[sluice/all-429]:-} && -n ${rps_of[nginx/all-429]:-} ]]; then
-  echo "- all-429 req/s, sluice ≥ nginx: $(verdict "${rps_of[sluice/all-429]}" ">=" "${rps_of[nginx/all-429]}") ($(rounds_won 1 ">=" all-429))"
+  echo "- all-429 req/s, sluice ≥ nginx: $(verdict "${rps_of[sluice/all-429]}" ">=" "${rps_of[nginx/all-429]}") (in $(rounds_won 1 ">=" all-429))"
 fi
 
 echo

@@ -86,6 +86,9 @@ set -euo pipefail
 repo_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # shellcheck source=scripts/lib/processes.sh
 source "$repo_root/scripts/lib/processes.sh"
+bench_name=tls.sh
+# shellcheck source=bench/lib/harness.sh
+source "$repo_root/bench/lib/harness.sh"
 templates=$repo_root/bench/tls
 
 ROUNDS=${ROUNDS:-5}
@@ -119,123 +122,6 @@ cipher_suite=TLS_AES_128_GCM_SHA256
 # s_time's -www PAGE, pasted into "GET PAGE HTTP/1.0\r\n\r\n" (see the top of the file).
 hs_page=$'/ HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nX-Pad:'
 cert_cn=sluice-bench
-
-log() { printf '==> %s\n' "$*" >&2; }
-die() {
-  printf 'tls.sh: error: %s\n' "$*" >&2
-  exit 1
-}
-
-# ---------------------------------------------------------------- processes and cleanup
-work=""
-started_pids=()
-policy_rc_created=0
-
-# Stops one process this script started (and any children it left), TERM first, KILL after 5 s.
-stop_pid() {
-  terminate "$1" 5
-  wait "$1" 2>/dev/null || true
-}
-
-forget_pid() {
-  local pid=$1 kept=() p
-  for p in "${started_pids[@]}"; do
-    [[ $p == "$pid" ]] || kept+=("$p")
-  done
-  started_pids=("${kept[@]}")
-}
-
-cleanup() {
-  local status=$? i
-  trap - EXIT INT TERM
-  if ((status == 130 || status == 143)); then log "interrupted; stopping what was started"; fi
-  for ((i = ${#started_pids[@]} - 1; i >= 0; i--)); do
-    stop_pid "${started_pids[i]}"
-  done
-  if ((policy_rc_created)); then rm -f /usr/sbin/policy-rc.d; fi
-  if [[ -n $work && -d $work ]]; then
-    # Keep the configs and logs when asked, or after a failure (not after Ctrl-C).
-    if ((KEEP_WORKDIR)) || ((status == 1)); then
-      log "work files kept in $work"
-    else
-      rm -rf "$work"
-    fi
-  fi
-  exit "$status"
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-
-# ---------------------------------------------------------------- tools
-install_missing() {
-  local missing=() pair
-  # command:package
-  for pair in nginx:nginx wrk:wrk openssl:openssl pgrep:procps timeout:coreutils; do
-    command -v "${pair%%:*}" >/dev/null 2>&1 || missing+=("${pair#*:}")
-  done
-  ((${#missing[@]})) || return 0
-  [[ $EUID -eq 0 ]] || die "missing ${missing[*]}: install with: apt-get install -y ${missing[*]}"
-  log "installing ${missing[*]} with apt-get"
-  # Keep the packages from starting their system services (nginx would take port 80).
-  if [[ ! -e /usr/sbin/policy-rc.d ]]; then
-    printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d
-    chmod 755 /usr/sbin/policy-rc.d
-    policy_rc_created=1
-  fi
-  export DEBIAN_FRONTEND=noninteractive
-  if ! apt-get install -y -qq "${missing[@]}" >/dev/null 2>&1; then
-    apt-get update -qq >/dev/null
-    apt-get install -y -qq "${missing[@]}" >/dev/null
-  fi
-  if ((policy_rc_created)); then
-    rm -f /usr/sbin/policy-rc.d
-    policy_rc_created=0
-  fi
-}
-
-# ---------------------------------------------------------------- helpers
-# Fills a template's @NAME@ placeholders: render TEMPLATE OUT NAME=VALUE...
-render() {
-  local template=$1 out=$2 pair script=()
-  shift 2
-  for pair in "$@"; do
-    script+=(-e "s|@${pair%%=*}@|${pair#*=}|g")
-  done
-  sed "${script[@]}" "$template" >"$out"
-  if grep -q '@[A-Z_]*@' "$out"; then die "unfilled placeholder in $out"; fi
-}
-
-# Sum of utime + stime, in clock ticks, of PID and its children (nginx's master and worker).
-cpu_ticks() {
-  local pid total=0 stat fields
-  for pid in "$1" $(pgrep -P "$1" 2>/dev/null || true); do
-    stat=$(cat "/proc/$pid/stat" 2>/dev/null) || continue
-    # After the ')' of the name, field 3 (state) comes first: utime (14) and stime (15) are
-    # the 12th and 13th words.
-    read -r -a fields <<<"${stat##*) }"
-    total=$((total + fields[11] + fields[12]))
-  done
-  echo "$total"
-}
-
-now_ns() { date +%s%N; }
-
-# wrk prints latencies as 512.00us, 1.23ms, 2.00s, 1.00m or 1.00h; prints milliseconds.
-to_ms() {
-  awk -v v="$1" 'BEGIN {
-    if (v ~ /us$/) m = 0.001; else if (v ~ /ms$/) m = 1; else if (v ~ /s$/) m = 1000;
-    else if (v ~ /m$/) m = 60000; else if (v ~ /h$/) m = 3600000; else { print "?"; exit }
-    sub(/[a-z]+$/, "", v); printf "%.2f", v * m }'
-}
-
-# CPU seconds (user + system) of the script's reaped children, in a file written by the `times`
-# builtin. `times` must run in this shell: in a $(...) subshell it sees that subshell's children.
-children_cpu() {
-  awk 'NR == 2 {
-    for (i = 1; i <= 2; i++) { split($i, t, "m"); sub(/s$/, "", t[2]); s += t[1] * 60 + t[2] }
-    printf "%.3f", s }' "$1"
-}
 
 # Sleeps until 0.1 s past the next whole second (or this one, if that is still ahead), so that
 # s_time runs started together all see the same time(NULL) and stop at the same boundary.
@@ -302,7 +188,6 @@ tls_check() {
 }
 
 # ---------------------------------------------------------------- the tests
-results=()
 
 # run_wrk DURATION OUT: wrk over https against the proxy; its report goes to OUT and its CPU
 # seconds to wrk_cpu. wrk runs in the background and the script waits for it, so that a Ctrl-C
@@ -344,12 +229,7 @@ test_keepalive() {
   sockerr=$(awk '/Socket errors:/ {gsub(/,/, ""); print $4 + $6 + $8 + $10}' "$out")
   [[ -n $rps && -n $requests && -n $p50 && -n $p99 && $requests -gt 0 ]] ||
     { cat "$out" >&2; die "could not read wrk's output for $proxy"; }
-  cpu_us=$(awk -v d=$((ticks1 - ticks0)) -v hz="$clk_tck" -v n="$requests" \
-    'BEGIN {printf "%.2f", d / hz * 1e6 / n}')
-  cpu_pct=$(awk -v d=$((ticks1 - ticks0)) -v hz="$clk_tck" -v ns=$((t1 - t0)) \
-    'BEGIN {printf "%.0f", d / hz * 1e9 / ns * 100}')
-  load_pct=$(awk -v d=$((up1 - up0)) -v hz="$clk_tck" -v ns=$((t1 - t0)) -v wrk="$wrk_cpu" \
-    'BEGIN {printf "%.0f", (d / hz + wrk) * 1e9 / ns * 100}')
+  cpu_figures $((ticks1 - ticks0)) "$requests" $((t1 - t0)) $((up1 - up0)) "$wrk_cpu"
   results+=("$round|$proxy|keepalive|$rps|$(to_ms "$p50")|$(to_ms "$p99")|$cpu_us|$cpu_pct|$load_pct|-|${non2xx:-0}|${sockerr:-0}")
 }
 
@@ -418,12 +298,7 @@ test_handshakes() {
   load_cpu=$(awk -v a="$(children_cpu "$out.times0")" -v b="$(children_cpu "$out.times1")" \
     'BEGIN {printf "%.3f", b - a}')
   rate=$(awk -v n="$conns" -v ns=$((t1 - t0)) 'BEGIN {printf "%.0f", n * 1e9 / ns}')
-  cpu_us=$(awk -v d=$((ticks1 - ticks0)) -v hz="$clk_tck" -v n="$conns" \
-    'BEGIN {printf "%.2f", d / hz * 1e6 / n}')
-  cpu_pct=$(awk -v d=$((ticks1 - ticks0)) -v hz="$clk_tck" -v ns=$((t1 - t0)) \
-    'BEGIN {printf "%.0f", d / hz * 1e9 / ns * 100}')
-  load_pct=$(awk -v d=$((up1 - up0)) -v hz="$clk_tck" -v ns=$((t1 - t0)) -v c="$load_cpu" \
-    'BEGIN {printf "%.0f", (d / hz + c) * 1e9 / ns * 100}')
+  cpu_figures $((ticks1 - ticks0)) "$conns" $((t1 - t0)) $((up1 - up0)) "$load_cpu"
   resumed=$(awk -v r="$reused" -v n="$conns" 'BEGIN {printf "%.1f", r * 100 / n}')
   log "  $test: $conns connections, $reused resumed, $bytes bytes read per connection"
   results+=("$round|$proxy|$test|$rate|-|-|$cpu_us|$cpu_pct|$load_pct|$resumed|-|-")
@@ -450,7 +325,7 @@ measure() {
 }
 
 # ---------------------------------------------------------------- main
-install_missing
+install_missing nginx:nginx wrk:wrk openssl:openssl pgrep:procps timeout:coreutils
 for proxy in $PROXIES; do
   case $proxy in sluice | nginx) ;; *) die "unknown proxy '$proxy' in PROXIES" ;; esac
 done
@@ -464,7 +339,6 @@ done
 
 cores=$(nproc)
 cpu_model=$(awk -F': *' '/^model name/ {print $2; exit}' /proc/cpuinfo)
-clk_tck=$(getconf CLK_TCK)
 read -r -a proxy_pin < <(pin_prefix "$PROXY_CPU") || true
 read -r -a load_pin < <(pin_prefix "$LOAD_CPU") || true
 pinning="none"
@@ -508,18 +382,6 @@ upstream_pid=$!
 started_pids+=("$upstream_pid")
 wait_port "$UPSTREAM_PORT" "$upstream_pid" "upstream nginx" "$upstream_log"
 
-# median N...: the middle value (the mean of the two middle ones for an even count); "-" when
-# the figure does not apply to the test.
-median() {
-  if [[ $1 == - ]]; then
-    echo -
-    return
-  fi
-  printf '%s\n' "$@" | sort -g | awk '{v[NR] = $1} END {
-    if (NR % 2) m = v[(NR + 1) / 2]; else m = (v[NR / 2] + v[NR / 2 + 1]) / 2
-    printf "%.10g\n", m }'
-}
-
 read -r -a proxy_order <<<"$PROXIES"
 for ((round = 1; round <= ROUNDS; round++)); do
   for ((i = 0; i < ${#proxy_order[@]}; i++)); do
@@ -527,41 +389,14 @@ for ((round = 1; round <= ROUNDS; round++)); do
   done
 done
 
-# Each (proxy, test)'s figures by round, and their medians.
-declare -A rounds_of
-runs=()
-for row in "${results[@]}"; do
-  IFS='|' read -r _ proxy test _ <<<"$row"
-  if [[ -z ${rounds_of[$proxy/$test]:-} ]]; then runs+=("$proxy|$test"); fi
-  rounds_of[$proxy/$test]+="${row#*|}"$'\n'
-done
-# column RUN N: the Nth figure (1 = rate) of every round of RUN, one per line.
-column() { printf '%s' "${rounds_of[$1]}" | awk -F'|' -v n=$(($2 + 2)) 'NF {print $n}'; }
-medians=()
-for run in "${runs[@]}"; do
-  IFS='|' read -r proxy test <<<"$run"
-  row="$proxy|$test"
-  for ((n = 1; n <= 9; n++)); do
-    # shellcheck disable=SC2046 # one word per round
-    row+="|$(median $(column "$proxy/$test" "$n"))"
-  done
-  medians+=("$row")
-done
+collect_medians 9
 
 unit() { case $1 in keepalive) echo req ;; *) echo hs ;; esac }
 # fixed VALUE DECIMALS: VALUE with that many decimals, or "-" as it is.
 fixed() { if [[ $1 == - ]]; then echo -; else printf "%.${2}f" "$1"; fi; }
 
-if ((ROUNDS > 1)); then
-  echo
-  echo "rounds (per s, CPU µs/op):"
-  for run in "${runs[@]}"; do
-    IFS='|' read -r proxy test <<<"$run"
-    printf '  %-8s %-10s' "$proxy" "$test"
-    printf '%s' "${rounds_of[$proxy/$test]}" |
-      awk -F'|' 'NF {printf "  %.0f %s", $3, $6} END {print ""}'
-  done
-fi
+# shellcheck disable=SC2016 # an awk program
+print_rounds "per s, CPU µs/op" 'printf "  %.0f %s", $3, $6'
 
 echo
 if ((ROUNDS > 1)); then echo "medians of $ROUNDS rounds:"; fi
@@ -601,12 +436,6 @@ for row in "${medians[@]}"; do
   cpu_of[$proxy/$test]=$cpu_us
 done
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {if (b > 0) printf "%.2f", a / b; else print "?"}'; }
-# rounds_won N OP TEST: "K of R rounds", comparing figure N of sluice's and nginx's rounds.
-rounds_won() {
-  paste -d' ' <(column "sluice/$3" "$1") <(column "nginx/$3" "$1") |
-    awk -v op="$2" '{ r++; if (op == ">=" ? $1 >= $2 : $1 <= $2) k++ } END {
-      printf "%d of %d rounds", k, r }'
-}
 if [[ " $PROXIES " == *" sluice "* && " $PROXIES " == *" nginx "* ]]; then
   echo
   echo "sluice/nginx (medians; rounds in which sluice did as well or better):"
