@@ -15,6 +15,7 @@
 #include "proxy/telemetry/access_log.hpp"
 #include "tests/support/proxy_fixture.hpp"
 #include "tests/support/redis_server.hpp"
+#include "tests/support/reloadable_proxy.hpp"
 #include "tests/support/shell.hpp"
 
 namespace sluice::test {
@@ -23,70 +24,6 @@ namespace {
 using ::testing::HasSubstr;
 
 using sluice::test::output_of;
-
-/// A proxy whose configuration lives in a file, so that it can be reloaded.
-class ReloadableProxy {
- public:
-  explicit ReloadableProxy(const std::string& limiters_and_routes)
-      : path_(std::filesystem::temp_directory_path() /
-              ("sluice-admin-test-" + std::to_string(::getpid()) + "-" +
-               std::to_string(counter_++) + ".yaml")) {
-    write(limiters_and_routes);
-    auto config = std::make_shared<const config::ProxyConfig>(config::load_config(path_.string()));
-    metrics_ = std::make_unique<telemetry::Metrics>(server::Server::threads_for(*config));
-    live_ = std::make_unique<live::LiveConfig>(
-        std::make_shared<const live::Generation>(config, nullptr, *metrics_));
-    reloader_ = std::make_unique<live::Reloader>(path_.string(), *live_, *metrics_);
-    server_ =
-        std::make_unique<server::Server>(*live_, *metrics_, access_log_, reloader_.get(), clock_);
-    server_->start();
-  }
-  ReloadableProxy(const ReloadableProxy&) = delete;
-  ReloadableProxy& operator=(const ReloadableProxy&) = delete;
-  ReloadableProxy(ReloadableProxy&&) = delete;
-  ReloadableProxy& operator=(ReloadableProxy&&) = delete;
-  ~ReloadableProxy() {
-    server_.reset();
-    std::filesystem::remove(path_);
-  }
-
-  void write(const std::string& limiters_and_routes) {
-    std::ofstream(path_) << "listen: \"127.0.0.1:0\"\nadmin: \"127.0.0.1:0\"\nthreads: 2\n"
-                         << "log: {access: false}\n"
-                         << "upstream: \"http://127.0.0.1:" << upstream_.port() << "\"\n"
-                         << limiters_and_routes;
-  }
-
-  http::response<http::string_body> send(http::request<http::string_body> request,
-                                         bool admin = false) {
-    return send_request(admin ? server_->admin_endpoint().port() : server_->local_endpoint().port(),
-                        std::move(request));
-  }
-  unsigned short port() const { return server_->local_endpoint().port(); }
-
-  /// /metrics once it shows `settled`: a request is counted just after its response is sent,
-  /// so a scrape right after the client has the response may come first. Up to 5 s.
-  std::string metrics_once(const std::string& settled) {
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-    std::string body;
-    do {
-      body = send(get("/metrics"), true).body();
-    } while (body.find(settled) == std::string::npos &&
-             std::chrono::steady_clock::now() < deadline);
-    return body;
-  }
-
- private:
-  static inline std::atomic<int> counter_{0};
-  std::filesystem::path path_;
-  sluice::test::TestUpstream upstream_;
-  limiter::SystemClock clock_;
-  std::unique_ptr<telemetry::Metrics> metrics_;
-  std::unique_ptr<live::LiveConfig> live_;
-  std::unique_ptr<live::Reloader> reloader_;
-  telemetry::AccessLog access_log_;
-  std::unique_ptr<server::Server> server_;
-};
 
 const std::string kOneLimiter =
     "limiters:\n  one: {algorithm: fixed_window, limit: 3, window: 1h}\n"

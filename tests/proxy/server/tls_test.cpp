@@ -21,8 +21,8 @@
 #include "proxy/tls/peer.hpp"
 #include "tests/support/https_upstream.hpp"
 #include "tests/support/proxy_fixture.hpp"
+#include "tests/support/reloadable_proxy.hpp"
 #include "tests/support/shell.hpp"
-#include "tests/support/temp_directory.hpp"
 #include "tests/support/test_certificates.hpp"
 #include "tests/support/test_upstream.hpp"
 
@@ -34,73 +34,44 @@ using ::testing::HasSubstr;
 using ::testing::Not;
 namespace ssl = net::ssl;
 
-/// A Server with a cleartext and a TLS listener, in front of a TestUpstream unless `body` names
-/// an upstream, its config in a file so that it can be reloaded.
+/// The head of a config with a cleartext and a TLS listener; `tls`: what goes inside `tls: {...}`.
+std::string tls_head(const std::string& tls) {
+  return "listen:\n  - \"127.0.0.1:0\"\n  - {address: \"127.0.0.1:0\", tls: {" + tls +
+         "}}\nadmin: \"127.0.0.1:0\"\nthreads: 2\nlog: {access: false}\n";
+}
+
+/// A reloadable Server with a cleartext and a TLS listener, and what the tests ask of it.
 class TlsProxy {
  public:
   /// `tls`: what goes inside the listener's `tls: {...}`; `body`: the rest of the config.
-  TlsProxy(const std::string& tls, const std::string& body) : directory_("tls-proxy") {
-    write(tls, body);
-    auto config = std::make_shared<const config::ProxyConfig>(config::load_config(path_));
-    metrics_ = std::make_unique<telemetry::Metrics>(server::Server::threads_for(*config));
-    live_ = std::make_unique<live::LiveConfig>(
-        std::make_shared<const live::Generation>(config, nullptr, *metrics_));
-    reloader_ = std::make_unique<live::Reloader>(path_, *live_, *metrics_);
-    server_ =
-        std::make_unique<server::Server>(*live_, *metrics_, access_log_, reloader_.get(), clock_);
-    server_->start();
-  }
+  TlsProxy(const std::string& tls, const std::string& body) : proxy_(body, tls_head(tls)) {}
 
-  unsigned short plain_port() const { return server_->local_endpoints().at(0).port(); }
-  unsigned short tls_port() const { return server_->local_endpoints().at(1).port(); }
-  TestUpstream& upstream() { return upstream_; }
+  unsigned short plain_port() { return proxy_.server().local_endpoints().at(0).port(); }
+  unsigned short tls_port() { return proxy_.server().local_endpoints().at(1).port(); }
 
   /// Rewrites the config file and reloads it.
   live::ReloadReport reload(const std::string& tls, const std::string& body) {
-    write(tls, body);
-    return reloader_->reload();
+    proxy_.write(body, tls_head(tls));
+    return proxy_.reload();
   }
 
   /// The metric line that starts with `series`.
   std::string metric(const std::string& series) {
-    const auto response = send_request(server_->admin_endpoint().port(), get("/metrics"));
-    const std::string& text = response.body();
+    const std::string text = proxy_.send(get("/metrics"), true).body();
     const std::size_t at = text.find("\n" + series + " ");
     return at == std::string::npos ? "" : text.substr(at + 1, text.find('\n', at + 1) - at - 1);
   }
 
   /// `curl ARGUMENTS https://localhost:PORT/PATH`, localhost pinned to 127.0.0.1; prints the
   /// body then the status code.
-  std::string curl(const std::string& arguments, const std::string& path = "/") const {
+  std::string curl(const std::string& arguments, const std::string& path = "/") {
     const std::string port = std::to_string(tls_port());
     return output_of("curl -s --max-time 5 --resolve localhost:" + port + ":127.0.0.1 " +
                      arguments + " -w '%{http_code}' https://localhost:" + port + path + " 2>&1");
   }
 
  private:
-  void write(const std::string& tls, const std::string& body) {
-    std::string upstream;
-    if (body.find("upstream:") == std::string::npos) {
-      upstream = "upstream: \"http://127.0.0.1:" + std::to_string(upstream_.port()) + "\"\n";
-    }
-    const std::string listen =
-        port_ == 0 ? "\"127.0.0.1:0\"" : "\"127.0.0.1:" + std::to_string(port_) + "\"";
-    std::ofstream(path_) << "listen:\n  - \"127.0.0.1:0\"\n  - {address: " << listen << ", tls: {"
-                         << tls << "}}\nadmin: \"127.0.0.1:0\"\nthreads: 2\n"
-                         << "log: {access: false}\n"
-                         << upstream << body << "\n";
-  }
-
-  TempDirectory directory_;
-  std::string path_ = (directory_.path() / "proxy.yaml").string();
-  unsigned short port_ = 0;
-  TestUpstream upstream_;
-  limiter::SystemClock clock_;
-  std::unique_ptr<telemetry::Metrics> metrics_;
-  std::unique_ptr<live::LiveConfig> live_;
-  std::unique_ptr<live::Reloader> reloader_;
-  telemetry::AccessLog access_log_;
-  std::unique_ptr<server::Server> server_;
+  ReloadableProxy proxy_;
 };
 
 std::string server_files(const TestCertificates& files) {
