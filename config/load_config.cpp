@@ -157,6 +157,20 @@ UpstreamTls read_upstream_tls(MapReader& top) {
   return tls;
 }
 
+Http2Options read_http2(MapReader& top) {
+  Http2Options http2;
+  auto section = top.section("http2", {"enabled", "max_concurrent_streams"});
+  if (!section) {
+    return http2;
+  }
+  MapReader& reader = *section;
+  http2.enabled = reader.flag("enabled").value_or(true);
+  http2.max_concurrent_streams =
+      static_cast<std::uint32_t>(reader.whole_number("max_concurrent_streams", 1, 65536)
+                                     .value_or(http2.max_concurrent_streams));
+  return http2;
+}
+
 /// `cert:` keys read the client certificate: some TLS listener must ask for one.
 void check_certificate_keys(const ProxyConfig& config, ReadContext& context) {
   const bool asks =
@@ -301,8 +315,8 @@ ProxyConfig read_config(const YAML::Node& root, const std::string& file, ReadCon
   config.file = file;
   MapReader top(root, "",
                 {"listen", "tls", "admin", "threads", "max_connections", "upstream", "upstream_tls",
-                 "trusted_proxies", "timeouts", "limits_headers", "log", "store", "limiters",
-                 "deny", "ban", "routes"},
+                 "http2", "trusted_proxies", "timeouts", "limits_headers", "log", "store",
+                 "limiters", "deny", "ban", "routes"},
                 context);
   if (!top.valid()) {
     if (root.IsNull()) {
@@ -326,6 +340,7 @@ ProxyConfig read_config(const YAML::Node& root, const std::string& file, ReadCon
     }
   }
   config.upstream_tls = read_upstream_tls(top);
+  config.http2 = read_http2(top);
   config.trusted_proxies = read_networks(top, "trusted_proxies", context);
   config.timeouts = read_timeouts(top);
   config.limits_headers =

@@ -75,6 +75,16 @@ struct Timeouts {
   Duration drain = std::chrono::seconds(10);
 };
 
+/// `http2` (SPEC §7): HTTP/2 for clients, by ALPN on TLS listeners and by its connection
+/// preface (prior knowledge) on cleartext ones, beside HTTP/1.1 on the same ports.
+struct Http2Options {
+  bool enabled = true;
+  /// SETTINGS_MAX_CONCURRENT_STREAMS: streams one connection may have open; more are refused
+  /// (RST_STREAM REFUSED_STREAM) and the client retries them. nginx's and Envoy's default is 128
+  /// and 100.
+  std::uint32_t max_concurrent_streams = 128;
+};
+
 enum class LimitsHeaders { draft, legacy, both, none };
 enum class LogFormat { text, json };
 enum class StoreType { memory, redis };
@@ -230,6 +240,7 @@ struct ProxyConfig {
   std::size_t max_connections = 10000;
   std::optional<Upstream> upstream;
   UpstreamTls upstream_tls;  ///< For every https:// upstream.
+  Http2Options http2;
   std::vector<Cidr> trusted_proxies;
   Timeouts timeouts;
   LimitsHeaders limits_headers = LimitsHeaders::both;

@@ -7,7 +7,7 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config
   libboost1.81-dev libboost-json1.81-dev libboost-url1.81-dev libyaml-cpp-dev libspdlog-dev
-  libfmt-dev libhiredis-dev libcli11-dev libssl-dev
+  libfmt-dev libhiredis-dev libcli11-dev libssl-dev libnghttp2-dev
 )
 # The container image's test (docker/test-image.sh): podman, and debootstrap for its base image.
 # Installed with their recommended packages, as podman is known to work here.
@@ -16,6 +16,7 @@ if [ "${1:-}" != "--build-only" ]; then
   packages+=(
     ccache git clang-format-16 clang-16 libclang-rt-16-dev
     googletest libgtest-dev libgmock-dev libbenchmark-dev redis-server openssl curl python3 ca-certificates
+    nghttp2-client python3-h2 python3-grpcio
   )
   container_packages=(
     podman buildah runc fuse-overlayfs slirp4netns uidmap containernetworking-plugins iptables

@@ -217,6 +217,8 @@ std::string config_json(const config::ProxyConfig& config, std::uint64_t lease_h
   if (config.upstream) {
     out["upstream"] = config::redact_url(config.upstream->url);
   }
+  out["http2"] = {{"enabled", config.http2.enabled},
+                  {"max_concurrent_streams", config.http2.max_concurrent_streams}};
   out["trusted_proxies"] = cidrs(config.trusted_proxies);
   out["timeouts"] = {{"header", limiter::format_duration(config.timeouts.header)},
                      {"idle", limiter::format_duration(config.timeouts.idle)},

@@ -13,6 +13,7 @@
 #include "proxy/http/beast_http.hpp"
 #include "proxy/http/header_text.hpp"
 #include "proxy/http/message_read.hpp"
+#include "proxy/http/relay_heads.hpp"
 #include "proxy/http/responses.hpp"
 #include "proxy/http/tunnel.hpp"
 #include "proxy/http/upstream_pool.hpp"
@@ -26,95 +27,6 @@ namespace sluice::http {
 namespace {
 
 constexpr std::size_t kRelayBuffer = io::kChunkBytes;
-
-/// The connection options of a message: the names listed in its Connection fields, all of them
-/// (RFC 9110 §7.6.1; a field may be repeated, §5.3).
-class ConnectionOptions {
- public:
-  explicit ConnectionOptions(const HeadFields& fields) noexcept : fields_(fields) {
-    while (first_ < fields.size() && fields.id(first_) != http::field::connection) {
-      ++first_;
-    }
-  }
-
-  bool names(std::string_view name) const noexcept {
-    for (std::size_t index = first_; index < fields_.size(); ++index) {
-      if (fields_.id(index) == http::field::connection && lists(fields_.at(index).value, name)) {
-        return true;
-      }
-    }
-    return false;
-  }
-
- private:
-  static bool lists(std::string_view options, std::string_view name) noexcept {
-    for (std::size_t start = 0; start < options.size();) {
-      const std::size_t comma = std::min(options.find(',', start), options.size());
-      if (pipeline::equal_ignoring_case(
-              pipeline::trim_whitespace(options.substr(start, comma - start)), name)) {
-        return true;
-      }
-      start = comma + 1;
-    }
-    return false;
-  }
-
-  const HeadFields& fields_;
-  std::size_t first_ = 0;  ///< The first Connection field.
-};
-
-/// Fields not forwarded as received: those that belong to one connection (RFC 9110 §7.6.1) and
-/// those its Connection fields name, and the framing (Content-Length, Transfer-Encoding), which
-/// the proxy writes itself. A connection option cannot remove Host.
-bool dropped(http::field field, std::string_view name, const ConnectionOptions& options) {
-  switch (field) {
-    case http::field::connection:
-    case http::field::keep_alive:
-    case http::field::proxy_connection:
-    case http::field::proxy_authenticate:
-    case http::field::proxy_authorization:
-    case http::field::te:
-    case http::field::trailer:
-    case http::field::transfer_encoding:
-    case http::field::upgrade:
-    case http::field::content_length:
-      return true;
-    case http::field::host:
-      return false;
-    default:
-      return options.names(name);
-  }
-}
-
-using RequestId = std::array<char, 32>;
-
-/// 64 random bits per call: splitmix64 over a per-thread state seeded from the system's entropy.
-/// Cheap enough for every request (the state needs no thread_local initialization guard); good
-/// for telling requests apart in logs, not for secrets.
-std::uint64_t next_random() {
-  thread_local std::uint64_t state = 0;
-  if (state == 0) {
-    std::random_device entropy;
-    state = (std::uint64_t{entropy()} << 32 | entropy()) | 1;
-  }
-  state += 0x9e3779b97f4a7c15;
-  std::uint64_t z = state;
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111eb;
-  return z ^ (z >> 31);
-}
-
-RequestId new_request_id() {
-  static constexpr char kHex[] = "0123456789abcdef";
-  RequestId id;
-  for (std::size_t i = 0; i < id.size(); i += 16) {
-    std::uint64_t bits = next_random();
-    for (std::size_t j = 0; j < 16; ++j, bits >>= 4) {
-      id[i + j] = kHex[bits & 0xf];
-    }
-  }
-  return id;
-}
 
 /// A message whose reading needs no wait, the usual one: no body, or a body of known length
 /// that arrived whole with its header. Its head and body, gathered for one write without a
@@ -261,21 +173,6 @@ io::Awaitable<Pumped> pump(Source in, Parser& parser, Sink out, const HeadText& 
   co_return Pumped{};
 }
 
-/// RFC 9110 §9.2.2: methods whose effect is the same if a request is made once or more.
-bool idempotent(http::verb method) noexcept {
-  switch (method) {
-    case http::verb::get:
-    case http::verb::head:
-    case http::verb::options:
-    case http::verb::trace:
-    case http::verb::put:
-    case http::verb::delete_:
-      return true;
-    default:
-      return false;
-  }
-}
-
 UpstreamFailure failure_of(const beast::error_code& ec) noexcept {
   return ec == beast::error::timeout ? UpstreamFailure::timeout : UpstreamFailure::broken;
 }
@@ -308,105 +205,6 @@ io::Awaitable<RelayOutcome> fail(io::Stream& client, UpstreamFailure failure, un
 bool is_malformed(const beast::error_code& ec) noexcept {
   return ec.category() == beast::http::make_error_code(http::error::bad_chunk).category() &&
          ec != http::error::partial_message && ec != http::error::end_of_stream;
-}
-
-bool is_forwarding_field(std::string_view name) noexcept {
-  return pipeline::equal_ignoring_case(name, "X-Forwarded-For") ||
-         pipeline::equal_ignoring_case(name, "X-Forwarded-Proto") ||
-         pipeline::equal_ignoring_case(name, "X-Forwarded-Host");
-}
-
-/// The request head as the upstream gets it: HTTP/1.1, persistent, end-to-end fields only, plus
-/// the forwarding fields (the proxy's replace the client's, but X-Forwarded-For is appended
-/// to) and the framing: one Content-Length, or chunked. `Expect` is dropped: the proxy has
-/// answered it.
-void write_upstream_head(const RequestParser& request, std::string_view client_address, bool secure,
-                         bool upgrade, HeadText& head) {
-  write_request_line(head, request.method_string(), request.target());
-  const HeadFields& fields = request.head();
-  const ConnectionOptions options(fields);
-  const std::string_view host = fields.value_of(http::field::host);
-  bool request_id = false;
-  for (std::size_t index = 0; index < fields.size(); ++index) {
-    const http::field id = fields.id(index);
-    const pipeline::Header& field = fields.at(index);
-    if (dropped(id, field.name, options) || id == http::field::expect ||
-        is_forwarding_field(field.name)) {
-      continue;
-    }
-    request_id = request_id || pipeline::equal_ignoring_case(field.name, "X-Request-Id");
-    write_field(head, field.name, field.value);
-  }
-  if (const std::string_view forwarded_for = fields.value_of("X-Forwarded-For");
-      forwarded_for.empty()) {
-    write_field(head, "X-Forwarded-For", client_address);
-  } else {
-    fmt::format_to(std::back_inserter(head), "X-Forwarded-For: {}, {}\r\n", forwarded_for,
-                   client_address);
-  }
-  append(head, secure ? "X-Forwarded-Proto: https\r\n" : "X-Forwarded-Proto: http\r\n");
-  if (!host.empty()) {
-    write_field(head, "X-Forwarded-Host", host);
-  }
-  if (!request_id) {
-    const RequestId id = new_request_id();
-    write_field(head, "X-Request-Id", std::string_view(id.data(), id.size()));
-  }
-  if (request.chunked()) {
-    append(head, "Transfer-Encoding: chunked\r\n");
-  } else if (const auto length = request.content_length()) {
-    write_field(head, "Content-Length", *length);
-  }
-  if (upgrade) {
-    write_field(head, "Upgrade", fields.value_of(http::field::upgrade));
-    append(head, "Connection: upgrade\r\n");
-  }
-  end_head(head);
-}
-
-/// How a response's body goes to the client, and the fields that say so.
-struct ClientFraming {
-  bool chunked = false;  ///< Re-chunked by the proxy.
-  bool codings = false;  ///< The upstream's Transfer-Encoding fields go as they are: codings
-                         ///< besides chunked, either last (re-chunked) or not (until close).
-  std::optional<std::uint64_t> length;  ///< Content-Length.
-};
-
-/// The response head as the client gets it: its own HTTP version, the upstream's end-to-end
-/// fields, the proxy's limit fields (in place of any the upstream sent) and the framing the
-/// body is re-sent in.
-void write_client_head(const ResponseParser& response, unsigned version, ClientFraming framing,
-                       bool keep_alive, bool switching, const pipeline::Decision& decision,
-                       config::LimitsHeaders limits_headers, HeadText& head) {
-  const std::string_view reason = response.reason();
-  write_status_line(
-      head, version, response.status(),
-      reason.empty() ? std::string_view(http::obsolete_reason(response.result())) : reason);
-  const HeadFields& fields = response.head();
-  const ConnectionOptions options(fields);
-  const bool limits = writes_limit_headers(decision, limits_headers);
-  for (std::size_t index = 0; index < fields.size(); ++index) {
-    const http::field id = fields.id(index);
-    const pipeline::Header& field = fields.at(index);
-    if ((id == http::field::transfer_encoding && framing.codings) ||
-        !(dropped(id, field.name, options) ||
-          (limits && is_limit_field(field.name, limits_headers)))) {
-      write_field(head, field.name, field.value);
-    }
-  }
-  write_limit_headers(head, decision, limits_headers);
-  if (switching) {
-    write_field(head, "Upgrade", fields.value_of(http::field::upgrade));
-    append(head, "Connection: upgrade\r\n");
-  } else {
-    if (framing.chunked && !framing.codings) {
-      append(head, "Transfer-Encoding: chunked\r\n");
-    } else if (framing.length) {
-      write_field(head, "Content-Length", *framing.length);
-    }
-    write_persistence(head, version, keep_alive);
-  }
-  end_head(head);
 }
 
 /// Whether the client waits for a 100 (Continue) before it sends the body; an HTTP/1.0 client

@@ -13,9 +13,12 @@
 #include <memory>
 #include <utility>
 
+#include "proxy/http/accounting.hpp"
 #include "proxy/http/beast_http.hpp"
 #include "proxy/http/exchange.hpp"
+#include "proxy/http/h2/connection.hpp"
 #include "proxy/http/message_read.hpp"
+#include "proxy/http/open_connection.hpp"
 #include "proxy/http/relay.hpp"
 #include "proxy/http/request_state.hpp"
 #include "proxy/http/responses.hpp"
@@ -43,90 +46,6 @@ http::status refusal_for(const RequestParser& parser, const beast::error_code& e
   return parser.refusal();
 }
 
-/// Counts a connection while it is open, and gives its slot (taken by the accept loop) back
-/// when it closes.
-struct ConnectionCount {
-  ConnectionCount(std::atomic<std::size_t>& count, std::atomic<std::size_t>& slots)
-      : count_(&count), slots_(&slots) {
-    count_->fetch_add(1, std::memory_order_relaxed);
-  }
-  ConnectionCount(const ConnectionCount&) = delete;
-  ConnectionCount& operator=(const ConnectionCount&) = delete;
-  ConnectionCount(ConnectionCount&&) = delete;
-  ConnectionCount& operator=(ConnectionCount&&) = delete;
-  ~ConnectionCount() {
-    count_->fetch_sub(1, std::memory_order_relaxed);
-    slots_->fetch_sub(1, std::memory_order_relaxed);
-  }
-  std::atomic<std::size_t>* count_;
-  std::atomic<std::size_t>* slots_;
-};
-
-telemetry::MetricDecision metric_decision(pipeline::Outcome outcome) noexcept {
-  switch (outcome) {
-    case pipeline::Outcome::allowed:
-      return telemetry::MetricDecision::allowed;
-    case pipeline::Outcome::delayed:
-      return telemetry::MetricDecision::delayed;
-    case pipeline::Outcome::limited:
-      return telemetry::MetricDecision::limited;
-    case pipeline::Outcome::denied:
-      return telemetry::MetricDecision::denied;
-    case pipeline::Outcome::no_route:
-      return telemetry::MetricDecision::no_route;
-  }
-  return telemetry::MetricDecision::no_route;
-}
-
-telemetry::UpstreamErrorKind error_kind(UpstreamFailure failure) noexcept {
-  return failure == UpstreamFailure::connect   ? telemetry::UpstreamErrorKind::connect
-         : failure == UpstreamFailure::timeout ? telemetry::UpstreamErrorKind::timeout
-                                               : telemetry::UpstreamErrorKind::broken;
-}
-
-/// Counts a finished request in its loop's metrics, and logs it. `relayed`: null when the proxy
-/// answered it itself.
-void account(const LoopContext& loop, const Exchange& exchange, unsigned status,
-             const RelayOutcome* relayed) {
-  const auto total = std::chrono::steady_clock::now() - exchange.started;
-  const pipeline::Decision& decision = exchange.decision;
-  const live::Generation& generation = exchange.generation;
-  telemetry::RouteCounters& counters = generation.counters_for(decision.route, loop.index);
-  counters.count(metric_decision(decision.outcome));
-  for (const pipeline::LimiterReport& report : decision.applied()) {
-    if (report.limiter->shadow && !report.verdict.admitted) {
-      counters.count(telemetry::MetricDecision::shadow_limited);
-      break;
-    }
-  }
-  counters.observe(total);
-  if (relayed && relayed->failure != UpstreamFailure::none) {
-    generation.upstream_counters_for(*decision.route, loop.index)
-        .count(error_kind(relayed->failure));
-  }
-  const config::ProxyConfig& config = exchange.config();
-  if (!config.log.access) {
-    return;
-  }
-  std::array<char, 48> client;  // the longest IPv6 text fits
-  const std::string text = decision.client.to_string();
-  const std::size_t length = std::min(text.size(), client.size());
-  std::copy_n(text.begin(), length, client.begin());
-  const std::uint64_t key = decision.report_count > 0 ? decision.reports[0].key : 0;
-  loop.proxy.access_log.write(
-      config.log.format,
-      telemetry::AccessRecord{.client = std::string_view(client.data(), length),
-                              .method = exchange.request.method_string(),
-                              .target = exchange.request.target(),
-                              .secret_query = generation.secret_query,
-                              .route = decision.route ? std::string_view(decision.route->name) : "",
-                              .decision = metric_decision(decision.outcome),
-                              .status = status,
-                              .key_hash = key,
-                              .upstream = relayed ? relayed->upstream_time : limiter::Duration{},
-                              .total = total});
-}
-
 /// Points a connection at the request state it borrowed, for as long as it has it.
 class Borrowed {
  public:
@@ -142,68 +61,6 @@ class Borrowed {
  private:
   ClientConnection& client_;
 };
-
-/// Moves `generation` to the live one after a reload; a connection changes between requests.
-void follow_reloads(std::shared_ptr<const live::Generation>& generation, LoopContext& loop) {
-  if (const auto& live = loop.generations.get(); live.get() != generation.get()) {
-    generation = live;
-  }
-}
-
-/// A client connection as the session holds it: counted among the open ones, and listed in its
-/// loop's, for as long as it is open. Owned by the coroutine serving its requests while it has
-/// some, and by its wait for the next one while it has none.
-struct OpenConnection {
-  OpenConnection(io::Socket socket, LoopContext& loop)
-      : counted(loop.proxy.connections, loop.proxy.connection_slots),
-        client(std::move(socket)),
-        generation(loop.generations.get()),
-        draining(loop.proxy.draining) {
-    loop.clients.push_back(client);  // it leaves the list when it goes
-  }
-  OpenConnection(const OpenConnection&) = delete;
-  OpenConnection& operator=(const OpenConnection&) = delete;
-  OpenConnection(OpenConnection&&) = delete;
-  OpenConnection& operator=(OpenConnection&&) = delete;
-  ~OpenConnection() {
-    beast::error_code ignored;
-    client.stream.socket().shutdown(io::Socket::shutdown_send, ignored);
-  }
-
-  const ConnectionCount counted;
-  ClientConnection client;
-  /// The generation it serves with; replaced between requests after a reload.
-  std::shared_ptr<const live::Generation> generation;
-  const std::atomic<bool>& draining;  ///< The proxy's: set when it stops.
-};
-
-/// How long a TLS connection that is done may take to say so (close_notify) before it closes.
-constexpr std::chrono::seconds kTlsGoodbye{1};
-
-/// Ends a TLS connection as TLS asks, with a close_notify alert (a client reading until the
-/// close takes a close without one for a truncation attack, and OpenSSL reports it so), sent
-/// within kTlsGoodbye.
-io::Awaitable<void> say_goodbye(std::unique_ptr<OpenConnection> open) {
-  io::Stream& stream = open->client.stream;
-  stream.expires_after(kTlsGoodbye);
-  co_await stream.async_tls_shutdown(io::use_nothrow);
-}
-
-/// Closes a connection when its last owner lets it go: at once, or after a TLS goodbye when
-/// TLS is still in good shape (not failed, not timed out, not stopping).
-struct CloseConnection {
-  void operator()(OpenConnection* open) const noexcept {
-    io::Stream& stream = open->client.stream;
-    if (stream.secure() && stream.tls_can_close_cleanly() && !stream.timed_out() &&
-        !open->draining.load(std::memory_order_relaxed)) {
-      net::co_spawn(stream.get_executor(), say_goodbye(std::unique_ptr<OpenConnection>(open)),
-                    net::detached);
-      return;
-    }
-    delete open;  // NOLINT: the owner of last resort
-  }
-};
-using OpenPtr = std::unique_ptr<OpenConnection, CloseConnection>;
 
 void wait_for_request(OpenPtr open, LoopContext& loop, bool first);
 
@@ -342,6 +199,31 @@ io::Awaitable<void> serve_requests(OpenPtr open, LoopContext& loop, bool first) 
   }
 }
 
+/// A new cleartext connection, when HTTP/2 is on: HTTP/2 when it starts with the connection
+/// preface, else HTTP/1.1. Its first bytes are awaited if they are not in yet (the wait for a
+/// new connection's first request returns at once, trusting its read to wait).
+void serve_either_protocol(OpenPtr open, LoopContext& loop) {
+  ClientConnection& client = open->client;
+  const io::Executor executor = client.stream.get_executor();
+  switch (h2::peek_first_bytes(client.stream.socket())) {
+    case h2::FirstBytes::preface:
+      net::co_spawn(executor, h2::serve_http2(std::move(open), loop), net::detached);
+      return;
+    case h2::FirstBytes::other:
+      net::co_spawn(executor, serve_requests(std::move(open), loop, true), net::detached);
+      return;
+    case h2::FirstBytes::none_yet:
+      // Asio's own wait; the deadline, which closes the socket, ends it too.
+      client.stream.socket().async_wait(
+          io::Socket::wait_read, [open = std::move(open), &loop](beast::error_code ec) mutable {
+            if (!ec) {
+              serve_either_protocol(std::move(open), loop);
+            }
+          });
+      return;
+  }
+}
+
 /// Waits, with no buffer, no coroutine frame and (after the first request) no timer of its
 /// own, for `open`'s next request: what an idle keep-alive connection costs is its socket and
 /// this wait. Then serves it, or closes the connection when the wait times out or is cancelled
@@ -365,6 +247,10 @@ void wait_for_request(OpenPtr open, LoopContext& loop, bool first) {
           return;  // closes it
         }
         ClientConnection& woken = open->client;
+        if (first && open->generation->config->http2.enabled) {
+          serve_either_protocol(std::move(open), loop);
+          return;
+        }
         if (woken.quiet.is_linked()) {
           woken.quiet.unlink();
           woken.stream.expires_at(woken.quiet_since + open->generation->config->timeouts.idle);
@@ -428,6 +314,10 @@ io::Awaitable<void> handshake_then_serve(OpenPtr open, LoopContext& loop,
       client.certificate =
           std::make_unique<const pipeline::ClientCertificate>(std::move(*certificate));
     }
+  }
+  if (tls::alpn_chose_h2(client.stream.tls_handle())) {
+    co_await h2::serve_http2(std::move(open), loop);
+    co_return;
   }
   // Straight to reading: the first request may have come with the handshake's last bytes,
   // already out of the socket.

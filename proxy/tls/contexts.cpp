@@ -116,14 +116,16 @@ bool use_certificate(SSL_CTX* context, const std::string& path, const std::strin
   return true;
 }
 
-/// Picks http/1.1 when the client offers it; a client that offers only other protocols goes on
-/// without ALPN, as before it existed.
+/// Picks the first of the listener's protocols (`accepted`, a std::string_view in ALPN's wire
+/// format) that the client offers: h2 before http/1.1. A client that offers none of them goes
+/// on without ALPN, as before it existed, and speaks HTTP/1.1.
 int select_protocol(SSL*, const unsigned char** out, unsigned char* out_length,
-                    const unsigned char* offered, unsigned int offered_length, void*) {
+                    const unsigned char* offered, unsigned int offered_length, void* accepted) {
+  const auto& protocols = *static_cast<const std::string_view*>(accepted);
   unsigned char* chosen = nullptr;
   if (SSL_select_next_proto(&chosen, out_length,
-                            reinterpret_cast<const unsigned char*>(kListenerProtocols.data()),
-                            static_cast<unsigned>(kListenerProtocols.size()), offered,
+                            reinterpret_cast<const unsigned char*>(protocols.data()),
+                            static_cast<unsigned>(protocols.size()), offered,
                             offered_length) != OPENSSL_NPN_NEGOTIATED) {
     return SSL_TLSEXT_ERR_NOACK;
   }
@@ -131,7 +133,8 @@ int select_protocol(SSL*, const unsigned char** out, unsigned char* out_length,
   return SSL_TLSEXT_ERR_OK;
 }
 
-std::shared_ptr<Context> listener_context(const config::ListenerTls& tls, Problems& problems) {
+std::shared_ptr<Context> listener_context(const config::ListenerTls& tls, bool http2,
+                                          Problems& problems) {
   auto context = std::make_shared<Context>(Context::tls_server);
   SSL_CTX* handle = context->native_handle();
   SSL_CTX_set_min_proto_version(
@@ -143,7 +146,10 @@ std::shared_ptr<Context> listener_context(const config::ListenerTls& tls, Proble
   // Resumption is by tickets only (stateless): no session cache to lock and bound.
   SSL_CTX_set_session_cache_mode(handle, SSL_SESS_CACHE_OFF);
   TicketKeys::shared().install(handle);
-  SSL_CTX_set_alpn_select_cb(handle, &select_protocol, nullptr);
+  // (OpenSSL takes a non-const argument it only passes back.)
+  SSL_CTX_set_alpn_select_cb(
+      handle, &select_protocol,
+      const_cast<std::string_view*>(http2 ? &kListenerProtocolsWithH2 : &kListenerProtocols));
   bool usable =
       use_certificate(handle, tls.path, tls.cert, tls.cert_at, tls.key, tls.key_at, problems);
   if (tls.client_cert != config::ClientCertificates::none) {
@@ -210,12 +216,19 @@ bool has_https_upstream(const config::ProxyConfig& config) {
 
 }  // namespace
 
+bool alpn_chose_h2(const SSL* connection) noexcept {
+  const unsigned char* chosen = nullptr;
+  unsigned int length = 0;
+  SSL_get0_alpn_selected(connection, &chosen, &length);
+  return length == 2 && chosen[0] == 'h' && chosen[1] == '2';
+}
+
 std::shared_ptr<const Contexts> make_contexts(const config::ProxyConfig& config) {
   auto contexts = std::make_shared<Contexts>();
   Problems problems;
   for (const config::Listener& listener : config.listeners) {
-    contexts->listeners.push_back(listener.tls ? listener_context(*listener.tls, problems)
-                                               : nullptr);
+    contexts->listeners.push_back(
+        listener.tls ? listener_context(*listener.tls, config.http2.enabled, problems) : nullptr);
   }
   if (has_https_upstream(config)) {
     contexts->upstream = upstream_context(config.upstream_tls, problems);

@@ -25,7 +25,12 @@ struct Contexts {
 /// PEM, expired or not yet valid, a key that does not match its certificate.
 std::shared_ptr<const Contexts> make_contexts(const config::ProxyConfig& config);
 
-/// The ALPN protocols a TLS listener accepts, in OpenSSL's wire format.
+/// The ALPN protocols a TLS listener accepts, in OpenSSL's wire format, the preferred first:
+/// with HTTP/2 (`http2.enabled`), and without.
+inline constexpr std::string_view kListenerProtocolsWithH2{"\x02h2\x08http/1.1", 12};
 inline constexpr std::string_view kListenerProtocols{"\x08http/1.1", 9};
+
+/// Whether ALPN chose HTTP/2 for this connection.
+bool alpn_chose_h2(const SSL* connection) noexcept;
 
 }  // namespace sluice::tls

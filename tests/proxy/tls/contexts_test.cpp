@@ -83,6 +83,34 @@ TEST(Contexts, ReportsEveryListenerAndTheUpstreamTogether) {
   EXPECT_THAT(errors[2], HasSubstr("upstream_tls.ca: cannot read " + missing));
 }
 
+/// The protocol ALPN picks on `contexts`' TLS listener for a client that offers h2 and http/1.1.
+std::string alpn_choice(const Contexts& contexts, const TestCertificates& files) {
+  SSL_CTX* client = SSL_CTX_new(TLS_client_method());
+  SSL_CTX_load_verify_locations(client, files.ca_cert().c_str(), nullptr);
+  static constexpr unsigned char kOffered[] = "\x02h2\x08http/1.1";
+  SSL_CTX_set_alpn_protos(client, kOffered, sizeof kOffered - 1);
+  std::string chosen;
+  {
+    test::TlsHandshake handshake(client, contexts.listeners[1]->native_handle());
+    if (handshake.run()) {
+      const unsigned char* protocol = nullptr;
+      unsigned int length = 0;
+      SSL_get0_alpn_selected(handshake.client(), &protocol, &length);
+      chosen.assign(reinterpret_cast<const char*>(protocol), length);
+    }
+  }
+  SSL_CTX_free(client);
+  return chosen;
+}
+
+TEST(Contexts, AlpnPrefersHttp2UnlessItIsOff) {
+  const TestCertificates files;
+  const std::string listener = tls_listener(files.server_cert(), files.server_key(), "");
+  EXPECT_EQ(alpn_choice(*make_contexts(config_of(listener)), files), "h2");
+  EXPECT_EQ(alpn_choice(*make_contexts(config_of(listener + "http2: {enabled: false}\n")), files),
+            "http/1.1");
+}
+
 TEST(Contexts, TheListenerServesItsCertificateWithTheMinimumVersionAndHttp11) {
   const TestCertificates files;
   const auto contexts = make_contexts(
@@ -92,7 +120,7 @@ TEST(Contexts, TheListenerServesItsCertificateWithTheMinimumVersionAndHttp11) {
   SSL_CTX* client = SSL_CTX_new(TLS_client_method());
   SSL_CTX_load_verify_locations(client, files.ca_cert().c_str(), nullptr);
   SSL_CTX_set_verify(client, SSL_VERIFY_PEER, nullptr);
-  static constexpr unsigned char kOffered[] = "\x02h2\x08http/1.1";
+  static constexpr unsigned char kOffered[] = "\x08http/1.1";
   SSL_CTX_set_alpn_protos(client, kOffered, sizeof kOffered - 1);
   {
     test::TlsHandshake handshake(client, server);

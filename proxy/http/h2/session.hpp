@@ -1,0 +1,139 @@
+#pragma once
+
+#include <nghttp2/nghttp2.h>
+#include <sys/types.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "proxy/io/net.hpp"
+#include "proxy/io/signal.hpp"
+#include "proxy/io/stream.hpp"
+
+namespace sluice::http::h2 {
+
+/// One request stream of an HTTP/2 connection: its request as received (pseudo-header fields
+/// apart, regular fields as HTTP/1.1 field lines), its body as it arrives, and the response body
+/// on its way out. Shared by the Session, which fills it from frames, and the coroutine that
+/// serves it, which the Session wakes (`changed`) when something happened to it.
+struct Stream {
+  explicit Stream(const io::Executor& executor, std::int32_t stream_id)
+      : id(stream_id), changed(executor) {}
+
+  const std::int32_t id;
+  io::Signal changed;  ///< Body bytes came, the body ended, the response drained, or it closed.
+
+  std::string method, scheme, authority, path;
+  std::string fields;  ///< The regular fields as `name: value\r\n` lines, cookie aside.
+  std::string cookie;  ///< Cookie crumbs joined with "; ", as HTTP/1.1 wants (RFC 9113 §8.2.3).
+  std::size_t header_bytes = 0;  ///< As SETTINGS_MAX_HEADER_LIST_SIZE counts them.
+  bool too_large = false;        ///< Its header list went past the limit: answered 431.
+
+  std::string body;           ///< Request body received, not yet passed on.
+  bool body_done = false;     ///< END_STREAM came: the request is whole.
+  bool discard_body = false;  ///< Its body is not wanted (the stream was answered): dropped.
+
+  /// The response body's next bytes, lent by the serving coroutine until they are all taken.
+  std::span<const char> out;
+  bool out_done = false;  ///< The response body ends after `out`.
+
+  /// The upstream connection it is relaying from, if any: closed when the stream is reset, so
+  /// that its coroutine stops waiting on it.
+  io::Stream* upstream = nullptr;
+
+  bool closed = false;  ///< The stream is over (answered whole, reset, or the connection went).
+  std::uint32_t close_error = 0;  ///< Its HTTP/2 error code when it was reset.
+};
+
+/// What a connection caps: HTTP/2's own protections, on by default.
+struct SessionLimits {
+  std::uint32_t max_concurrent_streams = 128;
+  std::uint32_t max_header_list_bytes = 16 * 1024;
+  /// A stream's and the connection's receive windows: what one stream, and all of them, may
+  /// have sent and not yet had passed on (bounds a connection's request-body memory).
+  std::int32_t stream_window = 64 * 1024;
+  std::int32_t connection_window = 256 * 1024;
+};
+
+/// Told by a Session when a request's header block is over.
+class SessionEvents {
+ public:
+  virtual void on_request(const std::shared_ptr<Stream>& stream) = 0;
+
+ protected:
+  ~SessionEvents() = default;
+};
+
+/// The server side of one HTTP/2 connection, over nghttp2: bytes in (receive), frames out
+/// (send_into), streams' requests to the SessionEvents, and their responses back. It knows no
+/// socket, so that the fuzz target can drive it. nghttp2 checks the framing, HPACK and HTTP/2's
+/// message rules; beside the limits above, it refuses SETTINGS and PING floods (queued ACKs),
+/// CONTINUATION floods, and resets faster than a token bucket (CVE-2023-44487), each with a
+/// GOAWAY. Windows reopen only as bodies are passed on (consume), so a slow upstream throttles
+/// its client instead of filling memory.
+class Session {
+ public:
+  Session(const SessionLimits& limits, SessionEvents& events, const io::Executor& executor);
+  ~Session();
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+  Session(Session&&) = delete;
+  Session& operator=(Session&&) = delete;
+
+  /// Takes bytes from the client; false when the connection must end (a connection error: the
+  /// GOAWAY saying why, if any, is among what send_into gives next).
+  bool receive(std::span<const char> bytes);
+  /// Appends the frames ready to go, up to about `limit` bytes; false on a fatal error.
+  bool send_into(std::vector<char>& out, std::size_t limit);
+  /// Whether the connection has more to do: read (not told to go away) or write.
+  bool alive() const noexcept;
+  /// The streams open: requests begun and not over.
+  std::size_t open_streams() const noexcept { return streams_.size(); }
+  /// Whether a header block has begun and not ended (HEADERS without END_HEADERS yet).
+  bool header_block_open() const noexcept { return header_blocks_ > 0; }
+
+  /// Starts the response of `stream`: `fields` (:status first), then a body from `stream.out`
+  /// if `with_body`, else the stream ends with the header.
+  void respond(Stream& stream, std::span<const nghttp2_nv> fields, bool with_body);
+  /// More of the response body is in `stream.out`, or it is done.
+  void resume(Stream& stream);
+  /// `count` bytes of its request body were passed on: its window may reopen by as much.
+  void consume(Stream& stream, std::size_t count);
+  /// Ends the stream with RST_STREAM and `error_code`.
+  void reset(Stream& stream, std::uint32_t error_code);
+  /// GOAWAY: no new streams; the open ones finish.
+  void go_away();
+  /// The connection is gone: every stream is closed and told, and nothing more is sent.
+  void abandon();
+
+ private:
+  static int on_begin_headers(nghttp2_session*, const nghttp2_frame* frame, void* self);
+  static int on_header(nghttp2_session*, const nghttp2_frame* frame, const std::uint8_t* name,
+                       std::size_t name_length, const std::uint8_t* value, std::size_t value_length,
+                       std::uint8_t flags, void* self);
+  static int on_frame_received(nghttp2_session*, const nghttp2_frame* frame, void* self);
+  static int on_data(nghttp2_session*, std::uint8_t flags, std::int32_t stream_id,
+                     const std::uint8_t* data, std::size_t length, void* self);
+  static int on_stream_closed(nghttp2_session*, std::int32_t stream_id, std::uint32_t error_code,
+                              void* self);
+  static ssize_t read_body(nghttp2_session*, std::int32_t stream_id, std::uint8_t* into,
+                           std::size_t length, std::uint32_t* flags, nghttp2_data_source* source,
+                           void* self);
+
+  Stream* find(std::int32_t stream_id) noexcept;
+
+  SessionEvents& events_;
+  io::Executor executor_;
+  nghttp2_session* session_ = nullptr;
+  std::uint32_t max_header_list_bytes_;
+  std::size_t header_blocks_ = 0;
+  bool abandoned_ = false;
+  std::unordered_map<std::int32_t, std::shared_ptr<Stream>> streams_;
+};
+
+}  // namespace sluice::http::h2

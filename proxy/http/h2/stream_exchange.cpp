@@ -1,0 +1,422 @@
+// What one HTTP/2 stream is: its request as an HTTP/1.1 head, through the pipeline like any
+// request, then the proxy's own answer or the upstream's, relayed over HTTP/1.1.
+#include <boost/asio/co_spawn.hpp>
+#include <chrono>
+#include <cstring>
+#include <string>
+
+#include "proxy/http/accounting.hpp"
+#include "proxy/http/h2/connection.hpp"
+#include "proxy/http/message_read.hpp"
+#include "proxy/http/relay.hpp"
+#include "proxy/http/relay_heads.hpp"
+#include "proxy/http/responses.hpp"
+#include "proxy/io/socket_io.hpp"
+#include "proxy/pipeline/http_text.hpp"
+#include "proxy/tls/contexts.hpp"
+
+namespace sluice::http::h2 {
+namespace {
+
+/// A gRPC call (SPEC §7): its Content-Type is application/grpc, or application/grpc+proto...
+bool is_grpc(const HeadFields& head) noexcept {
+  static constexpr std::string_view kGrpc = "application/grpc";
+  const std::string_view type = head.value_of(http::field::content_type);
+  return type.size() >= kGrpc.size() &&
+         pipeline::equal_ignoring_case(type.substr(0, kGrpc.size()), kGrpc);
+}
+
+/// The gRPC status for an answer of the proxy's own (SPEC §7): limited is RESOURCE_EXHAUSTED,
+/// denied or banned PERMISSION_DENIED; the rest as gRPC maps HTTP statuses.
+std::string_view grpc_status(const pipeline::Decision& decision, unsigned http_status) noexcept {
+  if (decision.outcome == pipeline::Outcome::limited) {
+    return "8";
+  }
+  if (decision.outcome == pipeline::Outcome::denied && http_status == 403) {
+    return "7";
+  }
+  switch (http_status) {
+    case 400:
+    case 431:
+      return "13";  // INTERNAL
+    case 404:
+      return "12";  // UNIMPLEMENTED
+    default:
+      return "14";  // UNAVAILABLE
+  }
+}
+
+/// Waits until the stream is closed, up to `timeout` since it last changed; then resets it.
+io::Awaitable<void> await_close(Connection& connection, Stream& stream, limiter::Duration timeout) {
+  while (!stream.closed) {
+    const bool changed = co_await stream.changed.wait_for(timeout);
+    if (!changed) {
+      connection.session().reset(stream, NGHTTP2_CANCEL);
+      connection.flush();
+      co_return;
+    }
+  }
+}
+
+/// Answers the stream with `state.own` (as the HTTP/1 session would answer), the gRPC way
+/// for a gRPC call: HTTP 200 and a trailers-only response whose grpc-status says why. The
+/// request's body is not wanted: dropped as it comes.
+io::Awaitable<void> answer_own(Connection& connection, Stream& stream, RequestState& state,
+                               bool grpc, limiter::Duration timeout) {
+  Session& session = connection.session();
+  ResponseFields& fields = connection.response_fields();
+  const std::string_view head(state.own.head.data(), state.own.head.size());
+  stream.discard_body = true;
+  if (!stream.body.empty()) {
+    session.consume(stream, stream.body.size());
+    stream.body.clear();
+  }
+  if (grpc) {
+    fields.read(head, {"content-type", "content-length"});
+    const unsigned status = fields.status();
+    fields.set_status(200);
+    fields.add("content-type", "application/grpc");
+    fields.add("grpc-status", grpc_status(state.decision, status));
+    fields.add("grpc-message",
+               grpc_message(http::obsolete_reason(static_cast<http::status>(status))));
+    session.respond(stream, fields.list(), false);
+  } else {
+    fields.read(head);
+    stream.out = std::span<const char>(state.own.body.data(), state.own.body.size());
+    stream.out_done = true;
+    session.respond(stream, fields.list(), !state.own.body.empty());
+  }
+  connection.flush();
+  co_await await_close(connection, stream, timeout);  // the body is lent until it is sent
+}
+
+/// Until the stream has body bytes to pass on, its body is over, or it closed; false when the
+/// client sent nothing for `timeout`.
+io::Awaitable<bool> await_body(Stream& stream, limiter::Duration timeout) {
+  while (stream.body.empty() && !stream.body_done && !stream.closed) {
+    const bool changed = co_await stream.changed.wait_for(timeout);
+    if (!changed) {
+      co_return false;
+    }
+  }
+  co_return true;
+}
+
+/// How sending the request upstream ended.
+struct Sent {
+  UpstreamFailure failure = UpstreamFailure::none;
+  bool client_gone = false;  ///< Reset by the client, or silent for too long.
+};
+
+/// Sends the request (its head in `state.relay_head`, its body as the stream receives it,
+/// chunked when it has no Content-Length) on `server`, reopening the stream's window by what
+/// went on.
+io::Awaitable<Sent> send_request(Connection& connection, Stream& stream, RequestState& state,
+                                 io::Stream& server, const config::Timeouts& timeouts) {
+  static constexpr std::string_view kCrlf = "\r\n";
+  static constexpr std::string_view kLastChunk = "0\r\n\r\n";
+  const bool chunked = state.parser->chunked();
+  const bool has_body = !(stream.body_done && stream.body.empty());
+  const HeadText& head = state.relay_head;
+  std::array<net::const_buffer, 5> pieces{net::buffer(head.data(), head.size())};
+  std::size_t count = 1;
+  std::string piece;  // the body bytes on their way, swapped with the stream's buffer
+  std::array<char, 24> size_line{};
+  do {
+    if (has_body) {
+      const bool came = co_await await_body(stream, timeouts.idle);
+      if (!came || stream.closed) {
+        co_return Sent{.client_gone = true};
+      }
+      piece.clear();
+      piece.swap(stream.body);
+      if (!piece.empty()) {
+        if (chunked) {
+          const auto end = fmt::format_to(size_line.data(), "{:x}\r\n", piece.size());
+          pieces[count++] =
+              net::buffer(size_line.data(), static_cast<std::size_t>(end - size_line.data()));
+        }
+        pieces[count++] = net::buffer(piece);
+        if (chunked) {
+          pieces[count++] = net::buffer(kCrlf);
+        }
+      }
+      if (chunked && stream.body_done && stream.body.empty()) {
+        pieces[count++] = net::buffer(kLastChunk);
+      }
+    }
+    const beast::error_code ec =
+        co_await io::send(server, std::span(pieces.data(), count), timeouts.upstream);
+    if (ec) {
+      co_return Sent{.failure = ec == beast::error::timeout ? UpstreamFailure::timeout
+                                                            : UpstreamFailure::broken};
+    }
+    if (!piece.empty()) {
+      connection.session().consume(stream, piece.size());
+      connection.flush();
+    }
+    pieces = {};
+    count = 0;
+  } while (has_body && !(stream.body_done && stream.body.empty()));
+  co_return Sent{};
+}
+
+/// Reads the response's head into `connection->response`, skipping interim responses.
+io::Awaitable<beast::error_code> read_response_head(UpstreamConnection& connection,
+                                                    const RequestParser& request,
+                                                    limiter::Duration timeout) {
+  beast::error_code ec;
+  std::optional<ResponseParser>& response = connection.response;
+  do {
+    response.emplace(connection.response_head);
+    response->header_limit(kMaxHeaderBytes);
+    response->body_limit(boost::none);
+    if (request.method() == http::verb::head) {
+      response->skip(true);
+    }
+    connection.stream.expires_after(timeout);
+    for (MessageRead read(connection.buffer, *response, MessageRead<false>::Until::header_done);
+         read.wants_bytes(ec);) {
+      auto [error, n] = co_await connection.stream.async_read_some(read.room(), io::use_nothrow);
+      read.received(n, error, ec);
+    }
+  } while (!ec && response->status() / 100 == 1);
+  co_return ec;
+}
+
+/// Sends the request to its HTTP/1.1 upstream and the response back on the stream: on a parked
+/// connection when there is one (a request without a body that fails on it is sent again, once,
+/// on a new one, as the HTTP/1 relay does), its body through the loop's chunk as the client's
+/// window lets it go.
+io::Awaitable<RelayOutcome> relay_to_http1(Connection& connection, Stream& stream,
+                                           RequestState& state, const Exchange& exchange,
+                                           std::span<char> chunk) {
+  LoopContext& loop = connection.loop();
+  Session& session = connection.session();
+  const config::Upstream& upstream = exchange.upstream();
+  const config::Timeouts& timeouts = exchange.config().timeouts;
+  const RequestParser& request = *state.parser;
+  HeadText& head = state.relay_head;
+  head.clear();
+  write_upstream_head(request, connection.client().peer_address_text,
+                      connection.client().stream.secure(), false, head);
+  const bool repeatable = stream.body_done && stream.body.empty() && idempotent(request.method());
+  UpstreamConnectionPtr server;
+  std::chrono::steady_clock::time_point sent_at;
+  UpstreamFailure failure = UpstreamFailure::none;
+  for (bool first_try = true;; first_try = false) {
+    server.reset();
+    if (first_try) {
+      server = loop.pool.take_parked(upstream, /*check_open=*/!repeatable);
+    }
+    if (!server) {
+      beast::error_code ignored;
+      server =
+          co_await loop.pool.connect(upstream, exchange.generation.tls->upstream.get(),
+                                     exchange.config().upstream_tls, timeouts.connect, ignored);
+    }
+    if (!server) {
+      failure = UpstreamFailure::connect;
+      break;
+    }
+    if (stream.closed) {
+      co_return RelayOutcome{};
+    }
+    stream.upstream = &server->stream;
+    const bool may_retry = first_try && server->reused && repeatable;
+    sent_at = std::chrono::steady_clock::now();
+    const Sent sent = co_await send_request(connection, stream, state, server->stream, timeouts);
+    if (sent.client_gone) {
+      stream.upstream = nullptr;
+      session.reset(stream, NGHTTP2_CANCEL);
+      connection.flush();
+      co_return RelayOutcome{};
+    }
+    if (sent.failure != UpstreamFailure::none) {
+      if (may_retry) {
+        continue;
+      }
+      failure = sent.failure;
+      break;
+    }
+    const beast::error_code ec = co_await read_response_head(*server, request, timeouts.upstream);
+    if (!ec && server->response->result() != http::status::switching_protocols) {
+      break;
+    }
+    if (stream.closed) {
+      co_return RelayOutcome{};
+    }
+    if (may_retry && server->buffer.size() == 0 && ec != beast::error::timeout) {
+      continue;
+    }
+    failure = ec == beast::error::timeout ? UpstreamFailure::timeout : UpstreamFailure::broken;
+    break;
+  }
+  stream.upstream = nullptr;
+  if (failure != UpstreamFailure::none) {
+    problem_response(state.own,
+                     failure == UpstreamFailure::timeout ? http::status::gateway_timeout
+                                                         : http::status::bad_gateway,
+                     11, true, &exchange.decision, exchange.config().limits_headers);
+    co_await answer_own(connection, stream, state, false, timeouts.idle);
+    co_return RelayOutcome{.status = failure == UpstreamFailure::timeout ? 504u : 502u,
+                           .failure = failure};
+  }
+  RelayOutcome outcome{.upstream_time = std::chrono::steady_clock::now() - sent_at};
+  ResponseParser& response = *server->response;
+  outcome.status = response.status();
+  ClientFraming framing;
+  if (const auto length = response.content_length()) {
+    framing.length = *length;
+  }
+  head.clear();
+  write_client_head(response, 11, framing, true, false, exchange.decision,
+                    exchange.config().limits_headers, head);
+  ResponseFields& fields = connection.response_fields();
+  fields.read(std::string_view(head.data(), head.size()));
+  stream.out = {};
+  stream.out_done = response.is_done();
+  session.respond(stream, fields.list(), !response.is_done());
+  connection.flush();
+  // The body: each piece read into the chunk is lent to the stream until nghttp2 has taken it
+  // all (as the client's window allows), then the next is read.
+  beast::flat_buffer& buffer = server->buffer;
+  if (!response.is_done() && buffer.capacity() < chunk.size()) {
+    buffer.reserve(std::min(chunk.size(), buffer.max_size()));
+  }
+  stream.upstream = &server->stream;
+  while (!response.is_done() && !stream.closed) {
+    response.body_into(chunk);
+    beast::error_code ec;
+    MessageRead read(buffer, response, MessageRead<false>::Until::progress);
+    if (read.wants_bytes(ec)) {
+      server->stream.expires_after(timeouts.upstream);
+      do {
+        auto [error, n] = co_await server->stream.async_read_some(read.room(), io::use_nothrow);
+        read.received(n, error, ec);
+      } while (read.wants_bytes(ec));
+    }
+    if (ec && ec != http::error::need_buffer) {
+      if (!stream.closed) {
+        outcome.failure =
+            ec == beast::error::timeout ? UpstreamFailure::timeout : UpstreamFailure::broken;
+        stream.upstream = nullptr;
+        session.reset(stream, NGHTTP2_INTERNAL_ERROR);  // too late for a 502
+        connection.flush();
+      }
+      co_return outcome;
+    }
+    stream.out = std::span<const char>(chunk.data(), chunk.size() - response.room_left());
+    stream.out_done = response.is_done();
+    session.resume(stream);
+    connection.flush();
+    while (!stream.out.empty() && !stream.closed) {
+      const bool changed = co_await stream.changed.wait_for(timeouts.idle);
+      if (!changed) {
+        stream.upstream = nullptr;
+        session.reset(stream, NGHTTP2_CANCEL);  // the client stopped reading it
+        connection.flush();
+        co_return outcome;
+      }
+    }
+  }
+  stream.upstream = nullptr;
+  // Bytes after the response were not asked for: never taken for the next one.
+  if (response.is_done() && response.keep_alive() && buffer.size() == 0 &&
+      server->stream.socket().is_open()) {
+    loop.pool.give_back(upstream, std::move(server));
+  }
+  co_return outcome;
+}
+
+/// Writes the HTTP/1.1 head of the stream's request into `state.buffer` and parses it as the
+/// HTTP/1 session parses one: the same checks, and a RequestParser for the rest of the proxy.
+bool parse_request(const Stream& stream, RequestState& state, beast::error_code& ec) {
+  HeadText& text = state.relay_head;
+  text.clear();
+  write_request_head(stream, text);
+  state.buffer.clear();
+  const net::mutable_buffer room = state.buffer.prepare(text.size());
+  std::memcpy(room.data(), text.data(), text.size());
+  state.buffer.commit(text.size());
+  state.request_head.trim();
+  RequestParser& parser = state.parser.emplace(state.request_head);
+  parser.header_limit(kMaxHeaderBytes);
+  parser.body_limit(boost::none);
+  parser.put(state.buffer.data(), ec);
+  return !ec && parser.is_header_done();
+}
+
+}  // namespace
+
+io::Awaitable<void> serve_stream(std::shared_ptr<Connection> connection,
+                                 std::shared_ptr<Stream> stream) {
+  LoopContext& loop = connection->loop();
+  ProxyState& proxy = loop.proxy;
+  Stream& s = *stream;
+  const std::shared_ptr<const live::Generation> generation = connection->generation();
+  const config::Timeouts& timeouts = generation->config->timeouts;
+  const RequestStatePool::Lease lease = loop.request_states.borrow();
+  RequestState& state = *lease;
+  beast::error_code ec;
+  if (s.too_large || !parse_request(s, state, ec)) {
+    problem_response(state.own,
+                     s.too_large ? http::status::request_header_fields_too_large
+                                 : (ec ? state.parser->refusal() : http::status::bad_request),
+                     11, true);
+    co_await answer_own(*connection, s, state, false, timeouts.idle);
+    connection->stream_done();
+    co_return;
+  }
+  RequestParser& parser = *state.parser;
+  const bool grpc = is_grpc(state.request_head);
+  state.decision = {};
+  state.charges = {};
+  Exchange exchange{.generation = *generation,
+                    .request = parser,
+                    .decision = state.decision,
+                    .keep_alive = true,
+                    .started = std::chrono::steady_clock::now()};
+  pipeline::Decision& decision = state.decision;
+  ClientConnection& client = connection->client();
+  const pipeline::RequestView view{.method = parser.method_string(),
+                                   .target = parser.target(),
+                                   .host = state.request_head.value_of(http::field::host),
+                                   .headers = state.request_head.headers(),
+                                   .peer = client.peer,
+                                   .certificate = client.certificate.get()};
+  const limiter::TimePoint now = proxy.clock.now();
+  if (generation->pipeline.prepare(view, now, std::nullopt, decision, state.charges)) {
+    state.charged = {};
+    if (!proxy.store->charge_now(loop.index, decision, state.charges, now, state.charged)) {
+      state.charged = co_await proxy.store->charge(loop.index, decision, state.charges, now);
+    }
+    generation->pipeline.conclude(decision, state.charges, state.charged, now);
+  }
+  if (decision.hold > limiter::Duration::zero()) {
+    // Delay mode holds the stream, not the connection.
+    io::Timer hold(co_await net::this_coro::executor, decision.hold);
+    co_await hold.async_wait(io::use_nothrow);
+  }
+  const bool forward = (decision.outcome == pipeline::Outcome::allowed ||
+                        decision.outcome == pipeline::Outcome::delayed) &&
+                       !decision.route->respond;
+  if (s.closed) {
+    proxy.store->release(loop.index, decision);  // reset while it was decided or held
+  } else if (!forward) {
+    own_response(state.own, decision, 11, true, exchange.config().limits_headers);
+    co_await answer_own(*connection, s, state, grpc, timeouts.idle);
+    proxy.store->release(loop.index, decision);
+    account(loop, exchange, decision.status, nullptr);
+  } else {
+    const io::ChunkPool::Lease chunk = loop.chunks.borrow();
+    const RelayOutcome outcome =
+        co_await relay_to_http1(*connection, s, state, exchange, std::span<char>(*chunk));
+    // The permits go back once the response is over, or the stream was reset.
+    proxy.store->release(loop.index, decision);
+    account(loop, exchange, outcome.status, &outcome);
+  }
+  connection->stream_done();
+}
+
+}  // namespace sluice::http::h2

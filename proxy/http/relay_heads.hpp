@@ -1,0 +1,41 @@
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+#include "config/proxy_config.hpp"
+#include "proxy/http/beast_http.hpp"
+#include "proxy/http/header_text.hpp"
+#include "proxy/http/message_parser.hpp"
+#include "proxy/pipeline/pipeline.hpp"
+
+namespace sluice::http {
+
+/// The request head as the upstream gets it: HTTP/1.1, persistent, end-to-end fields only, plus
+/// the forwarding fields (the proxy's replace the client's, but X-Forwarded-For is appended
+/// to) and the framing: one Content-Length, or chunked. `Expect` is dropped: the proxy has
+/// answered it.
+void write_upstream_head(const RequestParser& request, std::string_view client_address, bool secure,
+                         bool upgrade, HeadText& head);
+
+/// How a response's body goes to the client, and the fields that say so.
+struct ClientFraming {
+  bool chunked = false;  ///< Re-chunked by the proxy.
+  bool codings = false;  ///< The upstream's Transfer-Encoding fields go as they are: codings
+                         ///< besides chunked, either last (re-chunked) or not (until close).
+  std::optional<std::uint64_t> length;  ///< Content-Length.
+};
+
+/// The response head as the client gets it: its own HTTP version, the upstream's end-to-end
+/// fields, the proxy's limit fields (in place of any the upstream sent) and the framing the
+/// body is re-sent in.
+void write_client_head(const ResponseParser& response, unsigned version, ClientFraming framing,
+                       bool keep_alive, bool switching, const pipeline::Decision& decision,
+                       config::LimitsHeaders limits_headers, HeadText& head);
+
+/// RFC 9110 §9.2.2: methods whose effect is the same if a request is made once or more (one
+/// that failed on a kept-alive upstream connection may be sent again on a new one).
+bool idempotent(http::verb method) noexcept;
+
+}  // namespace sluice::http
