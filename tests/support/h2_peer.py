@@ -26,11 +26,17 @@ Fields every scenario prints:
 Scenarios and the fields each adds:
   get --path P [--streams N] [--respect-limit]   streams_opened, max_concurrent_streams,
       header_table_size, max_header_list_size (the server's SETTINGS, null if not sent)
-  post --path P --body-bytes N [--no-content-length]   body_sent, request_body_sha256,
-      body_sha256 (of the response body; null if the response did not complete)
-  reset-after-headers --path P --wait-ms M   reset_sent, first_completed_before_reset,
-      second_stream_id (3, or null if the connection could not take it)
-  idle   seconds (from the SETTINGS exchange to the first GOAWAY or close; null if neither)
+  post --path P --body-bytes N [--no-content-length] [--first-posts K --first-path Q]
+      body_sent, request_body_sha256, body_sha256 (of the response body; null if the response
+      did not complete), stream_id; with K, K POSTs of the same body to Q come first on the
+      connection, each sent until its response or reset came (their answers among responses
+      and resets)
+  reset-after-headers --path P --wait-ms M [--second-path P2]   reset_sent,
+      first_completed_before_reset, second_stream_id (3, or null if the connection could not
+      take it); the second GET is of P2 (default: P)
+  refused-then-get --path P   second_stream_id (3, or null if the connection could not take it)
+  idle [--after-get]   seconds (from the SETTINGS exchange, or from the response to a GET of
+      --path, to the first GOAWAY or close; null if neither)
   rapid-reset --count N   sent (HEADERS+RST_STREAM pairs written), probe_acked
   continuation-flood --frames N   sent (CONTINUATION frames written)
   settings-flood --count N   sent, probe_acked, settings_acks (all SETTINGS ACKs received)
@@ -42,8 +48,9 @@ Scenarios and the fields each adds:
   bad-preface   sent, bytes_received
 probe_acked: after a flood, a PING was written and its ACK came back, so the server had read
 every frame before it and was still answering. --header NAME:VALUE adds request headers to
-get, post, reset-after-headers, rapid-reset, big-headers and window-overflow. --rcvbuf BYTES
-shrinks our receive buffer, so that a flood's ACKs back up in the server rather than in ours.
+get, post, reset-after-headers, refused-then-get (its second GET), idle --after-get, rapid-reset,
+big-headers and window-overflow. --rcvbuf BYTES shrinks our receive buffer, so that a flood's ACKs
+back up in the server rather than in ours. --show-body adds "body" (as text) to each response.
 Stream ids are JSON object keys, so they are strings. Header names and values are UTF-8 text.
 
 Well-formed traffic goes through h2's state machine (H2Connection); abusive traffic is written as
@@ -183,9 +190,12 @@ class Connection:
                    (":path", path), (":authority", self.authority())]
         return headers + list(extra)
 
-    def start_h2(self):
-        """Preface and SETTINGS through h2, which from then on also sees every byte received."""
-        config = h2.config.H2Configuration(client_side=True, header_encoding=None)
+    def start_h2(self, validate=True):
+        """Preface and SETTINGS through h2, which from then on also sees every byte received.
+        validate=False: h2 sends our header fields as they are, even those HTTP/2 forbids."""
+        config = h2.config.H2Configuration(client_side=True, header_encoding=None,
+                                           validate_outbound_headers=validate,
+                                           normalize_outbound_headers=validate)
         self.h2 = h2.connection.H2Connection(config=config)
         self.h2.initiate_connection()
         self.flush()
@@ -405,6 +415,8 @@ class Connection:
                 return  # an interim response; the final one follows
             response = {"status": status, "headers": [p for p in pairs if not p[0].startswith(":")],
                         "body_bytes": 0, "trailers": []}
+            if self.args.show_body:
+                response["body"] = ""
             self.streams[stream_id] = response
             self.hashes[stream_id] = hashlib.sha256()
         else:
@@ -418,6 +430,8 @@ class Connection:
             return  # DATA for a stream with no response open: nothing to record it in
         response["body_bytes"] += len(frame.data)
         self.hashes[frame.stream_id].update(frame.data)
+        if self.args.show_body:
+            response["body"] += text(bytes(frame.data))
         if "END_STREAM" in frame.flags:
             self.complete(frame.stream_id)
 
@@ -503,15 +517,15 @@ def scenario_get(conn, args):
                 hf.SettingsFrame.MAX_HEADER_LIST_SIZE)}
 
 
-def scenario_post(conn, args):
-    """One POST of --body-bytes 'x's, sent as the flow-control windows allow."""
-    conn.start_h2()
-    total = args.body_bytes
+def upload(conn, args, path, body):
+    """One POST of body to path, sent as the flow-control windows allow, until it is all sent
+    or the stream settles; its stream id and how many bytes went."""
+    total = len(body)
     extra = list(args.header)
     if not args.no_content_length:
         extra.append(("content-length", str(total)))
     stream_id = conn.h2.get_next_available_stream_id()
-    conn.h2.send_headers(stream_id, conn.request_headers("POST", args.path, extra),
+    conn.h2.send_headers(stream_id, conn.request_headers("POST", path, extra),
                          end_stream=total == 0)
     conn.flush()
 
@@ -524,7 +538,6 @@ def scenario_post(conn, args):
         except (h2.exceptions.StreamClosedError, h2.exceptions.NoSuchStreamError):
             return 0
 
-    body = b"x" * total
     sent = 0
     while sent < total and not conn.settled(stream_id) and not conn.send_failed:
         size = min(window(), total - sent)
@@ -541,10 +554,23 @@ def scenario_post(conn, args):
         elif not conn.pump(until=lambda: window() > 0 or conn.settled(stream_id)):
             break  # closed, timed out, or h2 gave up on the connection
     conn.pump(until=lambda: conn.settled(stream_id))
+    return stream_id, sent
+
+
+def scenario_post(conn, args):
+    """One POST of --body-bytes 'x's, sent as the flow-control windows allow; with --first-posts
+    K, after K such POSTs to --first-path on the same connection, each sent until its response
+    (or reset) comes."""
+    conn.start_h2()
+    body = b"x" * args.body_bytes
+    for _ in range(args.first_posts):
+        upload(conn, args, args.first_path, body)
+    stream_id, sent = upload(conn, args, args.path, body)
     return {"body_sent": sent,
             "request_body_sha256": hashlib.sha256(body).hexdigest(),
             "body_sha256": (conn.hashes[stream_id].hexdigest() if conn.completed(stream_id)
-                            else None)}
+                            else None),
+            "stream_id": stream_id}
 
 
 def scenario_reset_after_headers(conn, args):
@@ -564,6 +590,8 @@ def scenario_reset_after_headers(conn, args):
     second = None
     if conn.usable():
         second = conn.h2.get_next_available_stream_id()
+        if args.second_path is not None:
+            headers = conn.request_headers("GET", args.second_path, args.header)
         conn.h2.send_headers(second, headers, end_stream=True)
         conn.flush()
         conn.pump(until=lambda: conn.settled(second))
@@ -572,10 +600,36 @@ def scenario_reset_after_headers(conn, args):
             "second_stream_id": second}
 
 
+def scenario_refused_then_get(conn, args):
+    """A GET with a field HTTP/2 forbids (connection: close), which the server must refuse on
+    its stream alone, then a GET of --path on the same connection."""
+    conn.start_h2(validate=False)
+    first = conn.h2.get_next_available_stream_id()
+    conn.h2.send_headers(first, conn.request_headers("GET", "/", [("connection", "close")]),
+                         end_stream=True)
+    conn.flush()
+    conn.pump(until=lambda: conn.settled(first))
+    second = None
+    if conn.usable():
+        second = conn.h2.get_next_available_stream_id()
+        conn.h2.send_headers(second, conn.request_headers("GET", args.path, args.header),
+                             end_stream=True)
+        conn.flush()
+        conn.pump(until=lambda: conn.settled(second))
+    return {"second_stream_id": second}
+
+
 def scenario_idle(conn, args):
-    """Preface and SETTINGS both ways, then silence: how long until the server ends it."""
+    """Preface and SETTINGS both ways (and with --after-get, a GET of --path and its response),
+    then silence: how long until the server ends it."""
     conn.start_h2()
     conn.pump(until=lambda: conn.settings_seen and conn.settings_acked)
+    if args.after_get:
+        stream_id = conn.h2.get_next_available_stream_id()
+        conn.h2.send_headers(stream_id, conn.request_headers("GET", args.path, args.header),
+                             end_stream=True)
+        conn.flush()
+        conn.pump(until=lambda: conn.settled(stream_id))
     quiet_from = time.monotonic()
     conn.pump(until=lambda: conn.goaway_at is not None or conn.closed_at is not None)
     conn.pump(stop_on_goaway=True)  # after a GOAWAY, whether the close follows
@@ -763,6 +817,7 @@ SCENARIOS = {
     "get": scenario_get,
     "post": scenario_post,
     "reset-after-headers": scenario_reset_after_headers,
+    "refused-then-get": scenario_refused_then_get,
     "idle": scenario_idle,
     "rapid-reset": scenario_rapid_reset,
     "continuation-flood": scenario_continuation_flood,
@@ -804,6 +859,11 @@ def parse_arguments(argv):
                         help="get: keep within the server's MAX_CONCURRENT_STREAMS")
     parser.add_argument("--body-bytes", type=int, default=0, help="post: request body size")
     parser.add_argument("--no-content-length", action="store_true", help="post")
+    parser.add_argument("--first-posts", type=int, default=0,
+                        help="post: how many POSTs to --first-path come first")
+    parser.add_argument("--first-path", default="/", help="post: see --first-posts")
+    parser.add_argument("--show-body", action="store_true",
+                        help="responses carry \"body\": the body as text (for small ones)")
     parser.add_argument("--count", type=int, default=1000,
                         help="rapid-reset, settings-flood, ping-flood, hpack-bomb")
     parser.add_argument("--frames", type=int, default=1000, help="continuation-flood")
@@ -814,6 +874,8 @@ def parse_arguments(argv):
     parser.add_argument("--extra-bytes", type=int, default=FRAME_SIZE,
                         help="window-overflow --via data: how far past the window")
     parser.add_argument("--wait-ms", type=int, default=100, help="reset-after-headers")
+    parser.add_argument("--second-path", help="reset-after-headers: the second GET's path")
+    parser.add_argument("--after-get", action="store_true", help="idle: a GET first")
     return parser.parse_args(argv)
 
 

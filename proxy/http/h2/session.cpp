@@ -59,6 +59,8 @@ Session::Session(const SessionLimits& limits, SessionEvents& events, const io::E
   nghttp2_session_callbacks_set_on_begin_headers_callback(callbacks, &Session::on_begin_headers);
   nghttp2_session_callbacks_set_on_header_callback(callbacks, &Session::on_header);
   nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks, &Session::on_frame_received);
+  nghttp2_session_callbacks_set_on_invalid_frame_recv_callback(callbacks,
+                                                               &Session::on_invalid_frame);
   nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks, &Session::on_data);
   nghttp2_session_callbacks_set_on_stream_close_callback(callbacks, &Session::on_stream_closed);
   const Options options;
@@ -169,7 +171,7 @@ int Session::on_begin_headers(nghttp2_session*, const nghttp2_frame* frame, void
   if (frame->hd.type == NGHTTP2_HEADERS && frame->headers.cat == NGHTTP2_HCAT_REQUEST) {
     session.streams_.emplace(frame->hd.stream_id,
                              std::make_shared<Stream>(session.executor_, frame->hd.stream_id));
-    ++session.header_blocks_;
+    session.header_block_stream_ = frame->hd.stream_id;
   }
   return 0;
 }
@@ -223,7 +225,7 @@ int Session::on_frame_received(nghttp2_session*, const nghttp2_frame* frame, voi
   Stream& stream = *found->second;
   const bool ends = (frame->hd.flags & NGHTTP2_FLAG_END_STREAM) != 0;
   if (frame->hd.type == NGHTTP2_HEADERS && frame->headers.cat == NGHTTP2_HCAT_REQUEST) {
-    --session.header_blocks_;
+    session.header_block_stream_ = 0;
     stream.body_done = ends;
     const std::shared_ptr<Stream> request = found->second;  // the events may close it
     session.events_.on_request(request);
@@ -232,6 +234,16 @@ int Session::on_frame_received(nghttp2_session*, const nghttp2_frame* frame, voi
   if (ends) {
     stream.body_done = true;
     stream.changed.notify();
+  }
+  return 0;
+}
+
+int Session::on_invalid_frame(nghttp2_session*, const nghttp2_frame* frame, int, void* self) {
+  auto& session = *static_cast<Session*>(self);
+  if (frame->hd.stream_id == session.header_block_stream_) {
+    // Its request was refused (a field HTTP/2 forbids, a pseudo-header field missing): nghttp2
+    // resets the stream and skips the rest of the block, and no frame_received comes for it.
+    session.header_block_stream_ = 0;
   }
   return 0;
 }
@@ -253,6 +265,9 @@ int Session::on_data(nghttp2_session*, std::uint8_t, std::int32_t stream_id,
 int Session::on_stream_closed(nghttp2_session*, std::int32_t stream_id, std::uint32_t error_code,
                               void* self) {
   auto& session = *static_cast<Session*>(self);
+  if (stream_id == session.header_block_stream_) {
+    session.header_block_stream_ = 0;  // closed before its header block was over
+  }
   const auto found = session.streams_.find(stream_id);
   if (found == session.streams_.end()) {
     return 0;

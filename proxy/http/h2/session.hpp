@@ -94,8 +94,9 @@ class Session {
   bool alive() const noexcept;
   /// The streams open: requests begun and not over.
   std::size_t open_streams() const noexcept { return streams_.size(); }
-  /// Whether a header block has begun and not ended (HEADERS without END_HEADERS yet).
-  bool header_block_open() const noexcept { return header_blocks_ > 0; }
+  /// Whether a request's header block has begun and not ended (HEADERS without END_HEADERS
+  /// yet).
+  bool header_block_open() const noexcept { return header_block_stream_ != 0; }
 
   /// Starts the response of `stream`: `fields` (:status first), then a body from `stream.out`
   /// if `with_body`, else the stream ends with the header.
@@ -117,6 +118,7 @@ class Session {
                        std::size_t name_length, const std::uint8_t* value, std::size_t value_length,
                        std::uint8_t flags, void* self);
   static int on_frame_received(nghttp2_session*, const nghttp2_frame* frame, void* self);
+  static int on_invalid_frame(nghttp2_session*, const nghttp2_frame* frame, int error, void* self);
   static int on_data(nghttp2_session*, std::uint8_t flags, std::int32_t stream_id,
                      const std::uint8_t* data, std::size_t length, void* self);
   static int on_stream_closed(nghttp2_session*, std::int32_t stream_id, std::uint32_t error_code,
@@ -131,7 +133,9 @@ class Session {
   io::Executor executor_;
   nghttp2_session* session_ = nullptr;
   std::uint32_t max_header_list_bytes_;
-  std::size_t header_blocks_ = 0;
+  /// The stream whose request header block is being received (one at a time on a
+  /// connection), 0 if none.
+  std::int32_t header_block_stream_ = 0;
   bool abandoned_ = false;
   std::unordered_map<std::int32_t, std::shared_ptr<Stream>> streams_;
 };

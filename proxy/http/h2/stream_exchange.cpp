@@ -147,13 +147,15 @@ io::Awaitable<Sent> send_request(Connection& connection, Stream& stream, Request
     }
     const beast::error_code ec =
         co_await io::send(server, std::span(pieces.data(), count), timeouts.upstream);
+    if (!piece.empty()) {
+      // Passed on, or never will be (the upstream failed, or the reset stream closed it): the
+      // connection's window gets them back either way, else it would shrink for good.
+      connection.session().consume(stream, piece.size());
+      connection.flush();
+    }
     if (ec) {
       co_return Sent{.failure = ec == beast::error::timeout ? UpstreamFailure::timeout
                                                             : UpstreamFailure::broken};
-    }
-    if (!piece.empty()) {
-      connection.session().consume(stream, piece.size());
-      connection.flush();
     }
     pieces = {};
     count = 0;

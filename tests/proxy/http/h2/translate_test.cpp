@@ -1,0 +1,230 @@
+// HTTP/2 requests as the HTTP/1.1 heads the rest of the proxy reads, HTTP/1.1 response heads as
+// HTTP/2 fields, and grpc-message's encoding: exact outputs.
+#include "proxy/http/h2/translate.hpp"
+
+#include <gtest/gtest.h>
+
+#include <boost/asio/io_context.hpp>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace sluice::http::h2 {
+namespace {
+
+std::string text_of(const HeadText& head) { return {head.data(), head.size()}; }
+
+/// A stream as the Session fills it, without a Session.
+class TranslateRequest : public testing::Test {
+ protected:
+  boost::asio::io_context io;  // before the stream, which takes its executor
+  Stream stream{io.get_executor(), 1};
+
+  std::string head() {
+    HeadText text;
+    write_request_head(stream, text);
+    return text_of(text);
+  }
+};
+
+TEST_F(TranslateRequest, PseudoHeaderFieldsMakeTheRequestLineAndHost) {
+  stream.method = "GET";
+  stream.scheme = "https";
+  stream.authority = "api.test:8443";
+  stream.path = "/items?page=2";
+  stream.fields = "accept: */*\r\nx-tier: gold\r\n";
+  stream.body_done = true;
+  EXPECT_EQ(head(),
+            "GET /items?page=2 HTTP/1.1\r\n"
+            "host: api.test:8443\r\n"
+            "accept: */*\r\n"
+            "x-tier: gold\r\n"
+            "\r\n");
+}
+
+TEST_F(TranslateRequest, AuthorityWinsOverAHostFieldWhichIsDropped) {
+  stream.method = "GET";
+  stream.authority = "from-authority.test";
+  stream.path = "/";
+  stream.fields = "host: from-host.test\r\naccept: */*\r\nx-host: kept\r\n";
+  stream.body_done = true;
+  EXPECT_EQ(head(),
+            "GET / HTTP/1.1\r\n"
+            "host: from-authority.test\r\n"
+            "accept: */*\r\n"
+            "x-host: kept\r\n"
+            "\r\n");
+}
+
+TEST_F(TranslateRequest, AHostFieldStaysWhenThereIsNoAuthority) {
+  stream.method = "GET";
+  stream.path = "/";
+  stream.fields = "host: only-host.test\r\n";
+  stream.body_done = true;
+  EXPECT_EQ(head(), "GET / HTTP/1.1\r\nhost: only-host.test\r\n\r\n");
+}
+
+TEST_F(TranslateRequest, CookieCrumbsGoAsOneFieldAfterTheOthers) {
+  stream.method = "GET";
+  stream.authority = "a";
+  stream.path = "/";
+  stream.fields = "accept: */*\r\n";
+  stream.cookie = "a=1; b=2; c=3";  // as the Session joins them
+  stream.body_done = true;
+  EXPECT_EQ(head(),
+            "GET / HTTP/1.1\r\n"
+            "host: a\r\n"
+            "accept: */*\r\n"
+            "cookie: a=1; b=2; c=3\r\n"
+            "\r\n");
+}
+
+TEST_F(TranslateRequest, KeepsAContentLength) {
+  stream.method = "POST";
+  stream.authority = "a";
+  stream.path = "/upload";
+  stream.fields = "content-length: 300000\r\ncontent-type: application/octet-stream\r\n";
+  stream.body_done = false;
+  EXPECT_EQ(head(),
+            "POST /upload HTTP/1.1\r\n"
+            "host: a\r\n"
+            "content-length: 300000\r\n"
+            "content-type: application/octet-stream\r\n"
+            "\r\n");
+}
+
+TEST_F(TranslateRequest, HasNoFramingWhenTheHeaderBlockEndedTheStream) {
+  stream.method = "POST";
+  stream.authority = "a";
+  stream.path = "/empty";
+  stream.body_done = true;
+  EXPECT_EQ(head(), "POST /empty HTTP/1.1\r\nhost: a\r\n\r\n");
+}
+
+TEST_F(TranslateRequest, IsChunkedWhenABodyFollowsWithoutALength) {
+  stream.method = "POST";
+  stream.authority = "a";
+  stream.path = "/upload";
+  stream.fields = "x-content-length: 5\r\n";  // another field's name ending so is no length
+  stream.body_done = false;
+  EXPECT_EQ(head(),
+            "POST /upload HTTP/1.1\r\n"
+            "host: a\r\n"
+            "x-content-length: 5\r\n"
+            "transfer-encoding: chunked\r\n"
+            "\r\n");
+}
+
+TEST_F(TranslateRequest, AConnectRequestTargetsItsAuthority) {
+  stream.method = "CONNECT";
+  stream.authority = "db.internal:5432";
+  stream.body_done = false;
+  EXPECT_EQ(head(),
+            "CONNECT db.internal:5432 HTTP/1.1\r\n"
+            "host: db.internal:5432\r\n"
+            "transfer-encoding: chunked\r\n"
+            "\r\n");
+}
+
+/// The fields for nghttp2, as (name, value) pairs.
+std::vector<std::pair<std::string, std::string>> pairs_of(ResponseFields& fields) {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const nghttp2_nv& field : fields.list()) {
+    out.emplace_back(std::string(reinterpret_cast<const char*>(field.name), field.namelen),
+                     std::string(reinterpret_cast<const char*>(field.value), field.valuelen));
+  }
+  return out;
+}
+
+using Pairs = std::vector<std::pair<std::string, std::string>>;
+
+TEST(ResponseFields, ReadsTheStatusAndLowerCasesNames) {
+  ResponseFields fields;
+  fields.read(
+      "HTTP/1.1 429 Too Many Requests\r\n"
+      "Content-Type: application/problem+json\r\n"
+      "Retry-After: 7\r\n"
+      "RateLimit-Policy: \"per-ip\";q=2;w=3600\r\n"
+      "Content-Length: 120\r\n"
+      "\r\n");
+  EXPECT_EQ(fields.status(), 429U);
+  EXPECT_EQ(pairs_of(fields), (Pairs{{":status", "429"},
+                                     {"content-type", "application/problem+json"},
+                                     {"retry-after", "7"},
+                                     {"ratelimit-policy", "\"per-ip\";q=2;w=3600"},
+                                     {"content-length", "120"}}));
+}
+
+TEST(ResponseFields, DropsConnectionSpecificFields) {
+  ResponseFields fields;
+  fields.read(
+      "HTTP/1.1 200 OK\r\n"
+      "Connection: keep-alive\r\n"
+      "Keep-Alive: timeout=5\r\n"
+      "Proxy-Connection: close\r\n"
+      "Transfer-Encoding: chunked\r\n"
+      "Upgrade: h2c\r\n"
+      "X-Upgrade-Ok: yes\r\n"
+      "\r\n");
+  EXPECT_EQ(pairs_of(fields), (Pairs{{":status", "200"}, {"x-upgrade-ok", "yes"}}));
+}
+
+TEST(ResponseFields, LeavesOutTheFieldsToSkipAndTrimsLeadingSpace) {
+  ResponseFields fields;
+  fields.read(
+      "HTTP/1.1 403 Forbidden\r\n"
+      "Content-Type: application/problem+json\r\n"
+      "Content-Length: 99\r\n"
+      "X-Spaced:  \t two\r\n"
+      "\r\n",
+      {"content-type", "content-length"});
+  EXPECT_EQ(pairs_of(fields), (Pairs{{":status", "403"}, {"x-spaced", "two"}}));
+}
+
+TEST(ResponseFields, AddsFieldsAndReplacesTheStatus) {
+  ResponseFields fields;
+  fields.read("HTTP/1.1 429 Too Many Requests\r\nRetry-After: 1\r\n\r\n");
+  fields.set_status(200);
+  fields.add("content-type", "application/grpc");
+  fields.add("grpc-status", "8");
+  EXPECT_EQ(fields.status(), 200U);
+  EXPECT_EQ(pairs_of(fields), (Pairs{{":status", "200"},
+                                     {"retry-after", "1"},
+                                     {"content-type", "application/grpc"},
+                                     {"grpc-status", "8"}}));
+}
+
+TEST(ResponseFields, StartsAfreshOnEachRead) {
+  ResponseFields fields;
+  fields.read("HTTP/1.1 502 Bad Gateway\r\nX-First: 1\r\n\r\n");
+  fields.add("x-added", "2");
+  fields.read("HTTP/1.1 204 No Content\r\nX-Second: 3\r\n\r\n");
+  EXPECT_EQ(pairs_of(fields), (Pairs{{":status", "204"}, {"x-second", "3"}}));
+}
+
+TEST(ResponseFields, KeepsEveryFieldWhenTheTextOutgrowsItsStorage) {
+  // Names and values are kept as offsets: a long head that moves the text must not break them.
+  std::string head = "HTTP/1.1 200 OK\r\n";
+  Pairs expected{{":status", "200"}};
+  for (int i = 0; i < 100; ++i) {
+    const std::string value(50, static_cast<char>('a' + i % 26));
+    head += "X-Field-" + std::to_string(i) + ": " + value + "\r\n";
+    expected.emplace_back("x-field-" + std::to_string(i), value);
+  }
+  head += "\r\n";
+  ResponseFields fields;
+  fields.read(head);
+  EXPECT_EQ(pairs_of(fields), expected);
+}
+
+TEST(GrpcMessage, PercentEncodesWhatIsNotPrintableAsciiAndThePercentSign) {
+  EXPECT_EQ(grpc_message("Too Many Requests"), "Too Many Requests");
+  EXPECT_EQ(grpc_message("100% done"), "100%25 done");
+  EXPECT_EQ(grpc_message("line\nbreak\ttab"), "line%0Abreak%09tab");
+  EXPECT_EQ(grpc_message("caf\xC3\xA9"), "caf%C3%A9");
+  EXPECT_EQ(grpc_message(std::string_view("\x00\x7F~", 3)), "%00%7F~");
+  EXPECT_EQ(grpc_message(""), "");
+}
+
+}  // namespace
+}  // namespace sluice::http::h2
