@@ -37,7 +37,7 @@ class Connection final : public SessionEvents, public std::enable_shared_from_th
   LoopContext& loop() noexcept { return loop_; }
   Session& session() noexcept { return session_; }
   /// Reused by the streams for their responses' fields (they submit them at once).
-  ResponseFields& response_fields() noexcept { return fields_; }
+  FieldList& response_fields() noexcept { return fields_; }
   /// Whether the connection is gone: its streams stop.
   bool ended() const noexcept { return ended_; }
 
@@ -53,7 +53,7 @@ class Connection final : public SessionEvents, public std::enable_shared_from_th
   Session session_;
   io::Signal output_;
   std::vector<char> out_;
-  ResponseFields fields_;
+  FieldList fields_;
   bool reading_done_ = false;
   bool going_away_ = false;
   bool ended_ = false;

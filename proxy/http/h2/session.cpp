@@ -268,8 +268,9 @@ int Session::on_stream_closed(nghttp2_session*, std::int32_t stream_id, std::uin
   return 0;
 }
 
-ssize_t Session::read_body(nghttp2_session*, std::int32_t, std::uint8_t* into, std::size_t length,
-                           std::uint32_t* flags, nghttp2_data_source* source, void*) {
+ssize_t Session::read_body(nghttp2_session* session, std::int32_t stream_id, std::uint8_t* into,
+                           std::size_t length, std::uint32_t* flags, nghttp2_data_source* source,
+                           void*) {
   Stream& stream = *static_cast<Stream*>(source->ptr);
   const std::size_t count = std::min(length, stream.out.size());
   if (count > 0) {
@@ -280,6 +281,12 @@ ssize_t Session::read_body(nghttp2_session*, std::int32_t, std::uint8_t* into, s
     stream.changed.notify();  // drained: the serving coroutine may lend the next bytes
     if (stream.out_done) {
       *flags |= NGHTTP2_DATA_FLAG_EOF;
+      if (stream.trailers != nullptr && !stream.trailers->empty()) {
+        // The trailers end the stream instead (nghttp2 allows submitting them from here).
+        *flags |= NGHTTP2_DATA_FLAG_NO_END_STREAM;
+        nghttp2_submit_trailer(session, stream_id, stream.trailers->data(),
+                               stream.trailers->size());
+      }
       return static_cast<ssize_t>(count);
     }
     if (count == 0) {

@@ -41,6 +41,9 @@ struct Stream {
   /// The response body's next bytes, lent by the serving coroutine until they are all taken.
   std::span<const char> out;
   bool out_done = false;  ///< The response body ends after `out`.
+  /// Trailer fields sent after the body (gRPC's status), if set before the body ends; they
+  /// must stay valid until then.
+  const std::vector<nghttp2_nv>* trailers = nullptr;
 
   /// The upstream connection it is relaying from, if any: closed when the stream is reset, so
   /// that its coroutine stops waiting on it.
