@@ -224,6 +224,7 @@ int Session::on_frame_received(nghttp2_session*, const nghttp2_frame* frame, voi
   const bool ends = (frame->hd.flags & NGHTTP2_FLAG_END_STREAM) != 0;
   if (frame->hd.type == NGHTTP2_HEADERS && frame->headers.cat == NGHTTP2_HCAT_REQUEST) {
     --session.header_blocks_;
+    stream.headers_done = true;
     stream.body_done = ends;
     const std::shared_ptr<Stream> request = found->second;  // the events may close it
     session.events_.on_request(request);
@@ -258,6 +259,9 @@ int Session::on_stream_closed(nghttp2_session*, std::int32_t stream_id, std::uin
     return 0;
   }
   Stream& stream = *found->second;
+  if (!stream.headers_done) {
+    --session.header_blocks_;  // reset within its header block (a malformed field)
+  }
   close(stream, error_code);
   if (!stream.body.empty()) {
     // Received and never passed on: the connection's window gets it back.

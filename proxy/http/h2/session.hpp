@@ -33,6 +33,7 @@ struct Stream {
   std::string cookie;  ///< Cookie crumbs joined with "; ", as HTTP/1.1 wants (RFC 9113 §8.2.3).
   std::size_t header_bytes = 0;  ///< As SETTINGS_MAX_HEADER_LIST_SIZE counts them.
   bool too_large = false;        ///< Its header list went past the limit: answered 431.
+  bool headers_done = false;     ///< Its header block is over.
 
   std::string body;           ///< Request body received, not yet passed on.
   bool body_done = false;     ///< END_STREAM came: the request is whole.

@@ -433,7 +433,8 @@ io::Awaitable<RelayOutcome> relay_to_http2(Connection& connection,
   if (grpc) {
     fields.add("te", "trailers");  // gRPC servers want it; HTTP/1.1's relay drops TE
   }
-  const auto call = std::make_shared<Call>(client);
+  // The call wakes the client stream's signal (an aliasing pointer keeps the stream).
+  const auto call = std::make_shared<Call>(std::shared_ptr<io::Signal>(client, &client->changed));
   const bool with_body = !(stream.body_done && stream.body.empty());
   if (!upstream_session->begin(call, fields.list(), with_body)) {
     co_return co_await answer_failure(connection, stream, state, exchange, grpc, false,

@@ -12,22 +12,21 @@
 #include <vector>
 
 #include "config/proxy_config.hpp"
-#include "proxy/http/h2/session.hpp"
 #include "proxy/http/h2/translate.hpp"
 #include "proxy/http/upstream_pool.hpp"
 #include "proxy/io/signal.hpp"
 
 namespace sluice::http::h2 {
 
-/// One request stream to an HTTP/2 upstream, for one client stream: the request body as the
-/// relaying coroutine lends it, and the response as it arrives. The upstream session wakes the
-/// client stream's signal when something happened, so that one coroutine waits for both sides,
-/// and keeps the call (and its client stream) until nghttp2 is done with it.
+/// One request stream to an HTTP/2 upstream: the request body as the relaying coroutine lends
+/// it, and the response as it arrives. The upstream session wakes `changed` when something
+/// happened (for an HTTP/2 client, its stream's own signal, so that one coroutine waits for both
+/// sides), and keeps the call until nghttp2 is done with it.
 struct Call {
-  explicit Call(std::shared_ptr<Stream> for_client) : client(std::move(for_client)) {}
-  void wake() { client->changed.notify(); }
+  explicit Call(std::shared_ptr<io::Signal> signal) : changed(std::move(signal)) {}
+  void wake() { changed->notify(); }
 
-  const std::shared_ptr<Stream> client;
+  const std::shared_ptr<io::Signal> changed;
   std::int32_t id = -1;
 
   std::span<const char> out;  ///< The request body's next bytes, lent until all are taken.
