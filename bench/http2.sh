@@ -33,6 +33,11 @@
 #         as a proxy in front of slow upstreams would hold them; KiB/stream is the same divided by
 #         MEM_STREAMS. "held" is the most requests the upstream had at once: it should be
 #         MEM_CONNECTIONS x MEM_STREAMS, or the figure covers fewer streams than asked.
+# "upstream conns/req" in the h2c and tls tests: the TCP connections opened on the machine during
+# the run (the kernel's Tcp ActiveOpens, /proc/net/snmp), less h2load's own, per request: the
+# connections the proxy opened to the upstream. Near 0 when the proxy reuses its kept-alive
+# upstream connections, 1 when it opens one per request. The counter covers the whole machine, so
+# other programs connecting at the same time add to it.
 # h2load's failed, errored and timed-out requests (its "requests:" line) and its non-2xx answers
 # (its "status codes:" line) are added up over the rounds and shown in the tables: anything but
 # 0 means that the proxy dropped, reset or refused streams, and its figures are not comparable.
@@ -173,6 +178,13 @@ url() {
   esac
 }
 
+# active_opens: the TCP connections opened so far on the machine (Tcp ActiveOpens).
+active_opens() {
+  awk '$1 == "Tcp:" {
+    if (!n) { for (i = 2; i <= NF; i++) if ($i == "ActiveOpens") f = i; n = 1 } else print $f }' \
+    /proc/net/snmp
+}
+
 # h2load_failures OUT: failed + errored + timed-out requests in h2load's report, then its non-2xx
 # answers, on one line.
 h2load_failures() {
@@ -229,18 +241,20 @@ run_h2load() {
 # test_load ROUND PROXY TEST: h2load -D DURATION over h2c or TLS after a WARMUP; appends a row
 # to results.
 test_load() {
-  local round=$1 proxy=$2 test=$3 out ticks0 ticks1 t0 t1 up0 up1 extra=()
-  local rps done_requests mean failed non2xx cpu_us cpu_pct load_pct
+  local round=$1 proxy=$2 test=$3 out ticks0 ticks1 t0 t1 up0 up1 opens0 opens1 extra=()
+  local rps done_requests mean failed non2xx cpu_us cpu_pct load_pct conns
   [[ $test == tls ]] && extra=("${tls_options[@]}")
   out=$work/h2load-$proxy-$test-$round.txt
   run_h2load "$work/warmup.txt" -t"$H2LOAD_THREADS" -c"$CONNECTIONS" -m"$STREAMS" \
     -D"$WARMUP" "${extra[@]}" "$(url "$test")"
   ticks0=$(cpu_ticks "$proxy_pid")
   up0=$(cpu_ticks "$upstream_pid")
+  opens0=$(active_opens)
   t0=$(now_ns)
   run_h2load "$out" -t"$H2LOAD_THREADS" -c"$CONNECTIONS" -m"$STREAMS" -D"$DURATION" \
     "${extra[@]}" "$(url "$test")"
   t1=$(now_ns)
+  opens1=$(active_opens)
   ticks1=$(cpu_ticks "$proxy_pid")
   up1=$(cpu_ticks "$upstream_pid")
 
@@ -255,7 +269,9 @@ test_load() {
     die "could not read h2load's output for $proxy $test"
   fi
   cpu_figures $((ticks1 - ticks0)) "$done_requests" $((t1 - t0)) $((up1 - up0)) "$h2load_cpu"
-  results+=("$round|$proxy|$test|$rps|$(to_ms "$mean")|$cpu_us|$cpu_pct|$load_pct|$failed|$non2xx|-|-|-|-|-")
+  conns=$(awk -v o=$((opens1 - opens0 - CONNECTIONS)) -v n="$done_requests" \
+    'BEGIN {if (o < 0) o = 0; printf "%.3f", o / n}')
+  results+=("$round|$proxy|$test|$rps|$(to_ms "$mean")|$cpu_us|$cpu_pct|$load_pct|$failed|$non2xx|-|-|-|-|-|$conns")
 }
 
 # rss_kib PID: VmRSS of PID and its children (nginx's master and worker), in KiB.
@@ -316,7 +332,7 @@ test_mem() {
   per_conn=$(awk -v h="$held" -v i="$idle" -v c="$MEM_CONNECTIONS" 'BEGIN {printf "%.1f", (h - i) / c}')
   per_stream=$(awk -v p="$per_conn" -v s="$MEM_STREAMS" 'BEGIN {printf "%.2f", p / s}')
   log "  mem: RSS $idle KiB idle, $held KiB with $most requests held at the upstream (peak $peak of $total), h2load ${elapsed}s"
-  results+=("$round|$proxy|mem|-|-|-|-|-|$failed|$non2xx|$idle|$held|$per_conn|$per_stream|${peak:-0}")
+  results+=("$round|$proxy|mem|-|-|-|-|-|$failed|$non2xx|$idle|$held|$per_conn|$per_stream|${peak:-0}|-")
   alive "$proxy_pid" || { tail -n 20 "$proxy_log" >&2; die "$proxy exited during the mem test"; }
   stop_proxy
 }
@@ -437,8 +453,9 @@ for ((round = 1; round <= ROUNDS; round++)); do
 done
 
 # Figures: 1 req/s, 2 mean ms, 3 CPU µs/req, 4 proxy CPU %, 5 load CPU %, 6 failed, 7 non-2xx,
-# 8 RSS idle KiB, 9 RSS held KiB, 10 KiB/connection, 11 KiB/stream, 12 streams held.
-collect_medians 12
+# 8 RSS idle KiB, 9 RSS held KiB, 10 KiB/connection, 11 KiB/stream, 12 streams held,
+# 13 upstream connections opened per request.
+collect_medians 13
 
 # fixed VALUE DECIMALS: VALUE with that many decimals, or "-" as it is.
 fixed() { if [[ $1 == - ]]; then echo -; else printf "%.${2}f" "$1"; fi; }
@@ -456,14 +473,15 @@ done
 if ((has_load)); then
   echo
   if ((ROUNDS > 1)); then echo "medians of $ROUNDS rounds (failed and non-2xx: all rounds added up):"; fi
-  echo "| proxy | test | req/s | mean ms | CPU µs/req | proxy CPU % | load CPU % | failed | non-2xx |"
-  echo "|---|---|---:|---:|---:|---:|---:|---:|---:|"
+  echo "| proxy | test | req/s | mean ms | CPU µs/req | proxy CPU % | load CPU % | upstream conns/req | failed | non-2xx |"
+  echo "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"
   for row in "${medians[@]}"; do
-    IFS='|' read -r proxy test rps mean cpu_us cpu_pct load_pct _ <<<"$row"
+    IFS='|' read -r proxy test rps mean cpu_us cpu_pct load_pct _ _ _ _ _ _ _ conns <<<"$row"
     [[ $test != mem ]] || continue
-    printf '| %s | %s | %.0f | %s | %s | %s | %s | %s | %s |\n' "$proxy" "$test" "$rps" \
+    printf '| %s | %s | %.0f | %s | %s | %s | %s | %s | %s | %s |\n' "$proxy" "$test" "$rps" \
       "$(fixed "$mean" 2)" "$(fixed "$cpu_us" 2)" "$(fixed "$cpu_pct" 0)" \
-      "$(fixed "$load_pct" 0)" "$(total "$proxy/$test" 6)" "$(total "$proxy/$test" 7)"
+      "$(fixed "$load_pct" 0)" "$(fixed "$conns" 2)" "$(total "$proxy/$test" 6)" \
+      "$(total "$proxy/$test" 7)"
   done
 fi
 if ((has_mem)); then
@@ -473,7 +491,7 @@ if ((has_mem)); then
   echo "| proxy | RSS idle MiB | RSS held MiB | KiB/connection | KiB/stream | streams held | failed | non-2xx |"
   echo "|---|---:|---:|---:|---:|---:|---:|---:|"
   for row in "${medians[@]}"; do
-    IFS='|' read -r proxy test _ _ _ _ _ _ _ idle held per_conn per_stream streams <<<"$row"
+    IFS='|' read -r proxy test _ _ _ _ _ _ _ idle held per_conn per_stream streams _ <<<"$row"
     [[ $test == mem ]] || continue
     printf '| %s | %.1f | %.1f | %.1f | %.2f | %.0f | %s | %s |\n' "$proxy" \
       "$(awk -v k="$idle" 'BEGIN {print k / 1024}')" "$(awk -v k="$held" 'BEGIN {print k / 1024}')" \
@@ -481,9 +499,12 @@ if ((has_mem)); then
   done
 fi
 
-busy_rows="" failing_rows="" short_rows=""
+busy_rows="" failing_rows="" short_rows="" churn_rows=""
 for row in "${medians[@]}"; do
-  IFS='|' read -r proxy test _ _ _ cpu_pct load_pct _ <<<"$row"
+  IFS='|' read -r proxy test _ _ _ cpu_pct load_pct _ _ _ _ _ _ _ conns <<<"$row"
+  if [[ $test != mem ]] && awk -v c="$conns" 'BEGIN {exit !(c >= 0.5)}'; then
+    churn_rows+=" $proxy/$test ($conns)"
+  fi
   if [[ $test != mem ]] && awk -v a="$cpu_pct" -v b="$load_pct" 'BEGIN {exit !(a < 80 && b < 80)}'; then
     busy_rows+=" $proxy/$test"
   fi
@@ -499,6 +520,12 @@ if [[ -n $busy_rows ]]; then
   echo
   echo "note: neither the proxy nor the load side used 80 % of its core in:$busy_rows;" \
     "other processes were taking CPU, so run again on a quiet machine."
+fi
+if [[ -n $churn_rows ]]; then
+  echo
+  echo "note: a new upstream connection for most requests (upstream conns/req) in:$churn_rows;" \
+    "the proxy did not reuse its kept-alive upstream connections there, and its CPU µs/req" \
+    "includes a connect and a close per request."
 fi
 if [[ -n $failing_rows ]]; then
   echo

@@ -61,6 +61,8 @@ class Answering final : public h2::SessionEvents {
     streams.push_back(stream);
   }
 
+  void on_goaway_sent(std::uint32_t) override {}
+
   /// What the proxy's coroutines do between reads: pass bodies on, lend the rest of a response.
   void progress() {
     for (const auto& stream : streams) {

@@ -24,6 +24,7 @@ class Connection final : public SessionEvents, public std::enable_shared_from_th
   static io::Awaitable<void> serve(std::shared_ptr<Connection> connection);
 
   void on_request(const std::shared_ptr<Stream>& stream) override;
+  void on_goaway_sent(std::uint32_t error_code) override;
 
   /// There are frames to send (a response, a window update): the writer wakes.
   void flush() { output_.notify(); }

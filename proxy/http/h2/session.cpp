@@ -61,6 +61,7 @@ Session::Session(const SessionLimits& limits, SessionEvents& events, const io::E
   nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks, &Session::on_frame_received);
   nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks, &Session::on_data);
   nghttp2_session_callbacks_set_on_stream_close_callback(callbacks, &Session::on_stream_closed);
+  nghttp2_session_callbacks_set_on_frame_send_callback(callbacks, &Session::on_frame_sent);
   const Options options;
   const int made = nghttp2_session_server_new2(&session_, callbacks, this, options.option);
   nghttp2_session_callbacks_del(callbacks);
@@ -233,6 +234,13 @@ int Session::on_frame_received(nghttp2_session*, const nghttp2_frame* frame, voi
   if (ends) {
     stream.body_done = true;
     stream.changed.notify();
+  }
+  return 0;
+}
+
+int Session::on_frame_sent(nghttp2_session*, const nghttp2_frame* frame, void* self) {
+  if (frame->hd.type == NGHTTP2_GOAWAY) {
+    static_cast<Session*>(self)->events_.on_goaway_sent(frame->goaway.error_code);
   }
   return 0;
 }

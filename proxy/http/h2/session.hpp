@@ -64,10 +64,11 @@ struct SessionLimits {
   std::int32_t connection_window = 256 * 1024;
 };
 
-/// Told by a Session when a request's header block is over.
+/// Told by a Session when a request's header block is over, and when it sends GOAWAY.
 class SessionEvents {
  public:
   virtual void on_request(const std::shared_ptr<Stream>& stream) = 0;
+  virtual void on_goaway_sent(std::uint32_t error_code) = 0;
 
  protected:
   ~SessionEvents() = default;
@@ -121,6 +122,7 @@ class Session {
                        std::size_t name_length, const std::uint8_t* value, std::size_t value_length,
                        std::uint8_t flags, void* self);
   static int on_frame_received(nghttp2_session*, const nghttp2_frame* frame, void* self);
+  static int on_frame_sent(nghttp2_session*, const nghttp2_frame* frame, void* self);
   static int on_data(nghttp2_session*, std::uint8_t flags, std::int32_t stream_id,
                      const std::uint8_t* data, std::size_t length, void* self);
   static int on_stream_closed(nghttp2_session*, std::int32_t stream_id, std::uint32_t error_code,
