@@ -36,11 +36,12 @@ struct Options {
   nghttp2_option* option = nullptr;
 };
 
-/// The stream is over: its coroutine is told, and stops waiting on its upstream.
+/// The stream is over: its coroutine is told, and when it was reset (not answered whole: the
+/// upstream connection is then still good for the next request), stops waiting on its upstream.
 void close(Stream& stream, std::uint32_t error_code) {
   stream.closed = true;
   stream.close_error = error_code;
-  if (stream.upstream != nullptr) {
+  if (stream.upstream != nullptr && error_code != NGHTTP2_NO_ERROR) {
     beast::error_code ignored;
     stream.upstream->socket().close(ignored);
     stream.upstream = nullptr;
