@@ -94,9 +94,11 @@ std::optional<Upstream> parse_upstream(std::string_view text, std::string& probl
     problem = "\"" + redact_url(text) + "\" " + std::string(why);
     return std::nullopt;
   };
-  const bool tls = starts_with_scheme(text, "https");
-  if (!tls && !starts_with_scheme(text, "http")) {
-    return fail("is not an http:// or https:// URL (upstreams speak HTTP/1.1)");
+  const bool h2 = starts_with_scheme(text, "h2");
+  const bool h2c = starts_with_scheme(text, "h2c");
+  const bool tls = h2 || starts_with_scheme(text, "https");
+  if (!tls && !h2c && !starts_with_scheme(text, "http")) {
+    return fail("is not an http://, https://, h2c:// or h2:// URL");
   }
   const std::optional<urls::url_view> url = parse_url(text);
   if (!url) {
@@ -119,7 +121,11 @@ std::optional<Upstream> parse_upstream(std::string_view text, std::string& probl
   if (url->has_query() || url->has_fragment()) {
     return fail("must be http[s]://host[:port], without a query or fragment");
   }
-  return Upstream{.url = std::string(text), .host = std::move(host), .port = *port, .tls = tls};
+  return Upstream{.url = std::string(text),
+                  .host = std::move(host),
+                  .port = *port,
+                  .tls = tls,
+                  .http2 = h2 || h2c};
 }
 
 std::optional<RedisEndpoint> parse_redis_url(std::string_view text, std::string& problem) {

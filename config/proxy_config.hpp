@@ -59,12 +59,14 @@ struct UpstreamTls {
   Location ca_at, cert_at, key_at;  ///< Where the file names are written.
 };
 
-/// `http://host[:port]` or `https://host[:port]`: upstreams speak HTTP/1.1, in cleartext or TLS.
+/// `http://host[:port]` or `https://host[:port]`: an upstream that speaks HTTP/1.1, in cleartext
+/// or TLS; `h2c://` or `h2://`: one that speaks HTTP/2 (gRPC servers), multiplexed.
 struct Upstream {
   std::string url;
   std::string host;
   std::uint16_t port = 80;
-  bool tls = false;  ///< https://
+  bool tls = false;    ///< https:// or h2://
+  bool http2 = false;  ///< h2c:// (cleartext, prior knowledge) or h2:// (TLS, ALPN h2)
 };
 
 struct Timeouts {

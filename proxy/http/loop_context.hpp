@@ -3,6 +3,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "limiter/clock.hpp"
@@ -18,6 +19,10 @@
 #include "proxy/telemetry/metrics.hpp"
 
 namespace sluice::http {
+
+namespace h2 {
+class UpstreamSessions;
+}
 
 /// What every event loop shares with the others: the configuration in force, where limits are
 /// counted, the counters and the process's switches. Owned by the server; the atomics are the
@@ -55,6 +60,8 @@ struct LoopContext {
   UpstreamPool& pool;                 ///< This loop's upstream connections.
   io::ChunkPool& chunks;              ///< This loop's body buffers.
   RequestStatePool& request_states;   ///< What its connections borrow while they are busy.
+  /// This loop's sessions with HTTP/2 upstreams (h2c://, h2://), made on first use.
+  std::shared_ptr<h2::UpstreamSessions> http2_upstreams;
   /// By listener index: whether it speaks TLS, as bound at start (a reload cannot change it).
   std::vector<bool> tls_listeners;
 };

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "proxy/http/beast_http.hpp"
+#include "proxy/http/h2/http1_bridge.hpp"
 #include "proxy/http/header_text.hpp"
 #include "proxy/http/message_read.hpp"
 #include "proxy/http/relay_heads.hpp"
@@ -207,15 +208,6 @@ bool is_malformed(const beast::error_code& ec) noexcept {
          ec != http::error::partial_message && ec != http::error::end_of_stream;
 }
 
-/// Whether the client waits for a 100 (Continue) before it sends the body; an HTTP/1.0 client
-/// does not know interim responses, and its expectation is ignored (RFC 9110 §10.1.1).
-bool expects_continue(const RequestParser& request) {
-  return request.version() >= 11 &&
-         pipeline::equal_ignoring_case(
-             pipeline::trim_whitespace(request.head().value_of(http::field::expect)),
-             "100-continue");
-}
-
 /// How sending a request upstream ended.
 struct UpstreamSend {
   UpstreamFailure failure = UpstreamFailure::none;
@@ -351,6 +343,9 @@ std::string_view name_of(UpstreamFailure failure) noexcept {
 
 io::Awaitable<RelayOutcome> relay(ClientConnection& downstream, const Exchange& exchange,
                                   LoopContext& loop) {
+  if (exchange.upstream().http2) {
+    co_return co_await h2::relay_http1_to_http2(downstream, exchange, loop);
+  }
   io::Stream& client = downstream.stream;
   beast::flat_buffer& client_buffer = downstream.state->buffer;
   RequestParser& parser = exchange.request;

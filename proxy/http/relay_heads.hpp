@@ -34,6 +34,10 @@ void write_client_head(const ResponseParser& response, unsigned version, ClientF
                        bool keep_alive, bool switching, const pipeline::Decision& decision,
                        config::LimitsHeaders limits_headers, HeadText& head);
 
+/// Whether the client waits for a 100 (Continue) before it sends the body; an HTTP/1.0 client
+/// does not know interim responses, and its expectation is ignored (RFC 9110 §10.1.1).
+bool expects_continue(const RequestParser& request);
+
 /// RFC 9110 §9.2.2: methods whose effect is the same if a request is made once or more (one
 /// that failed on a kept-alive upstream connection may be sent again on a new one).
 bool idempotent(http::verb method) noexcept;

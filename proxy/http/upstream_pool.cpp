@@ -8,6 +8,7 @@
 #include "config/url.hpp"
 #include "proxy/io/coarse_clock.hpp"
 #include "proxy/io/net.hpp"
+#include "proxy/tls/contexts.hpp"
 #include "proxy/tls/peer.hpp"
 
 namespace sluice::http {
@@ -25,12 +26,13 @@ bool still_open(io::Socket& socket) {
 
 UpstreamPool::Entry& UpstreamPool::entry_for(const config::Upstream& upstream) {
   for (Entry& entry : entries_) {
-    if (entry.port == upstream.port && entry.tls == upstream.tls && entry.host == upstream.host) {
+    if (entry.port == upstream.port && entry.tls == upstream.tls && entry.http2 == upstream.http2 &&
+        entry.host == upstream.host) {
       return entry;
     }
   }
-  return entries_.emplace_back(
-      Entry{.host = upstream.host, .port = upstream.port, .tls = upstream.tls});
+  return entries_.emplace_back(Entry{
+      .host = upstream.host, .port = upstream.port, .tls = upstream.tls, .http2 = upstream.http2});
 }
 
 UpstreamConnectionPtr UpstreamPool::take_parked(const config::Upstream& upstream, bool check_open) {
@@ -90,12 +92,22 @@ io::Awaitable<UpstreamConnectionPtr> UpstreamPool::connect(const config::Upstrea
       tls::expect_server(stream.tls_handle(),
                          tls.server_name.empty() ? upstream.host : tls.server_name);
     }
+    if (upstream.http2) {  // h2://: ALPN h2 only, in place of the context's http/1.1
+      static constexpr unsigned char kH2[] = "\x02h2";
+      SSL_set_alpn_protos(stream.tls_handle(), kH2, sizeof kH2 - 1);
+    }
     auto [handshake_error] =
         co_await stream.async_handshake(net::ssl::stream_base::client, io::use_nothrow);
     if (handshake_error) {
       spdlog::warn("upstream {}: TLS handshake failed: {}", config::redact_url(upstream.url),
                    tls::handshake_failure(stream.tls_handle(), handshake_error));
       error = handshake_error;
+      co_return nullptr;
+    }
+    if (upstream.http2 && !tls::alpn_chose_h2(stream.tls_handle())) {
+      spdlog::warn("upstream {}: the server did not agree to HTTP/2 (ALPN h2)",
+                   config::redact_url(upstream.url));
+      error = net::error::no_protocol_option;
       co_return nullptr;
     }
   }

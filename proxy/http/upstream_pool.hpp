@@ -66,6 +66,7 @@ class UpstreamPool {
     std::string host;
     std::uint16_t port = 0;
     bool tls = false;
+    bool http2 = false;
     std::optional<boost::asio::ip::tcp::resolver::results_type> endpoints = std::nullopt;
     std::vector<UpstreamConnectionPtr> idle = {};  ///< Most recently parked last.
   };

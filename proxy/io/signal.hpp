@@ -1,8 +1,6 @@
 #pragma once
 
-#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <boost/asio/use_awaitable.hpp>
 #include <chrono>
 #include <utility>
 
@@ -24,22 +22,9 @@ class Signal {
   }
 
   /// Until notified (true), or `timeout` has passed (false).
-  Awaitable<bool> wait_for(limiter::Duration timeout) {
-    if (consume()) {
-      co_return true;
-    }
-    timer_.expires_after(timeout);
-    co_await timer_.async_wait(use_nothrow);
-    co_return consume();
-  }
-
+  Awaitable<bool> wait_for(limiter::Duration timeout);
   /// Until notified.
-  Awaitable<void> wait() {
-    while (!consume()) {
-      timer_.expires_at(std::chrono::steady_clock::time_point::max());
-      co_await timer_.async_wait(use_nothrow);
-    }
-  }
+  Awaitable<void> wait();
 
  private:
   /// Whether a notification came, forgetting it.

@@ -200,6 +200,25 @@ std::string Metrics::render(const Gauges& gauges) const {
                  tls_handshakes_[1].load(std::memory_order_relaxed),
                  tls_handshakes_[2].load(std::memory_order_relaxed));
   fmt::format_to(to,
+                 "# HELP sluice_http2_connections_total HTTP/2 client connections.\n"
+                 "# TYPE sluice_http2_connections_total counter\n"
+                 "sluice_http2_connections_total {}\n"
+                 "# HELP sluice_http2_goaways_total HTTP/2 client connections the proxy ended "
+                 "with GOAWAY, by error code.\n"
+                 "# TYPE sluice_http2_goaways_total counter\n",
+                 http2_connections_.load(std::memory_order_relaxed));
+  static constexpr std::array<std::string_view, kHttp2ErrorCodes> kErrorNames = {
+      "no_error",         "protocol_error",      "internal_error",    "flow_control_error",
+      "settings_timeout", "stream_closed",       "frame_size_error",  "refused_stream",
+      "cancel",           "compression_error",   "connect_error",     "enhance_your_calm",
+      "inadequate_security", "http_1_1_required", "other"};
+  for (std::size_t code = 0; code < kHttp2ErrorCodes; ++code) {
+    if (const std::uint64_t count = http2_goaways_[code].load(std::memory_order_relaxed)) {
+      fmt::format_to(to, "sluice_http2_goaways_total{{error=\"{}\"}} {}\n", kErrorNames[code],
+                     count);
+    }
+  }
+  fmt::format_to(to,
                  "# HELP sluice_open_connections Client connections open now.\n"
                  "# TYPE sluice_open_connections gauge\n"
                  "sluice_open_connections {}\n",

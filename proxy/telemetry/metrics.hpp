@@ -1,5 +1,6 @@
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cstdint>
@@ -90,6 +91,17 @@ class Metrics {
     tls_handshakes_[static_cast<std::size_t>(outcome)].fetch_add(1, std::memory_order_relaxed);
   }
 
+  /// An HTTP/2 client connection began (after its preface, or ALPN h2).
+  void count_http2_connection() noexcept {
+    http2_connections_.fetch_add(1, std::memory_order_relaxed);
+  }
+  /// The proxy ended an HTTP/2 client connection with GOAWAY and this error code (RFC 9113 §7;
+  /// NO_ERROR for a drain): floods, rapid resets and protocol errors show here.
+  void count_http2_goaway(std::uint32_t error_code) noexcept {
+    http2_goaways_[std::min<std::size_t>(error_code, kHttp2ErrorCodes - 1)].fetch_add(
+        1, std::memory_order_relaxed);
+  }
+
   /// Gauges read at scrape time.
   struct Gauges {
     std::span<const std::pair<std::string_view, std::uint64_t>> limiter_keys;
@@ -122,6 +134,10 @@ class Metrics {
   std::atomic<std::uint64_t> reloads_succeeded_{0};
   std::atomic<std::uint64_t> reloads_failed_{0};
   std::array<std::atomic<std::uint64_t>, 3> tls_handshakes_{};  ///< By Handshake.
+  /// HTTP/2's error codes, NO_ERROR (0) to HTTP_1_1_REQUIRED (13); the last counts any later one.
+  static constexpr std::size_t kHttp2ErrorCodes = 15;
+  std::atomic<std::uint64_t> http2_connections_{0};
+  std::array<std::atomic<std::uint64_t>, kHttp2ErrorCodes> http2_goaways_{};  ///< By code.
 };
 
 }  // namespace sluice::telemetry

@@ -32,8 +32,8 @@ const std::vector<BrokenConfig>& broken_configs() {
        {"proxy.yaml:1:9: listen: \"8080\" is not host:port (0.0.0.0:8080, [::]:8080)"}},
       {"bad_upstream",
        "upstream: \"ftp://example.com\"\nroutes: [{name: a}]",
-       {"proxy.yaml:1:11: upstream: \"ftp://example.com\" is not an http:// or https:// URL "
-        "(upstreams speak HTTP/1.1)"}},
+       {"proxy.yaml:1:11: upstream: \"ftp://example.com\" is not an http://, https://, "
+        "h2c:// or h2:// URL"}},
       {"upstream_with_path",
        "upstream: \"http://127.0.0.1:9000/api\"\nroutes: [{name: a}]",
        {"proxy.yaml:1:11: upstream: \"http://127.0.0.1:9000/api\" must be http[s]://host[:port], "

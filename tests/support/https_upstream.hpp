@@ -1,8 +1,9 @@
 #pragma once
 
-#include <sys/types.h>
-
+#include <memory>
 #include <string>
+
+#include "tests/support/child_process.hpp"
 
 namespace sluice::test {
 
@@ -17,12 +18,12 @@ class HttpsUpstream {
   HttpsUpstream& operator=(const HttpsUpstream&) = delete;
   HttpsUpstream(HttpsUpstream&&) = delete;
   HttpsUpstream& operator=(HttpsUpstream&&) = delete;
-  ~HttpsUpstream();
+  ~HttpsUpstream() = default;
 
   unsigned short port() const noexcept { return port_; }
 
  private:
-  pid_t pid_ = -1;
+  std::unique_ptr<ChildProcess> process_;
   unsigned short port_ = 0;
 };
 

@@ -52,6 +52,7 @@ Connection::Connection(OpenPtr open, LoopContext& loop)
 }
 
 io::Awaitable<void> Connection::serve(std::shared_ptr<Connection> connection) {
+  connection->loop_.proxy.metrics.count_http2_connection();
   net::co_spawn(connection->client().stream.get_executor(), connection->write_frames(),
                 net::detached);
   co_await connection->read_frames();
@@ -62,6 +63,10 @@ void Connection::on_request(const std::shared_ptr<Stream>& stream) {
   follow_reloads(open_->generation, loop_);  // each stream is served with the live config
   net::co_spawn(client().stream.get_executor(), serve_stream(shared_from_this(), stream),
                 net::detached);
+}
+
+void Connection::on_goaway_sent(std::uint32_t error_code) {
+  loop_.proxy.metrics.count_http2_goaway(error_code);
 }
 
 void Connection::stream_done() {

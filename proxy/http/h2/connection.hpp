@@ -24,6 +24,7 @@ class Connection final : public SessionEvents, public std::enable_shared_from_th
   static io::Awaitable<void> serve(std::shared_ptr<Connection> connection);
 
   void on_request(const std::shared_ptr<Stream>& stream) override;
+  void on_goaway_sent(std::uint32_t error_code) override;
 
   /// There are frames to send (a response, a window update): the writer wakes.
   void flush() { output_.notify(); }
@@ -37,7 +38,7 @@ class Connection final : public SessionEvents, public std::enable_shared_from_th
   LoopContext& loop() noexcept { return loop_; }
   Session& session() noexcept { return session_; }
   /// Reused by the streams for their responses' fields (they submit them at once).
-  ResponseFields& response_fields() noexcept { return fields_; }
+  FieldList& response_fields() noexcept { return fields_; }
   /// Whether the connection is gone: its streams stop.
   bool ended() const noexcept { return ended_; }
 
@@ -53,7 +54,7 @@ class Connection final : public SessionEvents, public std::enable_shared_from_th
   Session session_;
   io::Signal output_;
   std::vector<char> out_;
-  ResponseFields fields_;
+  FieldList fields_;
   bool reading_done_ = false;
   bool going_away_ = false;
   bool ended_ = false;

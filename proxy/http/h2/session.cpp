@@ -36,11 +36,12 @@ struct Options {
   nghttp2_option* option = nullptr;
 };
 
-/// The stream is over: its coroutine is told, and stops waiting on its upstream.
+/// The stream is over: its coroutine is told, and when it was reset (not answered whole: the
+/// upstream connection is then still good for the next request), stops waiting on its upstream.
 void close(Stream& stream, std::uint32_t error_code) {
   stream.closed = true;
   stream.close_error = error_code;
-  if (stream.upstream != nullptr) {
+  if (stream.upstream != nullptr && error_code != NGHTTP2_NO_ERROR) {
     beast::error_code ignored;
     stream.upstream->socket().close(ignored);
     stream.upstream = nullptr;
@@ -63,6 +64,7 @@ Session::Session(const SessionLimits& limits, SessionEvents& events, const io::E
                                                                &Session::on_invalid_frame);
   nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks, &Session::on_data);
   nghttp2_session_callbacks_set_on_stream_close_callback(callbacks, &Session::on_stream_closed);
+  nghttp2_session_callbacks_set_on_frame_send_callback(callbacks, &Session::on_frame_sent);
   const Options options;
   const int made = nghttp2_session_server_new2(&session_, callbacks, this, options.option);
   nghttp2_session_callbacks_del(callbacks);
@@ -248,6 +250,13 @@ int Session::on_invalid_frame(nghttp2_session*, const nghttp2_frame* frame, int,
   return 0;
 }
 
+int Session::on_frame_sent(nghttp2_session*, const nghttp2_frame* frame, void* self) {
+  if (frame->hd.type == NGHTTP2_GOAWAY) {
+    static_cast<Session*>(self)->events_.on_goaway_sent(frame->goaway.error_code);
+  }
+  return 0;
+}
+
 int Session::on_data(nghttp2_session*, std::uint8_t, std::int32_t stream_id,
                      const std::uint8_t* data, std::size_t length, void* self) {
   auto& session = *static_cast<Session*>(self);
@@ -283,8 +292,9 @@ int Session::on_stream_closed(nghttp2_session*, std::int32_t stream_id, std::uin
   return 0;
 }
 
-ssize_t Session::read_body(nghttp2_session*, std::int32_t, std::uint8_t* into, std::size_t length,
-                           std::uint32_t* flags, nghttp2_data_source* source, void*) {
+ssize_t Session::read_body(nghttp2_session* session, std::int32_t stream_id, std::uint8_t* into,
+                           std::size_t length, std::uint32_t* flags, nghttp2_data_source* source,
+                           void*) {
   Stream& stream = *static_cast<Stream*>(source->ptr);
   const std::size_t count = std::min(length, stream.out.size());
   if (count > 0) {
@@ -295,6 +305,12 @@ ssize_t Session::read_body(nghttp2_session*, std::int32_t, std::uint8_t* into, s
     stream.changed.notify();  // drained: the serving coroutine may lend the next bytes
     if (stream.out_done) {
       *flags |= NGHTTP2_DATA_FLAG_EOF;
+      if (stream.trailers != nullptr && !stream.trailers->empty()) {
+        // The trailers end the stream instead (nghttp2 allows submitting them from here).
+        *flags |= NGHTTP2_DATA_FLAG_NO_END_STREAM;
+        nghttp2_submit_trailer(session, stream_id, stream.trailers->data(),
+                               stream.trailers->size());
+      }
       return static_cast<ssize_t>(count);
     }
     if (count == 0) {

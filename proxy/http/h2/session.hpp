@@ -41,6 +41,9 @@ struct Stream {
   /// The response body's next bytes, lent by the serving coroutine until they are all taken.
   std::span<const char> out;
   bool out_done = false;  ///< The response body ends after `out`.
+  /// Trailer fields sent after the body (gRPC's status), if set before the body ends; they
+  /// must stay valid until then.
+  const std::vector<nghttp2_nv>* trailers = nullptr;
 
   /// The upstream connection it is relaying from, if any: closed when the stream is reset, so
   /// that its coroutine stops waiting on it.
@@ -60,10 +63,11 @@ struct SessionLimits {
   std::int32_t connection_window = 256 * 1024;
 };
 
-/// Told by a Session when a request's header block is over.
+/// Told by a Session when a request's header block is over, and when it sends GOAWAY.
 class SessionEvents {
  public:
   virtual void on_request(const std::shared_ptr<Stream>& stream) = 0;
+  virtual void on_goaway_sent(std::uint32_t error_code) = 0;
 
  protected:
   ~SessionEvents() = default;
@@ -119,6 +123,7 @@ class Session {
                        std::uint8_t flags, void* self);
   static int on_frame_received(nghttp2_session*, const nghttp2_frame* frame, void* self);
   static int on_invalid_frame(nghttp2_session*, const nghttp2_frame* frame, int error, void* self);
+  static int on_frame_sent(nghttp2_session*, const nghttp2_frame* frame, void* self);
   static int on_data(nghttp2_session*, std::uint8_t flags, std::int32_t stream_id,
                      const std::uint8_t* data, std::size_t length, void* self);
   static int on_stream_closed(nghttp2_session*, std::int32_t stream_id, std::uint32_t error_code,

@@ -3,10 +3,12 @@
 #include <boost/asio/co_spawn.hpp>
 #include <chrono>
 #include <cstring>
+#include <optional>
 #include <string>
 
 #include "proxy/http/accounting.hpp"
 #include "proxy/http/h2/connection.hpp"
+#include "proxy/http/h2/upstream_session.hpp"
 #include "proxy/http/message_read.hpp"
 #include "proxy/http/relay.hpp"
 #include "proxy/http/relay_heads.hpp"
@@ -46,6 +48,38 @@ std::string_view grpc_status(const pipeline::Decision& decision, unsigned http_s
   }
 }
 
+/// grpc-timeout (gRPC over HTTP/2): up to 8 digits and a unit, H M S m u n; nullopt when
+/// absent or malformed.
+std::optional<limiter::Duration> grpc_timeout(std::string_view text) noexcept {
+  if (text.size() < 2 || text.size() > 9) {
+    return std::nullopt;
+  }
+  std::int64_t amount = 0;
+  for (const char digit : text.substr(0, text.size() - 1)) {
+    if (digit < '0' || digit > '9') {
+      return std::nullopt;
+    }
+    amount = amount * 10 + (digit - '0');
+  }
+  using namespace std::chrono;
+  switch (text.back()) {
+    case 'H':
+      return hours(amount);
+    case 'M':
+      return minutes(amount);
+    case 'S':
+      return seconds(amount);
+    case 'm':
+      return milliseconds(amount);
+    case 'u':
+      return microseconds(amount);
+    case 'n':
+      return duration_cast<limiter::Duration>(nanoseconds(amount));
+    default:
+      return std::nullopt;
+  }
+}
+
 /// Waits until the stream is closed, up to `timeout` since it last changed; then resets it.
 io::Awaitable<void> await_close(Connection& connection, Stream& stream, limiter::Duration timeout) {
   while (!stream.closed) {
@@ -59,12 +93,14 @@ io::Awaitable<void> await_close(Connection& connection, Stream& stream, limiter:
 }
 
 /// Answers the stream with `state.own` (as the HTTP/1 session would answer), the gRPC way
-/// for a gRPC call: HTTP 200 and a trailers-only response whose grpc-status says why. The
-/// request's body is not wanted: dropped as it comes.
+/// for a gRPC call: HTTP 200 and a trailers-only response whose grpc-status says why
+/// (`grpc_code`, or what the decision and status say). The request's body is not wanted:
+/// dropped as it comes.
 io::Awaitable<void> answer_own(Connection& connection, Stream& stream, RequestState& state,
-                               bool grpc, limiter::Duration timeout) {
+                               bool grpc, limiter::Duration timeout,
+                               std::string_view grpc_code = {}) {
   Session& session = connection.session();
-  ResponseFields& fields = connection.response_fields();
+  FieldList& fields = connection.response_fields();
   const std::string_view head(state.own.head.data(), state.own.head.size());
   stream.discard_body = true;
   if (!stream.body.empty()) {
@@ -76,7 +112,7 @@ io::Awaitable<void> answer_own(Connection& connection, Stream& stream, RequestSt
     const unsigned status = fields.status();
     fields.set_status(200);
     fields.add("content-type", "application/grpc");
-    fields.add("grpc-status", grpc_status(state.decision, status));
+    fields.add("grpc-status", grpc_code.empty() ? grpc_status(state.decision, status) : grpc_code);
     fields.add("grpc-message",
                grpc_message(http::obsolete_reason(static_cast<http::status>(status))));
     session.respond(stream, fields.list(), false);
@@ -88,6 +124,20 @@ io::Awaitable<void> answer_own(Connection& connection, Stream& stream, RequestSt
   }
   connection.flush();
   co_await await_close(connection, stream, timeout);  // the body is lent until it is sent
+}
+
+/// Answers an upstream that failed before its response head: 502, or 504 when it was too
+/// slow; for a gRPC call, UNAVAILABLE, or DEADLINE_EXCEEDED when the call's own deadline
+/// (`deadline_passed`) is what ran out.
+io::Awaitable<RelayOutcome> answer_failure(Connection& connection, Stream& stream,
+                                           RequestState& state, const Exchange& exchange, bool grpc,
+                                           bool deadline_passed, UpstreamFailure failure) {
+  const bool timed_out = failure == UpstreamFailure::timeout;
+  problem_response(state.own, timed_out ? http::status::gateway_timeout : http::status::bad_gateway,
+                   11, true, &exchange.decision, exchange.config().limits_headers);
+  co_await answer_own(connection, stream, state, grpc, exchange.config().timeouts.idle,
+                      deadline_passed ? "4" : "");
+  co_return RelayOutcome{.status = timed_out ? 504u : 502u, .failure = failure};
 }
 
 /// Until the stream has body bytes to pass on, its body is over, or it closed; false when the
@@ -256,13 +306,7 @@ io::Awaitable<RelayOutcome> relay_to_http1(Connection& connection, Stream& strea
   }
   stream.upstream = nullptr;
   if (failure != UpstreamFailure::none) {
-    problem_response(state.own,
-                     failure == UpstreamFailure::timeout ? http::status::gateway_timeout
-                                                         : http::status::bad_gateway,
-                     11, true, &exchange.decision, exchange.config().limits_headers);
-    co_await answer_own(connection, stream, state, false, timeouts.idle);
-    co_return RelayOutcome{.status = failure == UpstreamFailure::timeout ? 504u : 502u,
-                           .failure = failure};
+    co_return co_await answer_failure(connection, stream, state, exchange, false, false, failure);
   }
   RelayOutcome outcome{.upstream_time = std::chrono::steady_clock::now() - sent_at};
   ResponseParser& response = *server->response;
@@ -274,7 +318,7 @@ io::Awaitable<RelayOutcome> relay_to_http1(Connection& connection, Stream& strea
   head.clear();
   write_client_head(response, 11, framing, true, false, exchange.decision,
                     exchange.config().limits_headers, head);
-  ResponseFields& fields = connection.response_fields();
+  FieldList& fields = connection.response_fields();
   fields.read(std::string_view(head.data(), head.size()));
   stream.out = {};
   stream.out_done = response.is_done();
@@ -329,6 +373,162 @@ io::Awaitable<RelayOutcome> relay_to_http1(Connection& connection, Stream& strea
     loop.pool.give_back(upstream, std::move(server));
   }
   co_return outcome;
+}
+
+/// The response head of `call` as the client gets it: the upstream's fields but the limit
+/// fields, which the proxy writes itself (as for an HTTP/1.1 upstream).
+void add_limit_fields(FieldList& head, const pipeline::Decision& decision,
+                      config::LimitsHeaders mode) {
+  if (!writes_limit_headers(decision, mode)) {
+    return;
+  }
+  head.erase_if([mode](std::string_view name) { return is_limit_field(name, mode); });
+  HeadText lines;
+  write_limit_headers(lines, decision, mode);
+  head.add_lines(std::string_view(lines.data(), lines.size()));
+}
+
+/// Relays the stream to an HTTP/2 upstream (h2c://, h2://) on one of the loop's multiplexed
+/// sessions: the request's fields (with the forwarding fields, as for HTTP/1.1) and its body as
+/// it comes; the response's head, body and trailers as they come, each side's window reopened by
+/// what the other took. One coroutine waits for both sides on the client stream's signal. The
+/// response head must come within `timeouts.upstream`, or a gRPC call's grpc-timeout if shorter
+/// (then the call fails with DEADLINE_EXCEEDED, as its deadline says).
+io::Awaitable<RelayOutcome> relay_to_http2(Connection& connection,
+                                           const std::shared_ptr<Stream>& client,
+                                           RequestState& state, const Exchange& exchange,
+                                           bool grpc) {
+  Stream& stream = *client;
+  LoopContext& loop = connection.loop();
+  Session& session = connection.session();
+  const config::Upstream& upstream = exchange.upstream();
+  const config::Timeouts& timeouts = exchange.config().timeouts;
+  limiter::Duration deadline = timeouts.upstream;
+  const std::optional<limiter::Duration> call_timeout =
+      grpc ? grpc_timeout(state.request_head.value_of("grpc-timeout")) : std::nullopt;
+  if (call_timeout) {
+    deadline = std::min(deadline, *call_timeout);
+  }
+  const auto started = std::chrono::steady_clock::now();
+  const auto give_up_at = started + deadline;
+  if (!loop.http2_upstreams) {
+    loop.http2_upstreams = std::make_shared<UpstreamSessions>();
+  }
+  beast::error_code connect_error;
+  const std::shared_ptr<UpstreamSession> upstream_session =
+      co_await loop.http2_upstreams->session_for(
+          upstream, loop.pool, exchange.generation.tls->upstream.get(),
+          exchange.config().upstream_tls, timeouts.connect, connect_error);
+  if (stream.closed) {
+    co_return RelayOutcome{};
+  }
+  if (!upstream_session) {
+    co_return co_await answer_failure(connection, stream, state, exchange, grpc, false,
+                                      UpstreamFailure::connect);
+  }
+  HeadText& head = state.relay_head;
+  head.clear();
+  write_upstream_head(*state.parser, connection.client().peer_address_text,
+                      connection.client().stream.secure(), false, head);
+  FieldList& fields = connection.response_fields();
+  fields.read_request(std::string_view(head.data(), head.size()), upstream.tls ? "https" : "http");
+  if (grpc) {
+    fields.add("te", "trailers");  // gRPC servers want it; HTTP/1.1's relay drops TE
+  }
+  // The call wakes the client stream's signal (an aliasing pointer keeps the stream).
+  const auto call = std::make_shared<Call>(std::shared_ptr<io::Signal>(client, &client->changed));
+  const bool with_body = !(stream.body_done && stream.body.empty());
+  if (!upstream_session->begin(call, fields.list(), with_body)) {
+    co_return co_await answer_failure(connection, stream, state, exchange, grpc, false,
+                                      UpstreamFailure::broken);
+  }
+  RelayOutcome outcome;
+  std::string going_up;    // request body bytes lent to the upstream
+  std::string going_down;  // response body bytes lent to the client
+  bool head_sent = false;
+  bool body_down = false;  // the response has a body (or trailers) to pass on
+  for (;;) {
+    if (stream.closed) {  // reset by the client, or its connection went
+      upstream_session->cancel(*call);
+      co_return outcome;
+    }
+    if (with_body && !call->out_done && call->out.empty()) {
+      if (!going_up.empty()) {
+        session.consume(stream, going_up.size());
+        connection.flush();
+        going_up.clear();
+      }
+      if (!stream.body.empty() || stream.body_done) {
+        going_up.swap(stream.body);
+        call->out = std::span<const char>(going_up);
+        call->out_done = stream.body_done && stream.body.empty();
+        upstream_session->resume(*call);
+      }
+    }
+    if (!head_sent && call->head_done) {
+      head_sent = true;
+      outcome.status = call->head.status();
+      outcome.upstream_time = std::chrono::steady_clock::now() - started;
+      add_limit_fields(call->head, exchange.decision, exchange.config().limits_headers);
+      body_down = !(call->body_done && call->body.empty());
+      stream.out = {};
+      stream.out_done = !body_down;
+      session.respond(stream, call->head.list(), body_down);
+      connection.flush();
+    }
+    if (head_sent && body_down && stream.out.empty() && !stream.out_done) {
+      if (!going_down.empty()) {
+        upstream_session->consume(*call, going_down.size());
+        going_down.clear();
+      }
+      if (!call->body.empty() || call->body_done) {
+        going_down.swap(call->body);
+        stream.out = std::span<const char>(going_down);
+        if (call->body_done && call->body.empty()) {
+          stream.out_done = true;
+          if (!call->trailers.list().empty()) {
+            stream.trailers = &call->trailers.list();
+          }
+        }
+        session.resume(stream);
+        connection.flush();
+      }
+    }
+    if (stream.out_done && stream.out.empty()) {
+      co_await await_close(connection, stream, timeouts.idle);  // until the last bytes went
+      co_return outcome;
+    }
+    if (call->closed && !call->body_done) {  // the upstream reset it, or its connection went
+      outcome.failure = UpstreamFailure::broken;
+      if (!head_sent) {
+        co_return co_await answer_failure(connection, stream, state, exchange, grpc, false,
+                                          UpstreamFailure::broken);
+      }
+      session.reset(stream, NGHTTP2_INTERNAL_ERROR);
+      connection.flush();
+      co_return outcome;
+    }
+    const auto now = std::chrono::steady_clock::now();
+    const limiter::Duration wait =
+        head_sent && !call_timeout
+            ? timeouts.idle
+            : std::chrono::duration_cast<limiter::Duration>(give_up_at - now);
+    bool changed = false;
+    if (wait > limiter::Duration::zero()) {
+      changed = co_await stream.changed.wait_for(wait);
+    }
+    if (!changed) {
+      upstream_session->cancel(*call);
+      outcome.failure = UpstreamFailure::timeout;
+      if (!head_sent) {
+        co_return co_await answer_failure(connection, stream, state, exchange, grpc,
+                                          call_timeout.has_value(), UpstreamFailure::timeout);
+      }
+      session.reset(stream, NGHTTP2_CANCEL);
+      connection.flush();
+      co_return outcome;
+    }
+  }
 }
 
 /// Writes the HTTP/1.1 head of the stream's request into `state.buffer` and parses it as the
@@ -411,9 +611,13 @@ io::Awaitable<void> serve_stream(std::shared_ptr<Connection> connection,
     proxy.store->release(loop.index, decision);
     account(loop, exchange, decision.status, nullptr);
   } else {
-    const io::ChunkPool::Lease chunk = loop.chunks.borrow();
-    const RelayOutcome outcome =
-        co_await relay_to_http1(*connection, s, state, exchange, std::span<char>(*chunk));
+    RelayOutcome outcome;
+    if (exchange.upstream().http2) {
+      outcome = co_await relay_to_http2(*connection, stream, state, exchange, grpc);
+    } else {
+      const io::ChunkPool::Lease chunk = loop.chunks.borrow();
+      outcome = co_await relay_to_http1(*connection, s, state, exchange, std::span<char>(*chunk));
+    }
     // The permits go back once the response is over, or the stream was reset.
     proxy.store->release(loop.index, decision);
     account(loop, exchange, outcome.status, &outcome);

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cctype>
 
+#include "proxy/pipeline/http_text.hpp"
+
 namespace sluice::http::h2 {
 namespace {
 
@@ -55,10 +57,14 @@ void write_request_head(const Stream& stream, HeadText& head) {
   end_head(head);
 }
 
-void ResponseFields::read(std::string_view head, std::initializer_list<std::string_view> skip) {
+void FieldList::clear() noexcept {
   text_.clear();
   fields_.clear();
-  std::size_t line_end = head.find("\r\n");
+  status_ = 0;
+}
+
+void FieldList::read(std::string_view head, std::initializer_list<std::string_view> skip) {
+  clear();
   // "HTTP/1.1 200 OK": the status is the three digits after the first space.
   const std::size_t space = head.find(' ');
   unsigned status = 0;
@@ -66,6 +72,35 @@ void ResponseFields::read(std::string_view head, std::initializer_list<std::stri
     status = status * 10 + static_cast<unsigned>(head[i] - '0');
   }
   set_status(status);
+  read_fields(head.substr(std::min(head.find("\r\n"), head.size())), skip);
+}
+
+void FieldList::read_request(std::string_view head, std::string_view scheme) {
+  clear();
+  const std::size_t line_end = std::min(head.find("\r\n"), head.size());
+  const std::string_view line = head.substr(0, line_end);
+  const std::size_t first_space = line.find(' ');
+  const std::size_t last_space = line.rfind(' ');
+  const std::string_view lines = head.substr(line_end);
+  std::string_view authority;
+  for (std::size_t at = lines.find("\r\n"); at != std::string_view::npos;) {
+    const std::size_t next = lines.find("\r\n", at + 2);
+    const std::string_view field = lines.substr(at + 2, next - at - 2);
+    if (field.size() > 5 && pipeline::equal_ignoring_case(field.substr(0, 5), "host:")) {
+      authority = pipeline::trim_whitespace(field.substr(5));
+      break;
+    }
+    at = next;
+  }
+  add(":method", line.substr(0, first_space));
+  add(":scheme", scheme);
+  add(":authority", authority);
+  add(":path", line.substr(first_space + 1, last_space - first_space - 1));
+  read_fields(lines, {"host"});
+}
+
+void FieldList::read_fields(std::string_view head, std::initializer_list<std::string_view> skip) {
+  std::size_t line_end = head.find("\r\n");
   while (line_end != std::string_view::npos) {
     const std::size_t start = line_end + 2;
     line_end = head.find("\r\n", start);
@@ -92,7 +127,9 @@ void ResponseFields::read(std::string_view head, std::initializer_list<std::stri
   }
 }
 
-void ResponseFields::add(std::string_view name, std::string_view value) {
+void FieldList::add_lines(std::string_view lines) { read_fields("\r\n" + std::string(lines), {}); }
+
+void FieldList::add(std::string_view name, std::string_view value) {
   const std::size_t name_at = text_.size();
   text_ += name;
   const std::size_t value_at = text_.size();
@@ -100,20 +137,22 @@ void ResponseFields::add(std::string_view name, std::string_view value) {
   fields_.push_back(Field{name_at, name.size(), value_at, value.size()});
 }
 
-void ResponseFields::set_status(unsigned status) {
+void FieldList::set_status(unsigned status) {
   status_ = status;
   status_text_ = {static_cast<char>('0' + status / 100 % 10),
                   static_cast<char>('0' + status / 10 % 10), static_cast<char>('0' + status % 10)};
 }
 
-const std::vector<nghttp2_nv>& ResponseFields::list() {
+const std::vector<nghttp2_nv>& FieldList::list() {
   static constexpr std::string_view kStatus = ":status";
   auto bytes = [](const char* text) {
     return reinterpret_cast<std::uint8_t*>(const_cast<char*>(text));  // nghttp2 only reads them
   };
   list_.clear();
-  list_.push_back(nghttp2_nv{bytes(kStatus.data()), bytes(status_text_.data()), kStatus.size(),
-                             status_text_.size(), NGHTTP2_NV_FLAG_NONE});
+  if (status_ != 0) {
+    list_.push_back(nghttp2_nv{bytes(kStatus.data()), bytes(status_text_.data()), kStatus.size(),
+                               status_text_.size(), NGHTTP2_NV_FLAG_NONE});
+  }
   for (const Field& field : fields_) {
     list_.push_back(nghttp2_nv{bytes(text_.data() + field.name), bytes(text_.data() + field.value),
                                field.name_length, field.value_length, NGHTTP2_NV_FLAG_NONE});

@@ -2,6 +2,7 @@
 
 #include <nghttp2/nghttp2.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <initializer_list>
@@ -21,18 +22,32 @@ namespace sluice::http::h2 {
 /// (connection-specific fields, CR or LF in a value, missing pseudo-header fields).
 void write_request_head(const Stream& stream, HeadText& head);
 
-/// The header fields of an HTTP/2 response, made from an HTTP/1.1 response head (as the
-/// proxy's own answers and the relay write them): `:status` first, names in lower case, and
-/// without the fields that belong to one HTTP/1.1 connection (RFC 9113 §8.2.2). Its storage is
-/// kept from one response to the next.
-class ResponseFields {
+/// Header fields for nghttp2, made from HTTP/1.1 heads (as the proxy's own answers and the
+/// relay write them): pseudo-header fields first, names in lower case, and without the fields
+/// that belong to one HTTP/1.1 connection (RFC 9113 §8.2.2). Its storage is kept from one
+/// message to the next.
+class FieldList {
  public:
-  /// Reads `head` (a status line, field lines, a blank line); `skip` names fields (in lower
-  /// case) to leave out besides the connection-specific ones.
+  /// A response's: `head` is a status line, field lines and a blank line; `skip` names fields
+  /// (in lower case) to leave out besides the connection-specific ones.
   void read(std::string_view head, std::initializer_list<std::string_view> skip = {});
+  /// A request's, for an HTTP/2 upstream: `head` is a request line, field lines and a blank
+  /// line, as write_upstream_head writes it; its Host becomes :authority.
+  void read_request(std::string_view head, std::string_view scheme);
+  /// Forgets every field and the status (trailers have none).
+  void clear() noexcept;
   /// Adds a field; `name` in lower case.
   void add(std::string_view name, std::string_view value);
-  /// Replaces :status.
+  /// Adds the field lines of `lines` (`Name: value\r\n` each, up to a blank line or the end).
+  void add_lines(std::string_view lines);
+  /// Leaves out the fields whose name `drop` picks.
+  template <class Predicate>
+  void erase_if(Predicate drop) {
+    std::erase_if(fields_, [&](const Field& field) {
+      return drop(std::string_view(text_.data() + field.name, field.name_length));
+    });
+  }
+  /// Sets :status, which then comes first.
   void set_status(unsigned status);
   unsigned status() const noexcept { return status_; }
   /// The fields for nghttp2 (valid until the next change).
@@ -42,6 +57,9 @@ class ResponseFields {
   struct Field {
     std::size_t name, name_length, value, value_length;
   };
+  /// Adds the field lines of `lines` (each `Name: value\r\n`) up to the blank line.
+  void read_fields(std::string_view lines, std::initializer_list<std::string_view> skip);
+
   std::string text_;
   std::vector<Field> fields_;
   std::vector<nghttp2_nv> list_;

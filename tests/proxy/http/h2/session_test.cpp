@@ -26,7 +26,9 @@ using namespace std::chrono_literals;
 class Recorder final : public SessionEvents {
  public:
   void on_request(const std::shared_ptr<Stream>& stream) override { streams.push_back(stream); }
+  void on_goaway_sent(std::uint32_t error_code) override { goaways.push_back(error_code); }
   std::vector<std::shared_ptr<Stream>> streams;
+  std::vector<std::uint32_t> goaways;  ///< The error codes of the GOAWAY frames it sent.
 };
 
 /// What the client saw of one of its streams.
@@ -563,6 +565,8 @@ TEST_F(H2Session, AStreamPastTheAcknowledgedLimitEndsTheConnection) {
   EXPECT_EQ(*client.goaway, static_cast<std::uint32_t>(NGHTTP2_PROTOCOL_ERROR));
   EXPECT_EQ(client.goaway_last_stream, 1);
   EXPECT_FALSE(server().alive());
+  EXPECT_EQ(events.goaways, std::vector<std::uint32_t>{NGHTTP2_PROTOCOL_ERROR})
+      << "the events hear of the GOAWAY sent (the metrics count it)";
 }
 
 TEST_F(H2Session, ARejectedHeaderBlockLeavesNoneOpen) {

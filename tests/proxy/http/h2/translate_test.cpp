@@ -127,7 +127,7 @@ TEST_F(TranslateRequest, AConnectRequestTargetsItsAuthority) {
 }
 
 /// The fields for nghttp2, as (name, value) pairs.
-std::vector<std::pair<std::string, std::string>> pairs_of(ResponseFields& fields) {
+std::vector<std::pair<std::string, std::string>> pairs_of(FieldList& fields) {
   std::vector<std::pair<std::string, std::string>> out;
   for (const nghttp2_nv& field : fields.list()) {
     out.emplace_back(std::string(reinterpret_cast<const char*>(field.name), field.namelen),
@@ -138,8 +138,8 @@ std::vector<std::pair<std::string, std::string>> pairs_of(ResponseFields& fields
 
 using Pairs = std::vector<std::pair<std::string, std::string>>;
 
-TEST(ResponseFields, ReadsTheStatusAndLowerCasesNames) {
-  ResponseFields fields;
+TEST(FieldList, ReadsTheStatusAndLowerCasesNames) {
+  FieldList fields;
   fields.read(
       "HTTP/1.1 429 Too Many Requests\r\n"
       "Content-Type: application/problem+json\r\n"
@@ -155,8 +155,8 @@ TEST(ResponseFields, ReadsTheStatusAndLowerCasesNames) {
                                      {"content-length", "120"}}));
 }
 
-TEST(ResponseFields, DropsConnectionSpecificFields) {
-  ResponseFields fields;
+TEST(FieldList, DropsConnectionSpecificFields) {
+  FieldList fields;
   fields.read(
       "HTTP/1.1 200 OK\r\n"
       "Connection: keep-alive\r\n"
@@ -169,8 +169,8 @@ TEST(ResponseFields, DropsConnectionSpecificFields) {
   EXPECT_EQ(pairs_of(fields), (Pairs{{":status", "200"}, {"x-upgrade-ok", "yes"}}));
 }
 
-TEST(ResponseFields, LeavesOutTheFieldsToSkipAndTrimsLeadingSpace) {
-  ResponseFields fields;
+TEST(FieldList, LeavesOutTheFieldsToSkipAndTrimsLeadingSpace) {
+  FieldList fields;
   fields.read(
       "HTTP/1.1 403 Forbidden\r\n"
       "Content-Type: application/problem+json\r\n"
@@ -181,8 +181,8 @@ TEST(ResponseFields, LeavesOutTheFieldsToSkipAndTrimsLeadingSpace) {
   EXPECT_EQ(pairs_of(fields), (Pairs{{":status", "403"}, {"x-spaced", "two"}}));
 }
 
-TEST(ResponseFields, AddsFieldsAndReplacesTheStatus) {
-  ResponseFields fields;
+TEST(FieldList, AddsFieldsAndReplacesTheStatus) {
+  FieldList fields;
   fields.read("HTTP/1.1 429 Too Many Requests\r\nRetry-After: 1\r\n\r\n");
   fields.set_status(200);
   fields.add("content-type", "application/grpc");
@@ -194,15 +194,15 @@ TEST(ResponseFields, AddsFieldsAndReplacesTheStatus) {
                                      {"grpc-status", "8"}}));
 }
 
-TEST(ResponseFields, StartsAfreshOnEachRead) {
-  ResponseFields fields;
+TEST(FieldList, StartsAfreshOnEachRead) {
+  FieldList fields;
   fields.read("HTTP/1.1 502 Bad Gateway\r\nX-First: 1\r\n\r\n");
   fields.add("x-added", "2");
   fields.read("HTTP/1.1 204 No Content\r\nX-Second: 3\r\n\r\n");
   EXPECT_EQ(pairs_of(fields), (Pairs{{":status", "204"}, {"x-second", "3"}}));
 }
 
-TEST(ResponseFields, KeepsEveryFieldWhenTheTextOutgrowsItsStorage) {
+TEST(FieldList, KeepsEveryFieldWhenTheTextOutgrowsItsStorage) {
   // Names and values are kept as offsets: a long head that moves the text must not break them.
   std::string head = "HTTP/1.1 200 OK\r\n";
   Pairs expected{{":status", "200"}};
@@ -212,9 +212,42 @@ TEST(ResponseFields, KeepsEveryFieldWhenTheTextOutgrowsItsStorage) {
     expected.emplace_back("x-field-" + std::to_string(i), value);
   }
   head += "\r\n";
-  ResponseFields fields;
+  FieldList fields;
   fields.read(head);
   EXPECT_EQ(pairs_of(fields), expected);
+}
+
+TEST(FieldList, ReadsARequestHeadAsPseudoHeaderFieldsFirstHostAsAuthority) {
+  FieldList fields;
+  fields.read_request(
+      "POST /test.Echo/Unary?x=1 HTTP/1.1\r\n"
+      "content-type: application/grpc\r\n"
+      "Host: api.example:8080\r\n"
+      "Transfer-Encoding: chunked\r\n"
+      "X-Forwarded-For: 10.0.0.1\r\n"
+      "\r\n",
+      "https");
+  EXPECT_EQ(fields.status(), 0U) << "a request has no :status";
+  EXPECT_EQ(pairs_of(fields), (Pairs{{":method", "POST"},
+                                     {":scheme", "https"},
+                                     {":authority", "api.example:8080"},
+                                     {":path", "/test.Echo/Unary?x=1"},
+                                     {"content-type", "application/grpc"},
+                                     {"x-forwarded-for", "10.0.0.1"}}));
+}
+
+TEST(FieldList, AddsFieldLinesAndLeavesOutTheOnesItIsTold) {
+  FieldList fields;
+  fields.read("HTTP/1.1 200 OK\r\nRateLimit: \"old\"\r\nX-Kept: 1\r\n\r\n");
+  fields.erase_if([](std::string_view name) { return name == "ratelimit"; });
+  fields.add_lines("RateLimit: \"per-ip\";r=1;t=5\r\nX-RateLimit-Remaining: 1\r\n");
+  EXPECT_EQ(pairs_of(fields), (Pairs{{":status", "200"},
+                                     {"x-kept", "1"},
+                                     {"ratelimit", "\"per-ip\";r=1;t=5"},
+                                     {"x-ratelimit-remaining", "1"}}));
+  fields.clear();
+  fields.add("grpc-status", "0");
+  EXPECT_EQ(pairs_of(fields), (Pairs{{"grpc-status", "0"}})) << "trailers: no :status";
 }
 
 TEST(GrpcMessage, PercentEncodesWhatIsNotPrintableAsciiAndThePercentSign) {

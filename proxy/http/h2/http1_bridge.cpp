@@ -1,0 +1,261 @@
+#include "proxy/http/h2/http1_bridge.hpp"
+
+#include <fmt/format.h>
+
+#include <array>
+#include <boost/asio/write.hpp>
+#include <chrono>
+#include <string>
+
+#include "proxy/http/h2/upstream_session.hpp"
+#include "proxy/http/message_read.hpp"
+#include "proxy/http/relay_heads.hpp"
+#include "proxy/http/responses.hpp"
+#include "proxy/io/socket_io.hpp"
+#include "proxy/tls/contexts.hpp"
+
+namespace sluice::http::h2 {
+namespace {
+
+/// Answers 502 or 504 (an upstream that failed before its response head) and closes.
+io::Awaitable<RelayOutcome> answer_failure(io::Stream& client, const Exchange& exchange,
+                                           UpstreamFailure failure) {
+  const bool timed_out = failure == UpstreamFailure::timeout;
+  OwnResponse response;
+  problem_response(response, timed_out ? http::status::gateway_timeout : http::status::bad_gateway,
+                   exchange.request.version(), false, &exchange.decision,
+                   exchange.config().limits_headers);
+  co_await io::send(client, response.buffers(), exchange.config().timeouts.idle);
+  co_return RelayOutcome{.keep_alive = false,
+                         .status = timed_out ? 504u : 502u,
+                         .failure = failure,
+                         .upstream_time = {}};
+}
+
+/// Until `call` changed or `timeout` passed (false).
+io::Awaitable<bool> await_change(Call& call, limiter::Duration timeout) {
+  const bool changed = co_await call.changed->wait_for(timeout);
+  co_return changed;
+}
+
+/// Sends the client's body to the call as it reads it: each piece read into `chunk` is lent
+/// until the upstream has taken it all. False when the client went away or sent a malformed
+/// body, or the call ended first.
+io::Awaitable<bool> send_body(ClientConnection& downstream, RequestParser& parser, Call& call,
+                              UpstreamSession& session, std::span<char> chunk,
+                              const config::Timeouts& timeouts) {
+  io::Stream& client = downstream.stream;
+  beast::flat_buffer& buffer = downstream.state->buffer;
+  while (!parser.is_done()) {
+    parser.body_into(chunk);
+    beast::error_code ec;
+    MessageRead read(buffer, parser, MessageRead<true>::Until::progress);
+    if (read.wants_bytes(ec)) {
+      client.expires_after(timeouts.idle);
+      do {
+        auto [error, n] = co_await client.async_read_some(read.room(), io::use_nothrow);
+        read.received(n, error, ec);
+      } while (read.wants_bytes(ec));
+    }
+    if (ec && ec != http::error::need_buffer) {
+      co_return false;
+    }
+    call.out = std::span<const char>(chunk.data(), chunk.size() - parser.room_left());
+    call.out_done = parser.is_done();
+    session.resume(call);
+    while (!call.out.empty() && !call.closed) {
+      const bool changed = co_await await_change(call, timeouts.upstream);
+      if (!changed) {
+        co_return false;
+      }
+    }
+    if (call.closed) {
+      co_return false;
+    }
+  }
+  co_return true;
+}
+
+/// The response head of `call` for an HTTP/1.x client: its status line, the upstream's fields
+/// but the limit fields (the proxy's own instead), and the framing.
+void write_client_head(Call& call, unsigned version, bool chunked, bool keep_alive,
+                       const pipeline::Decision& decision, config::LimitsHeaders mode,
+                       HeadText& head) {
+  const unsigned status = call.head.status();
+  write_status_line(head, version, status,
+                    http::obsolete_reason(static_cast<http::status>(status)));
+  const bool limits = writes_limit_headers(decision, mode);
+  for (const nghttp2_nv& field : call.head.list()) {
+    const std::string_view name(reinterpret_cast<const char*>(field.name), field.namelen);
+    if (name.starts_with(':') || (limits && is_limit_field(name, mode))) {
+      continue;
+    }
+    write_field(head, name,
+                std::string_view(reinterpret_cast<const char*>(field.value), field.valuelen));
+  }
+  write_limit_headers(head, decision, mode);
+  if (chunked) {
+    append(head, "transfer-encoding: chunked\r\n");
+  }
+  write_persistence(head, version, keep_alive);
+  end_head(head);
+}
+
+/// The chunked body's end: the last chunk, the call's trailers as trailer fields, a blank line.
+void write_last_chunk(Call& call, HeadText& out) {
+  append(out, "0\r\n");
+  for (const nghttp2_nv& field : call.trailers.list()) {
+    write_field(out, std::string_view(reinterpret_cast<const char*>(field.name), field.namelen),
+                std::string_view(reinterpret_cast<const char*>(field.value), field.valuelen));
+  }
+  end_head(out);
+}
+
+bool has_field(Call& call, std::string_view wanted) {
+  for (const nghttp2_nv& field : call.head.list()) {
+    if (std::string_view(reinterpret_cast<const char*>(field.name), field.namelen) == wanted) {
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+io::Awaitable<RelayOutcome> relay_http1_to_http2(ClientConnection& downstream,
+                                                 const Exchange& exchange, LoopContext& loop) {
+  io::Stream& client = downstream.stream;
+  RequestParser& parser = exchange.request;
+  const config::Upstream& upstream = exchange.upstream();
+  const config::ProxyConfig& config = exchange.config();
+  const config::Timeouts& timeouts = config.timeouts;
+  const unsigned version = parser.version();
+  if (!loop.http2_upstreams) {
+    loop.http2_upstreams = std::make_shared<UpstreamSessions>();
+  }
+  beast::error_code connect_error;
+  const std::shared_ptr<UpstreamSession> session = co_await loop.http2_upstreams->session_for(
+      upstream, loop.pool, exchange.generation.tls->upstream.get(), config.upstream_tls,
+      timeouts.connect, connect_error);
+  if (!session) {
+    co_return co_await answer_failure(client, exchange, UpstreamFailure::connect);
+  }
+  HeadText& head = downstream.state->relay_head;
+  head.clear();
+  write_upstream_head(parser, downstream.peer_address_text, client.secure(), false, head);
+  FieldList fields;
+  fields.read_request(std::string_view(head.data(), head.size()), upstream.tls ? "https" : "http");
+  const auto call = std::make_shared<Call>(std::make_shared<io::Signal>(client.get_executor()));
+  const bool with_body = !parser.is_done();
+  const auto started = std::chrono::steady_clock::now();
+  if (!session->begin(call, fields.list(), with_body)) {
+    co_return co_await answer_failure(client, exchange, UpstreamFailure::broken);
+  }
+  const io::ChunkPool::Lease chunk = loop.chunks.borrow();
+  if (with_body) {
+    if (expects_continue(parser)) {
+      static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+      const std::array<net::const_buffer, 1> interim{net::buffer(kContinue)};
+      const beast::error_code failed = co_await io::send(client, interim, timeouts.idle);
+      if (failed) {
+        session->cancel(*call);
+        co_return RelayOutcome{};
+      }
+    }
+    const bool sent =
+        co_await send_body(downstream, parser, *call, *session, std::span<char>(*chunk), timeouts);
+    if (!sent && !call->closed) {  // the client went away, or its body is malformed
+      session->cancel(*call);
+      co_return RelayOutcome{};
+    }
+  }
+  while (!call->head_done && !call->closed) {
+    const bool changed = co_await await_change(*call, timeouts.upstream);
+    if (!changed) {
+      session->cancel(*call);
+      co_return co_await answer_failure(client, exchange, UpstreamFailure::timeout);
+    }
+  }
+  if (!call->head_done) {
+    co_return co_await answer_failure(client, exchange, UpstreamFailure::broken);
+  }
+  RelayOutcome outcome{.keep_alive = exchange.keep_alive && parser.is_done(),
+                       .status = call->head.status(),
+                       .failure = UpstreamFailure::none,
+                       .upstream_time = std::chrono::steady_clock::now() - started};
+  const bool no_body =
+      parser.method() == http::verb::head || outcome.status == 204 || outcome.status == 304;
+  const bool chunked = !no_body && !has_field(*call, "content-length") && version >= 11;
+  if (!no_body && !chunked && !has_field(*call, "content-length")) {
+    outcome.keep_alive = false;  // HTTP/1.0 without a length: the body runs until the close
+  }
+  head.clear();
+  write_client_head(*call, version, chunked, outcome.keep_alive, exchange.decision,
+                    config.limits_headers, head);
+  const std::array<net::const_buffer, 1> head_piece{net::buffer(head.data(), head.size())};
+  const beast::error_code head_failed = co_await io::send(client, head_piece, timeouts.idle);
+  if (head_failed) {
+    session->cancel(*call);
+    co_return RelayOutcome{.status = outcome.status};
+  }
+  std::string piece;
+  std::array<char, 24> size_line{};
+  while (!no_body) {
+    while (call->body.empty() && !call->body_done && !call->closed) {
+      const bool changed = co_await await_change(*call, timeouts.upstream);
+      if (!changed) {
+        session->cancel(*call);
+        outcome.failure = UpstreamFailure::timeout;
+        outcome.keep_alive = false;
+        co_return outcome;
+      }
+    }
+    if (call->body.empty() && !call->body_done) {  // reset by the upstream mid-body
+      outcome.failure = UpstreamFailure::broken;
+      outcome.keep_alive = false;
+      co_return outcome;
+    }
+    piece.clear();
+    piece.swap(call->body);
+    const bool last = call->body_done && call->body.empty();
+    HeadText last_chunk;
+    if (last && chunked) {
+      write_last_chunk(*call, last_chunk);
+    }
+    std::array<net::const_buffer, 4> pieces{};
+    std::size_t count = 0;
+    if (!piece.empty()) {
+      if (chunked) {
+        const auto end = fmt::format_to(size_line.data(), "{:x}\r\n", piece.size());
+        pieces[count++] =
+            net::buffer(size_line.data(), static_cast<std::size_t>(end - size_line.data()));
+      }
+      pieces[count++] = net::buffer(piece);
+      if (chunked) {
+        pieces[count++] = net::buffer("\r\n", 2);
+      }
+    }
+    if (last_chunk.size() > 0) {
+      pieces[count++] = net::buffer(last_chunk.data(), last_chunk.size());
+    }
+    beast::error_code failed;
+    if (count > 0) {
+      failed = co_await io::send(client, std::span(pieces.data(), count), timeouts.idle);
+    }
+    if (failed) {
+      session->cancel(*call);
+      outcome.keep_alive = false;
+      co_return outcome;
+    }
+    session->consume(*call, piece.size());
+    if (last) {
+      break;
+    }
+  }
+  if (no_body && !call->body_done) {
+    session->cancel(*call);
+  }
+  co_return outcome;
+}
+
+}  // namespace sluice::http::h2
