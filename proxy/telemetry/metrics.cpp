@@ -208,10 +208,21 @@ std::string Metrics::render(const Gauges& gauges) const {
                  "# TYPE sluice_http2_goaways_total counter\n",
                  http2_connections_.load(std::memory_order_relaxed));
   static constexpr std::array<std::string_view, kHttp2ErrorCodes> kErrorNames = {
-      "no_error",         "protocol_error",      "internal_error",    "flow_control_error",
-      "settings_timeout", "stream_closed",       "frame_size_error",  "refused_stream",
-      "cancel",           "compression_error",   "connect_error",     "enhance_your_calm",
-      "inadequate_security", "http_1_1_required", "other"};
+      "no_error",
+      "protocol_error",
+      "internal_error",
+      "flow_control_error",
+      "settings_timeout",
+      "stream_closed",
+      "frame_size_error",
+      "refused_stream",
+      "cancel",
+      "compression_error",
+      "connect_error",
+      "enhance_your_calm",
+      "inadequate_security",
+      "http_1_1_required",
+      "other"};
   for (std::size_t code = 0; code < kHttp2ErrorCodes; ++code) {
     if (const std::uint64_t count = http2_goaways_[code].load(std::memory_order_relaxed)) {
       fmt::format_to(to, "sluice_http2_goaways_total{{error=\"{}\"}} {}\n", kErrorNames[code],

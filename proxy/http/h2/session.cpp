@@ -251,8 +251,15 @@ int Session::on_invalid_frame(nghttp2_session*, const nghttp2_frame* frame, int,
 }
 
 int Session::on_frame_sent(nghttp2_session*, const nghttp2_frame* frame, void* self) {
+  auto& session = *static_cast<Session*>(self);
   if (frame->hd.type == NGHTTP2_GOAWAY) {
-    static_cast<Session*>(self)->events_.on_goaway_sent(frame->goaway.error_code);
+    session.events_.on_goaway_sent(frame->goaway.error_code);
+  } else if ((frame->hd.type == NGHTTP2_HEADERS || frame->hd.type == NGHTTP2_DATA) &&
+             (frame->hd.flags & NGHTTP2_FLAG_END_STREAM) != 0) {
+    if (Stream* stream = session.find(frame->hd.stream_id)) {
+      stream->answered = true;
+      stream->changed.notify();
+    }
   }
   return 0;
 }

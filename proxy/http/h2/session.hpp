@@ -49,7 +49,8 @@ struct Stream {
   /// that its coroutine stops waiting on it.
   io::Stream* upstream = nullptr;
 
-  bool closed = false;  ///< The stream is over (answered whole, reset, or the connection went).
+  bool answered = false;  ///< The response's END_STREAM went out: it is whole.
+  bool closed = false;    ///< The stream is over (answered whole, reset, or the connection went).
   std::uint32_t close_error = 0;  ///< Its HTTP/2 error code when it was reset.
 };
 

@@ -80,9 +80,17 @@ std::optional<limiter::Duration> grpc_timeout(std::string_view text) noexcept {
   }
 }
 
-/// Waits until the stream is closed, up to `timeout` since it last changed; then resets it.
+/// Waits until the stream is closed, up to `timeout` since it last changed; then resets it. A
+/// stream answered whole while its client still sends a body it no longer needs is reset with
+/// NO_ERROR (RFC 9113 §8.1), after the answer's last frame: else it would hold a place among
+/// the connection's streams until the client ends the body.
 io::Awaitable<void> await_close(Connection& connection, Stream& stream, limiter::Duration timeout) {
   while (!stream.closed) {
+    if (stream.answered && !stream.body_done) {
+      connection.session().reset(stream, NGHTTP2_NO_ERROR);
+      connection.flush();
+      co_return;
+    }
     const bool changed = co_await stream.changed.wait_for(timeout);
     if (!changed) {
       connection.session().reset(stream, NGHTTP2_CANCEL);

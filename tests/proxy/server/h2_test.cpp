@@ -244,6 +244,33 @@ TEST(Http2Downstream, UploadsTheUpstreamResetGiveTheirWindowBack) {
   EXPECT_EQ(status_of(result, "41"), 200) << shown(result);
 }
 
+TEST(Http2Downstream, UploadsAnsweredBeforeTheirEndAreResetAndFreeTheirPlaces) {
+  QuietProxy proxy(
+      "routes:\n  - {name: refused, match: {path_prefix: /refused}, respond: {status: 403}}\n"
+      "  - {name: all}",
+      "http2: {max_concurrent_streams: 4}\n");
+  // Four uploads answered 403 at once; the client stops sending each when its answer comes.
+  // Each stream is reset with NO_ERROR after its answer, so the fifth upload finds a place
+  // among the connection's four.
+  const json::object result =
+      h2_peer(proxy.port(),
+              "post --path /upload --body-bytes 300000 --first-posts 4 --first-path /refused");
+  EXPECT_EQ(statuses(result), (std::map<std::int64_t, int>{{200, 1}, {403, 4}})) << shown(result);
+  for (const char* id : {"1", "3", "5", "7"}) {
+    EXPECT_EQ(entry(result, "resets", id), 0) << id << ": " << shown(result);
+  }
+  EXPECT_EQ(status_of(result, "9"), 200) << shown(result);
+}
+
+TEST(Http2Downstream, ReusesUpstreamConnectionsAcrossStreams) {
+  QuietProxy proxy(kForwardAll);
+  // Four uploads one after the other on one connection: one kept-alive upstream connection.
+  const json::object result =
+      h2_peer(proxy.port(), "post --path /last --body-bytes 1000 --first-posts 3 --first-path /a");
+  EXPECT_EQ(statuses(result), (std::map<std::int64_t, int>{{200, 4}})) << shown(result);
+  EXPECT_EQ(proxy.upstream().connections(), 1);
+}
+
 TEST(Http2Downstream, StreamsADownloadWhole) {
   QuietProxy proxy(kForwardAll);
   const TempDirectory directory("sluice-h2");
@@ -479,6 +506,17 @@ TEST(Http2Tls, WithHttp2OffClientsGetHttp11) {
   EXPECT_EQ(result.at("closed"), true) << shown(result);
   EXPECT_TRUE(result.at("responses").as_object().empty()) << shown(result);
   EXPECT_EQ(curl("-o /dev/null -w '%{http_version} %{http_code}' " + url(plain, "/")), "1.1 200");
+}
+
+TEST(Http2Protections, CountsConnectionsAndTheGoawaysThatEndedThem) {
+  QuietProxy proxy(kForwardAll);
+  h2_peer(proxy.port(), "continuation-flood --frames 50");
+  h2_peer(proxy.port(), "data-on-stream-zero");
+  EXPECT_TRUE(admin_shows(proxy.admin_port(), "/metrics", "\nsluice_http2_connections_total 2\n"));
+  EXPECT_TRUE(admin_shows(proxy.admin_port(), "/metrics",
+                          "\nsluice_http2_goaways_total{error=\"enhance_your_calm\"} 1\n"));
+  EXPECT_TRUE(admin_shows(proxy.admin_port(), "/metrics",
+                          "\nsluice_http2_goaways_total{error=\"protocol_error\"} 1\n"));
 }
 
 TEST(Http2Protections, AdvertisesAndEnforcesMaxConcurrentStreams) {
