@@ -238,17 +238,7 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/sluice-peers.XXXXXX")
 # nginx workers run as an unprivileged user when started as root: let them reach their files.
 chmod 755 "$work"
 
-render "$templates/upstream.nginx.conf" "$work/upstream.conf" DIR="$work" \
-  UPSTREAM_PORT="$UPSTREAM_PORT"
-upstream_log=$work/upstream.log
-nginx -t -q -p "$work/" -e stderr -c "$work/upstream.conf" >>"$upstream_log" 2>&1 ||
-  { cat "$upstream_log" >&2; die "nginx -t refused the upstream config"; }
-log "upstream nginx on 127.0.0.1:$UPSTREAM_PORT"
-"${load_pin[@]}" nginx -p "$work/" -e stderr -c "$work/upstream.conf" \
-  >>"$upstream_log" 2>&1 &
-upstream_pid=$!
-started_pids+=("$upstream_pid")
-wait_port "$UPSTREAM_PORT" "$upstream_pid" "upstream nginx" "$upstream_log"
+start_upstream_nginx
 [[ $(http_code "$UPSTREAM_PORT") == 200 ]] || die "the upstream does not answer 200"
 
 if [[ " $BENCH_PATHS " == *" forward-redis "* && " $PROXIES " == *" sluice "* ]]; then

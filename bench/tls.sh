@@ -350,13 +350,9 @@ for port in "$UPSTREAM_PORT" "$SLUICE_PORT" "$NGINX_PORT" "$SLUICE_ADMIN_PORT"; 
 done
 
 echo "versions:"
-echo "  $(nginx -v 2>&1) ($(nginx -V 2>&1 | grep -io 'running with [^)]*' || nginx -V 2>&1 | grep -io 'built with openssl [^ ]*'))"
+print_proxy_versions
 echo "  $(wrk -v 2>&1 | head -n 1)"
 echo "  openssl CLI: $(openssl version)"
-if [[ -x $SLUICE_BIN ]]; then
-  echo "  $("$SLUICE_BIN" version 2>&1 | head -n 1) ($(ldd "$SLUICE_BIN" 2>/dev/null |
-    awk '/libssl/ {print $1 " => " $3; found = 1} END {if (!found) print "no shared libssl"}'))"
-fi
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/sluice-tls.XXXXXX")
 # nginx workers run as an unprivileged user when started as root: let them reach their files.
@@ -364,23 +360,9 @@ chmod 755 "$work"
 
 # The certificate and key both proxies serve: ECDSA P-256, self-signed (the clients do not
 # verify it; s_client checks its name).
-openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
-  -keyout "$work/key.pem" -out "$work/cert.pem" -subj "/CN=$cert_cn" \
-  -addext "subjectAltName=DNS:localhost,IP:127.0.0.1" >"$work/cert.log" 2>&1 ||
-  { cat "$work/cert.log" >&2; die "openssl req could not make the certificate"; }
-chmod 644 "$work/key.pem"
+make_certificate "$cert_cn"
 
-render "$repo_root/bench/peers/upstream.nginx.conf" "$work/upstream.conf" DIR="$work" \
-  UPSTREAM_PORT="$UPSTREAM_PORT"
-upstream_log=$work/upstream.log
-nginx -t -q -p "$work/" -e stderr -c "$work/upstream.conf" >>"$upstream_log" 2>&1 ||
-  { cat "$upstream_log" >&2; die "nginx -t refused the upstream config"; }
-log "upstream nginx on 127.0.0.1:$UPSTREAM_PORT"
-"${load_pin[@]}" nginx -p "$work/" -e stderr -c "$work/upstream.conf" \
-  >>"$upstream_log" 2>&1 &
-upstream_pid=$!
-started_pids+=("$upstream_pid")
-wait_port "$UPSTREAM_PORT" "$upstream_pid" "upstream nginx" "$upstream_log"
+start_upstream_nginx
 
 read -r -a proxy_order <<<"$PROXIES"
 for ((round = 1; round <= ROUNDS; round++)); do

@@ -45,7 +45,7 @@ done
 echo "== tsan (threads on shared keys, the proxy's event loops)"
 cmake --preset tsan >/dev/null
 cmake --build --preset tsan --target limiter_tests pipeline_tests proxy_tests integration_tests sluice
-run_ctest --preset tsan --tests-regex 'ConcurrentDecisions\.|Proxy\.|AdminPort\.|ConnectionLimit\.|ConcurrencyLimit\.|SluiceBinary\.|SharedLimit\.|TlsListener\.|MutualTls\.|TlsReload\.|HttpsUpstream\.' || status=1
+run_ctest --preset tsan --tests-regex 'ConcurrentDecisions\.|Proxy\.|AdminPort\.|ConnectionLimit\.|ConcurrencyLimit\.|SluiceBinary\.|SharedLimit\.|TlsListener\.|MutualTls\.|TlsReload\.|HttpsUpstream\.|Http2Downstream\.|Http2Upstream\.|GrpcDownstream\.' || status=1
 
 echo "== image (docker/test-image.sh: the runtime image around the test build's binaries, run, health, 200s then 429s, SIGTERM)"
 if bash docker/test-image.sh --prebuilt build/test; then

@@ -198,3 +198,41 @@ rounds_won() {
     awk -v op="$2" '{ r++; if (op == ">=" ? $1 >= $2 : $1 <= $2) k++ } END {
       printf "%d of %d rounds", k, r }'
 }
+
+# The upstream every proxy is measured in front of: an nginx worker answering `return 200`
+# (bench/peers/upstream.nginx.conf) on UPSTREAM_PORT, on the load side's CPU. Sets upstream_pid
+# and upstream_log; needs work, load_pin and started_pids.
+# shellcheck disable=SC2154  # repo_root and load_pin are the sourcing script's
+start_upstream_nginx() {
+  render "$repo_root/bench/peers/upstream.nginx.conf" "$work/upstream.conf" DIR="$work" \
+    UPSTREAM_PORT="$UPSTREAM_PORT"
+  upstream_log=$work/upstream.log
+  nginx -t -q -p "$work/" -e stderr -c "$work/upstream.conf" >>"$upstream_log" 2>&1 ||
+    { cat "$upstream_log" >&2; die "nginx -t refused the upstream config"; }
+  log "upstream nginx on 127.0.0.1:$UPSTREAM_PORT"
+  "${load_pin[@]}" nginx -p "$work/" -e stderr -c "$work/upstream.conf" \
+    >>"$upstream_log" 2>&1 &
+  upstream_pid=$!
+  started_pids+=("$upstream_pid")
+  wait_port "$UPSTREAM_PORT" "$upstream_pid" "upstream nginx" "$upstream_log"
+}
+
+# make_certificate CN: the certificate and key the proxies serve over TLS, $work/cert.pem and
+# $work/key.pem: ECDSA P-256, self-signed (the clients do not verify it).
+make_certificate() {
+  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
+    -keyout "$work/key.pem" -out "$work/cert.pem" -subj "/CN=$1" \
+    -addext "subjectAltName=DNS:localhost,IP:127.0.0.1" >"$work/cert.log" 2>&1 ||
+    { cat "$work/cert.log" >&2; die "openssl req could not make the certificate"; }
+  chmod 644 "$work/key.pem"
+}
+
+# The versions of nginx and of SLUICE_BIN, each with the OpenSSL it runs with (the caller adds
+# its clients').
+print_proxy_versions() {
+  echo "  $(nginx -v 2>&1) ($(nginx -V 2>&1 | grep -io 'running with [^)]*' || nginx -V 2>&1 | grep -io 'built with openssl [^ ]*'))"
+  if [[ -x $SLUICE_BIN ]]; then
+    echo "  $("$SLUICE_BIN" version 2>&1 | head -n 1) ($(ldd "$SLUICE_BIN" 2>/dev/null |
+      awk '/libssl/ {print $1 " => " $3; found = 1} END {if (!found) print "no shared libssl"}'))"
+  fi
+}

@@ -36,6 +36,18 @@ struct ClientConnection {
   bool parked = false;  ///< Its lingering wait was ended: it is to wait without its state.
 };
 
+/// What the pipeline sees of the request whose head `state` has parsed, from `client`.
+inline pipeline::RequestView request_view(const RequestState& state,
+                                          const ClientConnection& client) noexcept {
+  const RequestParser& parser = *state.parser;
+  return {.method = parser.method_string(),
+          .target = parser.target(),
+          .host = state.request_head.value_of(http::field::host),
+          .headers = state.request_head.headers(),
+          .peer = client.peer,
+          .certificate = client.certificate.get()};
+}
+
 /// One event loop's open client connections (no allocation to enter or leave it).
 using ClientConnections = boost::intrusive::list<
     ClientConnection,

@@ -261,6 +261,12 @@ void Server::stop(limiter::Duration drain) {
   // The store's timers belong to the loops' io_contexts: it goes before them. What the loops
   // still hold of it (suspended coroutines) is only destroyed with them, never resumed.
   store_.reset();
+  for (auto& loop : loops_) {
+    // The sessions with HTTP/2 upstreams hold sockets and timers of the loop's io_context,
+    // which goes before the context that keeps them: they go first (those its suspended
+    // coroutines still hold go with it).
+    loop->context->http2_upstreams.reset();
+  }
   loops_.clear();
 }
 

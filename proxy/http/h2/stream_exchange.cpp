@@ -589,12 +589,7 @@ io::Awaitable<void> serve_stream(std::shared_ptr<Connection> connection,
                     .started = std::chrono::steady_clock::now()};
   pipeline::Decision& decision = state.decision;
   ClientConnection& client = connection->client();
-  const pipeline::RequestView view{.method = parser.method_string(),
-                                   .target = parser.target(),
-                                   .host = state.request_head.value_of(http::field::host),
-                                   .headers = state.request_head.headers(),
-                                   .peer = client.peer,
-                                   .certificate = client.certificate.get()};
+  const pipeline::RequestView view = request_view(state, client);
   const limiter::TimePoint now = proxy.clock.now();
   if (generation->pipeline.prepare(view, now, std::nullopt, decision, state.charges)) {
     state.charged = {};
