@@ -611,9 +611,10 @@ TEST_F(H2Session, KnowsAHeaderBlockIsOpenUntilItsLastContinuation) {
   std::size_t at = 24;
   std::vector<std::size_t> ends;
   while (at + 9 <= bytes.size()) {
-    const std::size_t length = (static_cast<unsigned char>(bytes[at]) << 16) |
-                               (static_cast<unsigned char>(bytes[at + 1]) << 8) |
-                               static_cast<unsigned char>(bytes[at + 2]);
+    const auto byte = [&](std::size_t i) {
+      return std::size_t{static_cast<unsigned char>(bytes[i])};
+    };
+    const std::size_t length = (byte(at) << 16) | (byte(at + 1) << 8) | byte(at + 2);
     at += 9 + length;
     ends.push_back(at);
   }
