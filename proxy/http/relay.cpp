@@ -1,7 +1,5 @@
 #include "proxy/http/relay.hpp"
 
-#include <fmt/format.h>
-
 #include <array>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -106,7 +104,6 @@ bool receive_now(io::Stream& stream, MessageRead<isRequest>& read, beast::error_
 template <class Parser>
 io::Awaitable<Pumped> pump(Source in, Parser& parser, Sink out, const HeadText& head, bool chunked,
                            std::span<char> chunk) {
-  static constexpr std::string_view kCrlf = "\r\n";
   static constexpr std::string_view kLastChunk = "0\r\n\r\n";
   const bool has_body = !parser.is_done();
   // Beast reads no more than the buffer's free capacity (at least 512 bytes): without room, a
@@ -114,7 +111,7 @@ io::Awaitable<Pumped> pump(Source in, Parser& parser, Sink out, const HeadText& 
   if (has_body && in.buffer.capacity() < kRelayBuffer) {
     in.buffer.reserve(std::min(kRelayBuffer, in.buffer.max_size()));
   }
-  std::array<char, 24> size_line{};
+  ChunkSizeLine size_line{};
   bool head_sent = false;
   do {
     std::size_t piece = 0;
@@ -145,17 +142,8 @@ io::Awaitable<Pumped> pump(Source in, Parser& parser, Sink out, const HeadText& 
     if (!head_sent) {
       pieces[count++] = net::buffer(head.data(), head.size());
     }
-    if (piece > 0) {
-      if (chunked) {
-        const auto end = fmt::format_to(size_line.data(), "{:x}\r\n", piece);
-        pieces[count++] =
-            net::buffer(size_line.data(), static_cast<std::size_t>(end - size_line.data()));
-      }
-      pieces[count++] = net::buffer(chunk.data(), piece);
-      if (chunked) {
-        pieces[count++] = net::buffer(kCrlf.data(), kCrlf.size());
-      }
-    }
+    count =
+        add_body_piece(pieces, count, std::string_view(chunk.data(), piece), chunked, size_line);
     if (chunked && has_body && parser.is_done()) {
       pieces[count++] = net::buffer(kLastChunk.data(), kLastChunk.size());
     }

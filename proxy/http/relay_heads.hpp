@@ -1,7 +1,11 @@
 #pragma once
 
+#include <fmt/format.h>
+
+#include <array>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string_view>
 
 #include "config/proxy_config.hpp"
@@ -33,6 +37,29 @@ struct ClientFraming {
 void write_client_head(const ResponseParser& response, unsigned version, ClientFraming framing,
                        bool keep_alive, bool switching, const pipeline::Decision& decision,
                        config::LimitsHeaders limits_headers, HeadText& head);
+
+/// Room for a chunk's size line: up to 16 hex digits and CRLF.
+using ChunkSizeLine = std::array<char, 24>;
+
+/// Puts `piece` of a body into `pieces` from `count` on, in its chunk framing (size line, the
+/// bytes, CRLF) when `chunked`, else as it is; nothing for an empty piece. The size line is
+/// written into `size_line`, which must outlive the send. Returns the new count.
+inline std::size_t add_body_piece(std::span<net::const_buffer> pieces, std::size_t count,
+                                  std::string_view piece, bool chunked, ChunkSizeLine& size_line) {
+  if (piece.empty()) {
+    return count;
+  }
+  if (chunked) {
+    const auto end = fmt::format_to(size_line.data(), "{:x}\r\n", piece.size());
+    pieces[count++] =
+        net::buffer(size_line.data(), static_cast<std::size_t>(end - size_line.data()));
+  }
+  pieces[count++] = net::buffer(piece.data(), piece.size());
+  if (chunked) {
+    pieces[count++] = net::buffer("\r\n", 2);
+  }
+  return count;
+}
 
 /// Whether the client waits for a 100 (Continue) before it sends the body; an HTTP/1.0 client
 /// does not know interim responses, and its expectation is ignored (RFC 9110 §10.1.1).

@@ -1,7 +1,5 @@
 #include "proxy/http/h2/http1_bridge.hpp"
 
-#include <fmt/format.h>
-
 #include <array>
 #include <boost/asio/write.hpp>
 #include <chrono>
@@ -199,7 +197,7 @@ io::Awaitable<RelayOutcome> relay_http1_to_http2(ClientConnection& downstream,
     co_return RelayOutcome{.status = outcome.status};
   }
   std::string piece;
-  std::array<char, 24> size_line{};
+  ChunkSizeLine size_line{};
   while (!no_body) {
     while (call->body.empty() && !call->body_done && !call->closed) {
       const bool changed = co_await await_change(*call, timeouts.upstream);
@@ -223,18 +221,7 @@ io::Awaitable<RelayOutcome> relay_http1_to_http2(ClientConnection& downstream,
       write_last_chunk(*call, last_chunk);
     }
     std::array<net::const_buffer, 4> pieces{};
-    std::size_t count = 0;
-    if (!piece.empty()) {
-      if (chunked) {
-        const auto end = fmt::format_to(size_line.data(), "{:x}\r\n", piece.size());
-        pieces[count++] =
-            net::buffer(size_line.data(), static_cast<std::size_t>(end - size_line.data()));
-      }
-      pieces[count++] = net::buffer(piece);
-      if (chunked) {
-        pieces[count++] = net::buffer("\r\n", 2);
-      }
-    }
+    std::size_t count = add_body_piece(pieces, 0, piece, chunked, size_line);
     if (last_chunk.size() > 0) {
       pieces[count++] = net::buffer(last_chunk.data(), last_chunk.size());
     }

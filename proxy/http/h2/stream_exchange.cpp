@@ -171,7 +171,6 @@ struct Sent {
 /// went on.
 io::Awaitable<Sent> send_request(Connection& connection, Stream& stream, RequestState& state,
                                  io::Stream& server, const config::Timeouts& timeouts) {
-  static constexpr std::string_view kCrlf = "\r\n";
   static constexpr std::string_view kLastChunk = "0\r\n\r\n";
   const bool chunked = state.parser->chunked();
   const bool has_body = !(stream.body_done && stream.body.empty());
@@ -179,7 +178,7 @@ io::Awaitable<Sent> send_request(Connection& connection, Stream& stream, Request
   std::array<net::const_buffer, 5> pieces{net::buffer(head.data(), head.size())};
   std::size_t count = 1;
   std::string piece;  // the body bytes on their way, swapped with the stream's buffer
-  std::array<char, 24> size_line{};
+  ChunkSizeLine size_line{};
   do {
     if (has_body) {
       const bool came = co_await await_body(stream, timeouts.idle);
@@ -188,17 +187,7 @@ io::Awaitable<Sent> send_request(Connection& connection, Stream& stream, Request
       }
       piece.clear();
       piece.swap(stream.body);
-      if (!piece.empty()) {
-        if (chunked) {
-          const auto end = fmt::format_to(size_line.data(), "{:x}\r\n", piece.size());
-          pieces[count++] =
-              net::buffer(size_line.data(), static_cast<std::size_t>(end - size_line.data()));
-        }
-        pieces[count++] = net::buffer(piece);
-        if (chunked) {
-          pieces[count++] = net::buffer(kCrlf);
-        }
-      }
+      count = add_body_piece(pieces, count, piece, chunked, size_line);
       if (chunked && stream.body_done && stream.body.empty()) {
         pieces[count++] = net::buffer(kLastChunk);
       }
