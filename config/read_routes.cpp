@@ -177,9 +177,14 @@ Route read_route(const YAML::Node& node, std::size_t index, const ProxyConfig& c
   check_cost(reader, route, config);
   if (auto section = reader.section("respond", {"status", "body"})) {
     MapReader& respond = *section;
+    // A final status: an interim one (1xx) would leave the client waiting for the real answer.
     route.respond = Respond{
-        .status = static_cast<unsigned>(respond.whole_number("status", 100, 599).value_or(200)),
+        .status = static_cast<unsigned>(respond.whole_number("status", 200, 599).value_or(200)),
         .body = respond.text("body").value_or("")};
+    if ((route.respond->status == 204 || route.respond->status == 304) &&
+        !route.respond->body.empty()) {
+      respond.error("body", "a 204 or 304 answer has no body (RFC 9110 §15.3.5, §15.4.5)");
+    }
     if (reader.has("upstream")) {
       reader.error("respond", "a route answers itself (respond) or forwards (upstream), not both");
     }

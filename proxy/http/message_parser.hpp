@@ -25,16 +25,20 @@ inline constexpr std::uint32_t kMaxHeaderBytes = 16 * 1024;
 ///
 /// It adds the checks of RFC 9112 that Beast leaves out, on the fields as they are parsed, and
 /// fails the message with an error as Beast's own checks do (README: "Strict HTTP/1.1"):
-/// - a request: line folding (obs-fold), a Host field missing in HTTP/1.1, repeated, or not a
-///   valid host; a request-target in asterisk-form other than for OPTIONS, in authority-form
-///   (CONNECT: refusal() is 501), or in an absolute-form that is not an http(s) URI. A valid
-///   absolute-form is kept as its path and query, its authority in place of the Host field;
+/// - a request: a request-target with bytes outside visible ASCII, or a fragment; line folding
+///   (obs-fold), a Host field missing in HTTP/1.1, repeated, or not a valid host; CONNECT
+///   (refusal() is 501, or 400 when its target is not in authority-form); a request-target in
+///   asterisk-form other than for OPTIONS, or in an absolute-form that is not an http(s) URI. A
+///   valid absolute-form is kept as its path and query, its authority in place of the Host field;
 /// - a request's Transfer-Encoding: in HTTP/1.0, with Content-Length, not a valid list, with
 ///   `chunked` more than once or not last, or with codings besides `chunked` (refusal(): 501);
 /// - a response's Transfer-Encoding: in HTTP/1.0, with Content-Length, not a valid list, or with
 ///   `chunked` more than once (without `chunked` last, the body runs until the connection
 ///   closes); a status outside 100-599;
 /// - chunk extensions holding control characters.
+///
+/// framing_broken() tells a reader that the bytes Beast is waiting behind already prove a
+/// chunked body malformed (Beast asks for more bytes there), so that it answers at once.
 template <bool isRequest>
 class MessageParser final : public boost::beast::http::basic_parser<isRequest> {
  public:
@@ -65,6 +69,30 @@ class MessageParser final : public boost::beast::http::basic_parser<isRequest> {
   /// The message's Transfer-Encoding fields, all of them.
   const syntax::TransferCodings& transfer_codings() const noexcept { return codings_; }
 
+  /// Whether the bytes not parsed yet, which Beast left because it needs more, already prove
+  /// the chunked framing wrong: a chunk's data not followed by CRLF (Beast wants 4 bytes
+  /// before it looks at the 2 it needs), or a chunk-size line that has ended and is not one
+  /// (an unclosed quote in an extension makes Beast read on past the line's end) (RFC 9112
+  /// §7.1).
+  bool framing_broken(std::string_view unparsed) const noexcept {
+    if (!chunk_line_next_) {
+      return false;
+    }
+    if (crlf_before_line_) {
+      if ((!unparsed.empty() && unparsed[0] != '\r') ||
+          (unparsed.size() > 1 && unparsed[1] != '\n')) {
+        return true;
+      }
+      unparsed.remove_prefix(std::min<std::size_t>(2, unparsed.size()));
+    }
+    const std::size_t end = unparsed.find('\n');
+    if (end == std::string_view::npos) {
+      return false;  // the line goes on
+    }
+    return end == 0 || unparsed[end - 1] != '\r' ||
+           !syntax::valid_chunk_size_line(unparsed.substr(0, end - 1));
+  }
+
   /// Where the next body bytes go.
   void body_into(std::span<char> room) noexcept { room_ = room; }
   /// The part of the room not yet filled.
@@ -82,7 +110,19 @@ class MessageParser final : public boost::beast::http::basic_parser<isRequest> {
     method_string_ = head_.keep(method_string);
     version_ = static_cast<unsigned>(version);
     start_line_done_ = true;
-    if (!target.empty() && target.front() == '/') {  // origin-form: the usual one
+    if (!syntax::valid_target_bytes(target)) {
+      ec = http_error::bad_target;
+      return;
+    }
+    if (method_ == boost::beast::http::verb::connect) {
+      // A tunnel: not what a gateway opens (501); and CONNECT takes the authority-form only
+      // (RFC 9112 §3.2.3), so another form is malformed (400).
+      const bool authority_form = target.front() != '/' && target.find("://") == string_view::npos;
+      refusal_ = authority_form ? http_status::not_implemented : http_status::bad_request;
+      ec = http_error::bad_method;
+      return;
+    }
+    if (target.front() == '/') {  // origin-form: the usual one
       target_ = head_.keep(target);
       return;
     }
@@ -91,11 +131,6 @@ class MessageParser final : public boost::beast::http::basic_parser<isRequest> {
 
   /// The request-target forms other than origin-form (RFC 9112 §3.2).
   void keep_other_target(string_view target, error_code& ec) {
-    if (method_ == boost::beast::http::verb::connect) {
-      refusal_ = http_status::not_implemented;  // a tunnel: not what a gateway opens
-      ec = http_error::bad_method;
-      return;
-    }
     if (target == "*") {  // asterisk-form: the server itself, for OPTIONS only
       if (method_ == boost::beast::http::verb::options) {
         target_ = head_.keep(target);
@@ -179,6 +214,7 @@ class MessageParser final : public boost::beast::http::basic_parser<isRequest> {
         head_.add(field::host, "Host", authority_);
       }
     }
+    chunk_line_next_ = codings_.framed_by_chunked();
     head_.seal();
   }
 
@@ -218,13 +254,19 @@ class MessageParser final : public boost::beast::http::basic_parser<isRequest> {
   std::size_t on_body_impl(string_view body, error_code& ec) override { return take(body, ec); }
 
   void on_chunk_header_impl(std::uint64_t, string_view extensions, error_code& ec) override {
+    chunk_line_next_ = false;
     if (!syntax::valid_chunk_extensions(extensions)) {
       ec = http_error::bad_chunk_extension;
     }
   }
 
-  std::size_t on_chunk_body_impl(std::uint64_t, string_view body, error_code& ec) override {
-    return take(body, ec);
+  std::size_t on_chunk_body_impl(std::uint64_t remain, string_view body, error_code& ec) override {
+    const std::size_t taken = take(body, ec);
+    if (taken == remain) {  // the chunk's data is over: CRLF, then the next size line
+      chunk_line_next_ = true;
+      crlf_before_line_ = true;
+    }
+    return taken;
   }
 
   void on_finish_impl(error_code&) override {}
@@ -255,6 +297,8 @@ class MessageParser final : public boost::beast::http::basic_parser<isRequest> {
   syntax::TransferCodings codings_;
   bool content_length_ = false;  ///< A Content-Length field.
   bool start_line_done_ = false;
+  bool chunk_line_next_ = false;   ///< A chunked body's next bytes are a chunk-size line,
+  bool crlf_before_line_ = false;  ///< after the CRLF that ends a chunk's data.
   http_status refusal_ = http_status::bad_request;
 };
 

@@ -8,6 +8,9 @@
 #include <boost/beast/http/basic_parser.hpp>
 #include <boost/beast/http/error.hpp>
 #include <stdexcept>
+#include <string_view>
+
+#include "proxy/http/message_parser.hpp"
 
 namespace sluice::http {
 
@@ -29,8 +32,8 @@ class MessageRead {
     progress,     ///< as http::async_read_some: until the parser uses bytes for something
   };
 
-  MessageRead(boost::beast::flat_buffer& buffer,
-              boost::beast::http::basic_parser<isRequest>& parser, Until until) noexcept
+  MessageRead(boost::beast::flat_buffer& buffer, MessageParser<isRequest>& parser,
+              Until until) noexcept
       : buffer_(buffer), parser_(parser), until_(until) {}
 
   /// Parses what the buffer holds. True when the parser needs bytes from the socket: they go
@@ -47,6 +50,9 @@ class MessageRead {
       if (buffer_.size() > 0 && !parsed_) {
         if (skip_empty_lines()) {
           buffer_.consume(parser_.put(buffer_.data(), ec));
+          if (ec == http::error::need_more && parser_.framing_broken(unparsed())) {
+            ec = http::error::bad_chunk;  // no byte to come can mend it: now, not at a timeout
+          }
           if (ec != http::error::need_more) {
             progressed_ = true;
             continue;
@@ -111,8 +117,12 @@ class MessageRead {
     return true;
   }
 
+  std::string_view unparsed() const noexcept {
+    return {static_cast<const char*>(buffer_.data().data()), buffer_.size()};
+  }
+
   boost::beast::flat_buffer& buffer_;
-  boost::beast::http::basic_parser<isRequest>& parser_;
+  MessageParser<isRequest>& parser_;
   Until until_;
   boost::asio::mutable_buffer room_;
   bool parsed_ = false;      ///< The buffer's bytes were all offered to the parser.

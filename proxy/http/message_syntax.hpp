@@ -5,6 +5,7 @@
 #include <string_view>
 
 #include "proxy/pipeline/http_text.hpp"
+#include "proxy/pipeline/ip_address.hpp"
 
 namespace sluice::http {
 
@@ -70,15 +71,21 @@ inline bool is_host_char(char c) noexcept {
 inline bool valid_host(std::string_view host) noexcept {
   std::size_t at = 0;
   if (!host.empty() && host.front() == '[') {
-    // IP-literal: IPv6address or IPvFuture, told apart by whoever connects to it.
+    // IP-literal: an IPv6 address, or IPvFuture ("v" 1*HEXDIG "." ...), which no one uses.
     const std::size_t close = host.find(']');
     if (close == std::string_view::npos || close == 1) {
       return false;
     }
-    for (at = 1; at < close; ++at) {
-      if (!is_host_char(host[at]) && host[at] != ':') {
-        return false;
+    const std::string_view literal = host.substr(1, close - 1);
+    if (literal.front() == 'v' || literal.front() == 'V') {
+      for (const char c : literal) {
+        if (!is_host_char(c) && c != ':') {
+          return false;
+        }
       }
+    } else if (const auto address = pipeline::IpAddress::parse(literal);
+               !address || address->ipv4) {
+      return false;
     }
     at = close + 1;
   } else {
@@ -225,6 +232,72 @@ inline bool valid_chunk_extensions(std::string_view extensions) noexcept {
   for (const char c : extensions) {
     const auto byte = static_cast<unsigned char>(c);
     if ((byte < 0x20 && byte != '\t') || byte == 0x7f) {
+      return false;
+    }
+  }
+  return true;
+}
+
+/// A chunk-size line without its CRLF (RFC 9112 §7.1.1):
+///     chunk-size [ chunk-ext ]      chunk-size = 1*HEXDIG
+///     chunk-ext = *( BWS ";" BWS chunk-ext-name [ BWS "=" BWS chunk-ext-val ] )
+///     chunk-ext-val = token / quoted-string
+inline bool valid_chunk_size_line(std::string_view line) noexcept {
+  std::size_t at = 0;
+  while (at < line.size() && is_hex_digit(line[at])) {
+    ++at;
+  }
+  if (at == 0) {
+    return false;
+  }
+  const auto skip_whitespace = [&] {
+    while (at < line.size() && (line[at] == ' ' || line[at] == '\t')) {
+      ++at;
+    }
+  };
+  const auto skip_token = [&] {
+    const std::size_t start = at;
+    while (at < line.size() && is_tchar(line[at])) {
+      ++at;
+    }
+    return at > start;
+  };
+  for (;;) {
+    skip_whitespace();
+    if (at == line.size()) {
+      return true;
+    }
+    if (line[at] != ';') {
+      return false;
+    }
+    ++at;
+    skip_whitespace();
+    if (!skip_token()) {
+      return false;
+    }
+    skip_whitespace();
+    if (at < line.size() && line[at] == '=') {
+      ++at;
+      skip_whitespace();
+      if (at < line.size() && line[at] == '"') {
+        if (!skip_quoted_string(line, at)) {
+          return false;
+        }
+      } else if (!skip_token()) {
+        return false;
+      }
+    }
+  }
+}
+
+/// Whether every byte of a request-target may be there (RFC 9112 §3.2, RFC 3986 §3.3-3.4): a
+/// visible ASCII character (Beast lets bytes above 0x7F through), and no '#': a fragment is no
+/// part of a request-target; clients strip it, so one that arrives is a broken client or a probe
+/// for a proxy and an upstream that read the path differently (HAProxy refuses it too).
+inline bool valid_target_bytes(std::string_view target) noexcept {
+  for (const char c : target) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (byte <= 0x20 || byte >= 0x7f || c == '#') {
       return false;
     }
   }

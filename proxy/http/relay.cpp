@@ -76,26 +76,6 @@ struct Pumped {
   bool head_sent = false;    ///< The source failed after the head went out: too late to answer.
 };
 
-/// Reads into `read` what `stream`'s socket holds, without waiting; false when it holds nothing.
-/// For a response's body: the upstream's end of stream, which ends a body of unknown length or
-/// cuts one short, may have come with the last bytes read, and then no epoll event would tell
-/// a drain-aware read of it (io/drain_aware_read.hpp) until the upstream timeout.
-template <bool isRequest>
-bool receive_now(io::Stream& stream, MessageRead<isRequest>& read, beast::error_code& ec) {
-  if (stream.secure()) {
-    return false;  // the bytes are encrypted; TLS's own reads try the socket at once
-  }
-  beast::error_code error;
-  const net::mutable_buffer room = read.room();
-  const std::size_t n =
-      io::receive_some(stream.socket().native_handle(), room.data(), room.size(), error);
-  if (error == net::error::would_block) {
-    return false;
-  }
-  read.received(n, error, ec);
-  return true;
-}
-
 /// Streams a message from `in` (its parser, past the header) to `out`, after `head`. Each write
 /// carries what is ready: the head (the first time), a body piece in its chunk framing when
 /// `chunked`, and the last chunk once the body is over. Each read and write has its own
@@ -123,11 +103,6 @@ io::Awaitable<Pumped> pump(Source in, Parser& parser, Sink out, const HeadText& 
       if (read.wants_bytes(ec)) {
         in.stream.expires_after(in.timeout);
         do {
-          if constexpr (!Parser::is_request::value) {
-            if (receive_now(in.stream, read, ec)) {
-              continue;
-            }
-          }
           auto [error, n] = co_await in.stream.async_read_some(read.room(), io::use_nothrow);
           read.received(n, error, ec);
         } while (read.wants_bytes(ec));
@@ -170,10 +145,11 @@ UpstreamFailure failure_of(const beast::error_code& ec) noexcept {
 /// that failed (`failure`), 400 for a request whose body turned out malformed.
 io::Awaitable<RelayOutcome> answer_and_close(io::Stream& client, http::status status,
                                              UpstreamFailure failure, unsigned version,
-                                             const pipeline::Decision& decision,
+                                             bool to_head, const pipeline::Decision& decision,
                                              const config::ProxyConfig& config) {
   OwnResponse response;
   problem_response(response, status, version, false, &decision, config.limits_headers);
+  response.to_head = to_head;
   co_await net::async_write(client, response.buffers(), io::use_nothrow);
   co_return RelayOutcome{.keep_alive = false,
                          .status = static_cast<unsigned>(status),
@@ -182,12 +158,12 @@ io::Awaitable<RelayOutcome> answer_and_close(io::Stream& client, http::status st
 }
 
 io::Awaitable<RelayOutcome> fail(io::Stream& client, UpstreamFailure failure, unsigned version,
-                                 const pipeline::Decision& decision,
+                                 bool to_head, const pipeline::Decision& decision,
                                  const config::ProxyConfig& config) {
   return answer_and_close(client,
                           failure == UpstreamFailure::timeout ? http::status::gateway_timeout
                                                               : http::status::bad_gateway,
-                          failure, version, decision, config);
+                          failure, version, to_head, decision, config);
 }
 
 /// A body that could not be read for what it holds, not for the connection it comes on.
@@ -342,7 +318,11 @@ io::Awaitable<RelayOutcome> relay(ClientConnection& downstream, const Exchange& 
   const config::ProxyConfig& config = exchange.config();
   const config::Timeouts& timeouts = config.timeouts;
   const unsigned version = parser.version();
-  const bool upgrade = parser.upgrade() && version >= 11;  // ignored in HTTP/1.0 (RFC 9110 §7.8)
+  const bool to_head = parser.method() == http::verb::head;
+  // RFC 9110 §7.8: ignored in HTTP/1.0; and `Connection: upgrade` without an Upgrade field (all
+  // Beast's upgrade() looks at) asks for no protocol.
+  const bool upgrade =
+      parser.upgrade() && version >= 11 && !parser.head().value_of(http::field::upgrade).empty();
   bool keep_alive = exchange.keep_alive;
   head.clear();
   write_upstream_head(parser, downstream.peer_address_text, client.secure(), upgrade, head);
@@ -354,7 +334,7 @@ io::Awaitable<RelayOutcome> relay(ClientConnection& downstream, const Exchange& 
   if (sent.client_gone) {
     if (sent.malformed) {  // a bad chunk, found after the head went upstream: still a 400
       co_return co_await answer_and_close(client, http::status::bad_request, UpstreamFailure::none,
-                                          version, decision, config);
+                                          version, to_head, decision, config);
     }
     co_return RelayOutcome{};
   }
@@ -373,7 +353,7 @@ io::Awaitable<RelayOutcome> relay(ClientConnection& downstream, const Exchange& 
     failure = UpstreamFailure::broken;
   }
   if (failure != UpstreamFailure::none) {
-    co_return co_await fail(client, failure, version, decision, config);
+    co_return co_await fail(client, failure, version, to_head, decision, config);
   }
   io::Stream& server = connection->stream;
   beast::flat_buffer& server_buffer = connection->buffer;
@@ -425,7 +405,7 @@ io::Awaitable<RelayOutcome> relay(ClientConnection& downstream, const Exchange& 
         co_await pump(Source{server, server_buffer, timeouts.upstream}, response,
                       Sink{client, timeouts.idle}, head, framing.chunked, std::span<char>(*chunk));
     if (pumped.read_failed && !pumped.head_sent) {  // a body broken from its start: 502 (504)
-      co_return co_await fail(client, failure_of(pumped.error), version, decision, config);
+      co_return co_await fail(client, failure_of(pumped.error), version, to_head, decision, config);
     }
     ec = pumped.error;
     upstream_failed = pumped.read_failed;

@@ -65,6 +65,9 @@ void open_head(OwnResponse& out, unsigned status, unsigned version, std::string_
   write_status_line(out.head, version, status,
                     http::obsolete_reason(static_cast<http::status>(status)));
   write_field(out.head, "Server", "sluice");
+  if (is_bodiless_status(status)) {
+    return;  // (configuration refuses a body for them)
+  }
   write_field(out.head, "Content-Type", content_type);
   write_field(out.head, "Content-Length", out.body.size());
 }
@@ -84,6 +87,7 @@ void clear(OwnResponse& out) {
   out.head.clear();
   out.body_text.clear();
   out.body = {};
+  out.to_head = false;
 }
 
 std::string_view view_of(const ResponseText& text) noexcept { return {text.data(), text.size()}; }

@@ -21,11 +21,23 @@ struct OwnResponse {
   ResponseText body_text;
   std::string_view body;  ///< `body_text`, or text the configuration holds.
   bool keep_alive = false;
+  /// The body stays home: the answer is to HEAD, which gets the head a GET would have had,
+  /// Content-Length included, and no content (RFC 9110 §9.3.2). Set after the answer is made.
+  bool to_head = false;
 
+  /// What goes on the wire after the head.
+  std::string_view content() const noexcept { return to_head ? std::string_view() : body; }
   std::array<net::const_buffer, 2> buffers() const noexcept {
-    return {net::buffer(head.data(), head.size()), net::buffer(body.data(), body.size())};
+    const std::string_view sent = content();
+    return {net::buffer(head.data(), head.size()), net::buffer(sent.data(), sent.size())};
   }
 };
+
+/// Statuses whose responses never have content, nor Content-Length: 1xx, 204 and 304 (RFC 9110
+/// §6.4.1, §8.6).
+constexpr bool is_bodiless_status(unsigned status) noexcept {
+  return status < 200 || status == 204 || status == 304;
+}
 
 /// The answer the proxy gives itself (SPEC §4): 429 or a limiter's status, 403, 404, or a
 /// route's `respond`. Every error body is problem+json and leaks no internals.

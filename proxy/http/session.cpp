@@ -132,6 +132,7 @@ io::Awaitable<void> serve_requests(OpenPtr open, LoopContext& loop, bool first) 
         }
         // Too large: 431 (414); malformed: 400 (501). The connection cannot be trusted to go on.
         problem_response(state.own, refusal_for(parser, ec), 11, false);
+        state.own.to_head = parser.method() == http::verb::head;
         co_await answer(stream, state.own, timeouts.idle);
         co_return;
       }
@@ -168,6 +169,7 @@ io::Awaitable<void> serve_requests(OpenPtr open, LoopContext& loop, bool first) 
         exchange.keep_alive = exchange.keep_alive && parser.is_done();
         own_response(state.own, decision, parser.version(), exchange.keep_alive,
                      exchange.config().limits_headers);
+        state.own.to_head = parser.method() == http::verb::head;
         // The refusal path is hot: a send that completes at once allocates no coroutine frame.
         const io::SendStart start = send_now(stream, state.own.buffers());
         beast::error_code send_error = start.error;

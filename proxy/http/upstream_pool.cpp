@@ -8,6 +8,7 @@
 #include "config/url.hpp"
 #include "proxy/io/coarse_clock.hpp"
 #include "proxy/io/net.hpp"
+#include "proxy/io/socket_calls.hpp"
 #include "proxy/tls/contexts.hpp"
 #include "proxy/tls/peer.hpp"
 
@@ -83,7 +84,8 @@ io::Awaitable<UpstreamConnectionPtr> UpstreamPool::connect(const config::Upstrea
     co_return nullptr;
   }
   connection->stream.socket().set_option(tcp::no_delay(true), error);
-  connection->stream.socket().non_blocking(true, error);  // see socket_io.hpp
+  io::ask_for_rest_hint(connection->stream.socket().native_handle());  // see socket_calls.hpp
+  connection->stream.socket().non_blocking(true, error);               // see socket_io.hpp
   error = {};
   if (upstream.tls && tls_context != nullptr) {
     io::Stream& stream = connection->stream;

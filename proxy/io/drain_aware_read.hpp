@@ -28,13 +28,17 @@
 // never arrived when the read starts, so that recv returns EAGAIN: one wasted system call per
 // read, two per forwarded request. nginx instead reads only after epoll reported data.
 //
-// A TCP recv that returns less than it was asked for has emptied the socket's receive queue,
-// so this read reports that as exhausted. The reactor then skips the speculative attempt on
-// the next read and queues it, with no system call. It cannot miss data: every arrival after
-// the recv raises an edge-triggered epoll event, which sets the reactor's "try at once" flag
-// again and performs the queued read; the flag is written under the descriptor's lock, in the
-// same critical section as the recv that cleared it. A read that filled its buffer stays
-// speculative, as in Asio.
+// This read reports itself exhausted when the kernel says the socket holds nothing more after
+// it: Linux's TCP_INQ hint (socket_calls.hpp), which counts an end of stream not read yet. The
+// reactor then skips the speculative attempt on the next read and queues it, with no system
+// call. It cannot miss data: every arrival after the recv raises an edge-triggered epoll event,
+// which sets the reactor's "try at once" flag again and performs the queued read; the flag is
+// written under the descriptor's lock, in the same critical section as the recv that cleared
+// it. Nor an end of stream that came in with the last bytes read, which raises no event of its
+// own: the hint counts it, and the next read stays speculative and finds it. (A short read alone
+// would not tell: reading a client's request emptied the socket of bytes, and its FIN, sent
+// right behind, waited for a timeout.) Without the hint, every read stays speculative, as in
+// Asio.
 //
 // This is built on Asio's reactor internals (its reactor_op, the socket's implementation), so
 // it is tied to the Boost version Debian 12 ships; the assertions below stop a build on any
@@ -75,9 +79,11 @@ class ReceiveOperation : public detail::reactor_op {
     auto* self = static_cast<ReceiveOperation*>(base);
     Adapter buffers(self->buffers_);
     bool received = true;
+    bool more = true;
     if constexpr (Adapter::is_single_buffer) {
       const net::mutable_buffer into = Adapter::first(self->buffers_);
-      self->bytes_transferred_ = receive_some(self->socket_, into.data(), into.size(), self->ec_);
+      self->bytes_transferred_ =
+          receive_some(self->socket_, into.data(), into.size(), self->ec_, more);
       received = self->ec_ != net::error::would_block && self->ec_ != net::error::try_again;
     } else {
       received =
@@ -87,9 +93,7 @@ class ReceiveOperation : public detail::reactor_op {
     if (!received) {
       return not_done;  // nothing there: wait for epoll
     }
-    const bool short_read = self->bytes_transferred_ < buffers.total_size();
-    const bool failed = self->ec_ && self->ec_ != net::error::eof;
-    return short_read && !failed ? done_and_exhausted : done;
+    return more || self->ec_ ? done : done_and_exhausted;
   }
 
   static void complete(void* owner, detail::operation* base, const boost::system::error_code&,

@@ -18,6 +18,7 @@
 
 #include "proxy/admin/admin.hpp"
 #include "proxy/io/net.hpp"
+#include "proxy/io/socket_calls.hpp"
 #include "proxy/store/memory_store.hpp"
 #include "proxy/store/redis/redis_store.hpp"
 
@@ -130,6 +131,8 @@ void Server::start() {
       // Every loop listens on the same port; the kernel spreads connections among them.
       const int on = 1;
       ::setsockopt(acceptor->native_handle(), SOL_SOCKET, SO_REUSEPORT, &on, sizeof on);
+      // Accepted connections inherit it: their reads learn when the socket holds nothing more.
+      io::ask_for_rest_hint(acceptor->native_handle());
       try {
         acceptor->bind(endpoint);
         acceptor->listen(net::socket_base::max_listen_connections);

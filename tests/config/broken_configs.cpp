@@ -252,6 +252,14 @@ const std::vector<BrokenConfig>& broken_configs() {
        "routes: [{name: a, upstream: \"http://127.0.0.1:9000\", respond: {status: 200}}]",
        {"proxy.yaml:1:64: routes[0].respond: a route answers itself (respond) or forwards "
         "(upstream), not both"}},
+      {"respond_with_an_interim_status",
+       "routes: [{name: a, respond: {status: 101}}]",
+       {"proxy.yaml:1:38: routes[0].respond.status: \"101\" is not a whole number from 200 to "
+        "599"}},
+      {"respond_204_with_a_body",
+       "routes: [{name: a, respond: {status: 204, body: \"no\"}}]",
+       {"proxy.yaml:1:49: routes[0].respond.body: a 204 or 304 answer has no body (RFC 9110 "
+        "§15.3.5, §15.4.5)"}},
       {"two_paths",
        "upstream: \"http://127.0.0.1:9000\"\nroutes: [{name: a, match: {path: /a, path_prefix: "
        "/b}}]",

@@ -23,6 +23,7 @@ io::Awaitable<RelayOutcome> answer_failure(io::Stream& client, const Exchange& e
   problem_response(response, timed_out ? http::status::gateway_timeout : http::status::bad_gateway,
                    exchange.request.version(), false, &exchange.decision,
                    exchange.config().limits_headers);
+  response.to_head = exchange.request.method() == http::verb::head;
   co_await io::send(client, response.buffers(), exchange.config().timeouts.idle);
   co_return RelayOutcome{.keep_alive = false,
                          .status = timed_out ? 504u : 502u,

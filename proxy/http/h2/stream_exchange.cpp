@@ -126,9 +126,10 @@ io::Awaitable<void> answer_own(Connection& connection, Stream& stream, RequestSt
     session.respond(stream, fields.list(), false);
   } else {
     fields.read(head);
-    stream.out = std::span<const char>(state.own.body.data(), state.own.body.size());
+    const std::string_view content = state.own.content();
+    stream.out = std::span<const char>(content.data(), content.size());
     stream.out_done = true;
-    session.respond(stream, fields.list(), !state.own.body.empty());
+    session.respond(stream, fields.list(), !content.empty());
   }
   connection.flush();
   co_await await_close(connection, stream, timeout);  // the body is lent until it is sent
@@ -143,6 +144,7 @@ io::Awaitable<RelayOutcome> answer_failure(Connection& connection, Stream& strea
   const bool timed_out = failure == UpstreamFailure::timeout;
   problem_response(state.own, timed_out ? http::status::gateway_timeout : http::status::bad_gateway,
                    11, true, &exchange.decision, exchange.config().limits_headers);
+  state.own.to_head = exchange.request.method() == http::verb::head;
   co_await answer_own(connection, stream, state, grpc, exchange.config().timeouts.idle,
                       deadline_passed ? "4" : "");
   co_return RelayOutcome{.status = timed_out ? 504u : 502u, .failure = failure};
@@ -563,6 +565,7 @@ io::Awaitable<void> serve_stream(std::shared_ptr<Connection> connection,
                      s.too_large ? http::status::request_header_fields_too_large
                                  : (ec ? state.parser->refusal() : http::status::bad_request),
                      11, true);
+    state.own.to_head = s.method == "HEAD";
     co_await answer_own(*connection, s, state, false, timeouts.idle);
     connection->stream_done();
     co_return;
@@ -599,6 +602,7 @@ io::Awaitable<void> serve_stream(std::shared_ptr<Connection> connection,
     proxy.store->release(loop.index, decision);  // reset while it was decided or held
   } else if (!forward) {
     own_response(state.own, decision, 11, true, exchange.config().limits_headers);
+    state.own.to_head = parser.method() == http::verb::head;
     co_await answer_own(*connection, s, state, grpc, timeouts.idle);
     proxy.store->release(loop.index, decision);
     account(loop, exchange, decision.status, nullptr);

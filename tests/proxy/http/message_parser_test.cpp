@@ -155,6 +155,50 @@ TEST(MessageParser, AChunkedBodyFillsTheRoomAndAsksForMoreAndItsTrailerIsDropped
   EXPECT_EQ(server, "up");
 }
 
+/// Parses a request's chunked body from `body` until the parser needs more bytes than `body`
+/// holds, and returns whether the bytes it left prove the framing wrong.
+bool framing_broken_after(std::string_view body) {
+  HeadFields head;
+  RequestParser parser(head);
+  const std::string message =
+      "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n" + std::string(body);
+  std::string_view text = message;
+  std::array<char, 64> room{};
+  for (;;) {
+    parser.body_into(room);
+    const std::size_t before = text.size();
+    const error_code ec = feed(parser, text);
+    if (ec == http::error::need_more || (!ec && text.size() == before && !parser.is_done())) {
+      return parser.framing_broken(text);
+    }
+    if (ec && ec != http::error::need_buffer) {
+      ADD_FAILURE() << "Beast refused it itself: " << ec.message();
+      return true;
+    }
+    if (parser.is_done()) {
+      return false;
+    }
+  }
+}
+
+TEST(MessageParser, SaysWhenTheBytesBeastWaitsBehindProveAChunkBroken) {
+  // Beast asks for more here; no byte to come could mend these.
+  EXPECT_TRUE(framing_broken_after("5\r\nABCDE0\r\n"));  // no CRLF after the data
+  EXPECT_TRUE(framing_broken_after("5\r\nABCDEX"));
+  EXPECT_TRUE(framing_broken_after("5;a=\"abc\";b=\"def; ghi\r\nhello\r\n"));  // an open quote
+  EXPECT_TRUE(framing_broken_after("5\r\nhello\r\n0;x=\"y\r\n"));
+  EXPECT_TRUE(framing_broken_after("5\nhel"));  // a bare LF ends the size line
+  // These only need more bytes.
+  EXPECT_FALSE(framing_broken_after(""));
+  EXPECT_FALSE(framing_broken_after("5"));
+  EXPECT_FALSE(framing_broken_after("5;a=\"ope"));
+  EXPECT_FALSE(framing_broken_after("5\r\nABC"));
+  EXPECT_FALSE(framing_broken_after("5\r\nABCDE\r"));
+  EXPECT_FALSE(framing_broken_after("5\r\nABCDE\r\n1"));
+  EXPECT_FALSE(framing_broken_after("5\r\nABCDE\r\n0\r\n"));  // the trailer section to come
+  EXPECT_FALSE(framing_broken_after("5\r\nABCDE\r\n0\r\nX-T: 1\r\n"));
+}
+
 TEST(MessageParser, ABodyWithNoRoomStopsWithNeedBuffer) {
   HeadFields head;
   ResponseParser parser(head);

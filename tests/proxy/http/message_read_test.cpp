@@ -36,7 +36,7 @@ struct SocketPair {
 /// Reads with MessageRead as the proxy does, counting the reads that reached the socket.
 template <bool isRequest>
 io::Awaitable<beast::error_code> read_message(io::Socket& socket, beast::flat_buffer& buffer,
-                                              http::basic_parser<isRequest>& parser,
+                                              MessageParser<isRequest>& parser,
                                               typename MessageRead<isRequest>::Until until,
                                               int& socket_reads) {
   beast::error_code ec;

@@ -25,8 +25,35 @@ TEST(ValidHost, TakesNamesAddressesAndPortsAsRfc3986WritesThem) {
 TEST(ValidHost, RefusesWhatNoUriHostHolds) {
   for (const std::string_view host :
        {"a b"sv, "a/b"sv, "user@a"sv, "a:80x"sv, "a:8:0"sv, "[::1"sv, "[]"sv, "[::1]x"sv,
-        "[::1]:8x"sv, "a%2"sv, "a%zz"sv, "a\tb"sv, "a\"b"sv, "\xc3\xa9.test"sv, "a?b"sv, "a#b"sv}) {
+        "[::1]:8x"sv, "a%2"sv, "a%zz"sv, "a\tb"sv, "a\"b"sv, "\xc3\xa9.test"sv, "a?b"sv, "a#b"sv,
+        // IP literals that are no IPv6 address
+        "[4712::abcd::]"sv, "[127.0.0.1]"sv, "[::g]"sv, "[1:2:3:4:5:6:7:8:9]"sv}) {
     EXPECT_FALSE(valid_host(host)) << host;
+  }
+}
+
+TEST(TargetBytes, TakeVisibleAsciiButTheFragmentMark) {
+  EXPECT_TRUE(valid_target_bytes("/a/b?c=d&e=%C3%A9;f=(g)!*'[]@:$,+~|{}^`\"<>\\"));
+  EXPECT_TRUE(valid_target_bytes("*"));
+  for (const std::string_view target :
+       {"/caf\xc3\xa9"sv, "/\x80"sv, "/\xff"sv, "/a#b"sv, "#"sv, "/\x7f"sv, "/a b"sv, "/\t"sv}) {
+    EXPECT_FALSE(valid_target_bytes(target)) << target;
+  }
+}
+
+TEST(ChunkSizeLine, TakesASizeAndItsExtensions) {
+  for (const std::string_view line :
+       {"0"sv, "a"sv, "1F"sv, "5;name"sv, "5 ; name = value"sv, "5;a=\"quoted; \\\" text\";b"sv,
+        "5;a;b=c;d=\"\""sv, "5\t;x"sv}) {
+    EXPECT_TRUE(valid_chunk_size_line(line)) << line;
+  }
+}
+
+TEST(ChunkSizeLine, RefusesWhatIsNone) {
+  for (const std::string_view line :
+       {""sv, "x"sv, ";a"sv, "5;"sv, "5;=b"sv, "5;a="sv, "5;a=\"open"sv, "5;a=\"x\"y"sv, "5 x"sv,
+        "-5"sv, "5;a=\"\x01\""sv, "5\r"sv}) {
+    EXPECT_FALSE(valid_chunk_size_line(line)) << line;
   }
 }
 

@@ -5,9 +5,18 @@
 // HTTP/1.1" names the requirement each test shows.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <sys/time.h>
 
+#include <array>
+#include <cerrno>
+#include <chrono>
 #include <string>
 #include <string_view>
+#include <thread>
+#include <vector>
 
 #include "tests/support/proxy_fixture.hpp"
 
@@ -80,6 +89,39 @@ struct CannedProxy {
 };
 
 constexpr std::string_view kGet = "GET / HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n";
+
+/// What arrived on `client` until the proxy closed it (`closed`), or for at most 3 s.
+struct Arrived {
+  std::string text;
+  bool closed = false;
+};
+Arrived read_for_3_seconds(RawClient& client) {
+  // recv(2) itself, with a receive timeout: Asio's blocking reads would wait on past it.
+  const int fd = client.socket().native_handle();
+  const timeval deadline{.tv_sec = 3, .tv_usec = 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &deadline, sizeof deadline);
+  Arrived arrived;
+  for (;;) {
+    std::array<char, 4096> chunk;
+    const ssize_t n = ::recv(fd, chunk.data(), chunk.size(), 0);
+    if (n <= 0) {
+      arrived.closed = n == 0 || errno == ECONNRESET;
+      return arrived;
+    }
+    arrived.text.append(chunk.data(), static_cast<std::size_t>(n));
+  }
+}
+
+/// Sends `bytes` and reads until the proxy closes, for at most 3 s: with the proxy's own
+/// timeouts at a minute, an answer that comes came from the bytes, not from a timeout.
+std::string reply_within_deadline(unsigned short port, std::string_view bytes) {
+  RawClient client(port);
+  client.write(bytes);
+  return read_for_3_seconds(client).text;
+}
+
+/// A proxy whose timeouts no test waits for.
+constexpr std::string_view kPatient = "timeouts: {header: 60s, idle: 60s}";
 
 // --- Message body length of a request (RFC 9112 §6) ---
 
@@ -201,6 +243,28 @@ TEST(StrictHttp, IgnoresEmptyLinesBeforeARequestLine) {
   EXPECT_EQ(occurrences(reply, "HTTP/1.1 200 OK"), 2) << reply;
 }
 
+TEST(StrictHttp, ClosesAClientThatEndedItsSideAsSoonAsItIsAnswered) {
+  // A client's FIN often comes with its last request. Once the read of that request has
+  // emptied the socket of bytes, the FIN raises no epoll event of its own: the connection must
+  // not wait for the idle timeout (a minute here) to read it.
+  ProxyFixture proxy("routes: [{name: all}]", "log: {access: false}\n" + std::string(kPatient));
+  for (int i = 0; i < 10; ++i) {
+    RawClient client(proxy.port());
+    client.write("GET /first HTTP/1.1\r\nHost: a\r\n\r\n");
+    ASSERT_THAT(client.read_until("body 0 0\n"), StartsWith("HTTP/1.1 200 OK\r\n"));
+    // Quiet for a while, as between a client's requests; then the last one, with the FIN in
+    // the same segment (corked).
+    std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    const int on = 1;
+    ::setsockopt(client.socket().native_handle(), IPPROTO_TCP, TCP_CORK, &on, sizeof on);
+    client.write("GET /last HTTP/1.1\r\nHost: a\r\n\r\n");
+    client.socket().shutdown(tcp::socket::shutdown_send);
+    const Arrived reply = read_for_3_seconds(client);
+    EXPECT_THAT(reply.text, StartsWith("HTTP/1.1 200 OK\r\n"));
+    ASSERT_TRUE(reply.closed) << "connection " << i << " still open after its answer";
+  }
+}
+
 TEST(StrictHttp, RefusesMalformedRequestLines) {
   expect_all_refused(
       {"GET  / HTTP/1.1\r\nHost: a\r\n\r\n", "GET / HTTP/1.1 \r\nHost: a\r\n\r\n",
@@ -265,6 +329,21 @@ TEST(StrictHttp, RefusesTargetsInTheWrongFormAndAnswers501ToConnect) {
               HasSubstr("\nOPTIONS *\n"));
 }
 
+TEST(StrictHttp, RefusesTargetsWithBytesOutsideAsciiOrAFragment) {
+  // RFC 9112 §3.2: a request-target is visible ASCII; a fragment is no part of it.
+  expect_all_refused({smuggling("GET /caf\xc3\xa9 HTTP/1.1\r\nHost: a\r\n\r\n"),
+                      smuggling("GET /\x80 HTTP/1.1\r\nHost: a\r\n\r\n"),
+                      smuggling("GET /a?q=\xff HTTP/1.1\r\nHost: a\r\n\r\n"),
+                      smuggling("GET /index.html#.png HTTP/1.1\r\nHost: a\r\n\r\n"),
+                      smuggling("GET /a?b#c HTTP/1.1\r\nHost: a\r\n\r\n"),
+                      smuggling("GET # HTTP/1.1\r\nHost: a\r\n\r\n")},
+                     "400 Bad Request");
+  // Percent-encoded, the same bytes are fine.
+  Proxy proxy;
+  EXPECT_THAT(proxy.send_raw("GET /caf%C3%A9%23 HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n"),
+              HasSubstr("\nGET /caf%C3%A9%23\n"));
+}
+
 TEST(StrictHttp, Answers414ForARequestLineOverTheHeaderLimit) {
   expect_all_refused({"GET /" + std::string(17000, 'a') + " HTTP/1.1\r\nHost: a\r\n\r\n"},
                      "414 URI Too Long");
@@ -282,6 +361,28 @@ TEST(StrictHttp, RefusesMalformedChunksWith400) {
     expect_refused(
         proxy.send_raw("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n" + body),
         "400 Bad Request");
+  }
+}
+
+TEST(StrictHttp, AnswersAChunkThatBreaksOffAtOnceAndClosesTheUpstreamSide) {
+  // Beast waits for more bytes after these; the bytes already prove the framing wrong: data
+  // not followed by CRLF, an extension's quote left open at the line's end. The head has gone
+  // upstream by then: that connection is closed too, never reused.
+  ProxyFixture proxy("routes: [{name: all}]", std::string(kPatient));
+  for (const std::string body :
+       {"5\r\nABCDE0\r\n", "5\r\nABCDE\rX", "5;a=\"abc\";b=\"def; ghi\r\nhello\r\n",
+        "5;a=\"open\r\n", "5\r\nhello\r\n0;x=\"y\r\n"}) {
+    SCOPED_TRACE(body);
+    expect_refused(reply_within_deadline(proxy.port(),
+                                         "POST / HTTP/1.1\r\nHost: a\r\n"
+                                         "Transfer-Encoding: chunked\r\n\r\n" +
+                                             body),
+                   "400 Bad Request");
+    // The next request is served whole: it did not go on an upstream connection that still
+    // waits for the rest of the broken body (where it would be read as chunk data).
+    const std::string next = reply_within_deadline(proxy.port(), kGet);
+    EXPECT_THAT(next, StartsWith("HTTP/1.1 200 OK\r\n"));
+    EXPECT_THAT(next, HasSubstr("\r\n\r\nGET /\n"));
   }
 }
 
@@ -491,6 +592,83 @@ TEST(StrictHttp, Answers502ForA101WithoutUpgrade) {
   client.write(
       "GET /chat HTTP/1.1\r\nHost: a\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n");
   EXPECT_THAT(client.read_until("\r\n\r\n"), StartsWith("HTTP/1.1 502 Bad Gateway\r\n"));
+}
+
+// --- Answers to HEAD (RFC 9110 §9.3.2), and statuses without content (§15.3.5, §15.4.5) ---
+
+/// The responses in `reply`, split where each head ends and its Content-Length says the body
+/// does (the first has none: it answers HEAD): what a client reusing the connection reads.
+std::vector<std::string> split_responses(std::string_view reply) {
+  std::vector<std::string> responses;
+  while (!reply.empty()) {
+    const bool bodiless = responses.empty();
+    const std::size_t end = reply.find("\r\n\r\n");
+    if (end == std::string_view::npos) {
+      responses.emplace_back(reply);
+      break;
+    }
+    std::size_t length = end + 4;
+    const std::size_t field = reply.substr(0, end).find("\r\nContent-Length: ");
+    if (!bodiless && field != std::string_view::npos) {
+      length += std::stoul(std::string(reply.substr(field + 18, end - field - 18)));
+    }
+    responses.emplace_back(reply.substr(0, length));
+    reply.remove_prefix(std::min(length, reply.size()));
+  }
+  return responses;
+}
+
+TEST(StrictHttp, AnswersOfItsOwnToHeadHaveNoBodyAndKeepTheirContentLength) {
+  Proxy proxy(
+      "limiters:\n  one: {algorithm: fixed_window, limit: 1, window: 1h}\n"
+      "routes:\n  - {name: status, match: {path: /status}, respond: {status: 200, body: "
+      "\"ok\\n\"}}\n"
+      "  - {name: limited, match: {path: /limited}, limiters: [one]}\n"
+      "  - {name: empty, match: {path: /empty}, respond: {status: 204}}\n"
+      "  - {name: gone, match: {path: /gone}, upstream: \"http://127.0.0.1:1\"}");
+  // Each HEAD then a GET, pipelined on one connection: a body after the HEAD's head would be
+  // read as the start of the GET's response.
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"/nope", "404 Not Found"},   {"/status", "200 OK"},
+      {"/limited", "200 OK"},       {"/limited", "429 Too Many Requests"},
+      {"/gone", "502 Bad Gateway"}, {"/empty", "204 No Content"}};
+  for (const auto& [path, status] : cases) {
+    SCOPED_TRACE(path + " " + status);
+    RawClient client(proxy.port());
+    client.write("HEAD " + path +
+                 " HTTP/1.1\r\nHost: a\r\n\r\n"
+                 "GET /after HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n");
+    const std::string reply = client.read_until("");
+    const std::vector<std::string> responses = split_responses(reply);
+    ASSERT_GE(responses.size(), 1u) << reply;
+    EXPECT_THAT(responses[0], StartsWith("HTTP/1.1 " + status + "\r\n"));
+    EXPECT_THAT(responses[0], EndsWith("\r\n\r\n"));
+    if (status.starts_with("204")) {
+      EXPECT_THAT(responses[0], Not(HasSubstr("Content-Length")));
+    } else {
+      EXPECT_THAT(responses[0], HasSubstr("\r\nContent-Length: "));
+    }
+    if (status.starts_with("502")) {
+      continue;  // a failed upstream closes the connection
+    }
+    // The next response starts right after the head.
+    ASSERT_EQ(responses.size(), 2u) << reply;
+    EXPECT_THAT(responses[1], StartsWith("HTTP/1.1 404 Not Found\r\n"));
+  }
+  // The same 404 to GET has the body whose length the HEAD's answer gave.
+  const std::string get =
+      proxy.send_raw("GET /nope HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n");
+  const std::string head =
+      proxy.send_raw("HEAD /nope HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n");
+  EXPECT_EQ(get.substr(0, get.find("\r\n\r\n") + 4), head);
+}
+
+TEST(StrictHttp, ARefusedHeadRequestGetsABodilessAnswer) {
+  Proxy proxy;
+  const std::string reply = proxy.send_raw("HEAD / HTTP/1.1\r\nHost: a\r\nBad Field: x\r\n\r\n");
+  expect_refused(reply, "400 Bad Request");
+  EXPECT_THAT(reply, HasSubstr("\r\nContent-Length: "));
+  EXPECT_THAT(reply, EndsWith("\r\n\r\n"));
 }
 
 }  // namespace

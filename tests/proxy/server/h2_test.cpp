@@ -287,6 +287,30 @@ TEST(Http2Downstream, StreamsADownloadWhole) {
   }
 }
 
+TEST(Http2Downstream, AnswersOfItsOwnToHeadEndWithTheirHeaders) {
+  // RFC 9113 §8.1: a response to HEAD is HEADERS with END_STREAM; DATA on it is a
+  // PROTOCOL_ERROR for the client. The content-length stays that of a GET.
+  QuietProxy proxy(
+      "limiters: {one: {algorithm: fixed_window, limit: 1, window: 1h}}\n"
+      "routes:\n  - {name: status, match: {path: /status}, respond: {status: 200, body: "
+      "\"ok\\n\"}}\n"
+      "  - {name: limited, match: {path: /limited}, limiters: [one]}\n"
+      "  - {name: gone, match: {path: /gone}, upstream: \"http://127.0.0.1:1\"}");
+  for (const auto& [path, status] :
+       std::vector<std::pair<std::string, std::string>>{{"/status", "200"},
+                                                        {"/limited", "200"},
+                                                        {"/limited", "429"},
+                                                        {"/nope", "404"},
+                                                        {"/gone", "502"}}) {
+    SCOPED_TRACE(path);
+    const std::string head = curl("-S --http2-prior-knowledge -I -o /dev/null -w '%{http_code}' '" +
+                                  url(proxy.port(), path) + "'");
+    EXPECT_EQ(head, status);  // curl's error, if any, is printed with it
+  }
+  EXPECT_THAT(curl("--http2-prior-knowledge -I " + url(proxy.port(), "/status")),
+              HasSubstr("content-length: 3\r\n"));
+}
+
 TEST(Http2Downstream, LimitsTheStreamsOverTheLimitAndNotTheirConnection) {
   QuietProxy proxy(
       "limiters: {per-ip: {algorithm: fixed_window, limit: 2, window: 1h}}\n"
