@@ -1,6 +1,7 @@
 #pragma once
 
 #include <chrono>
+#include <string_view>
 
 #include "proxy/http/client_connection.hpp"
 #include "proxy/http/loop_context.hpp"
@@ -10,15 +11,31 @@
 
 namespace sluice::http {
 
-/// One request and its response: what the session decided, and what the relay and the
-/// accounting need to know of it. Lives in the session's frame for one request; what it refers
-/// to, in the connection's RequestState.
+/// Why an upstream exchange failed, for the 502/504 and `sluice_upstream_errors_total`.
+enum class UpstreamFailure { none, connect, timeout, broken };
+std::string_view name_of(UpstreamFailure failure) noexcept;
+
+/// How relaying a request to its upstream and the response back ended.
+struct RelayOutcome {
+  bool keep_alive = false;  ///< The client connection may serve another request.
+  unsigned status = 0;      ///< The status the client got; 0 if it went away first.
+  UpstreamFailure failure = UpstreamFailure::none;
+  limiter::Duration upstream_time{};  ///< From sending the request to the response header.
+};
+
+/// One request and its response: what the pipeline decided, and what the relay and the
+/// accounting need to know of it. Lives in the codec's frame for one request; what it refers to,
+/// in the connection's (or the stream's) RequestState.
 struct Exchange {
   const live::Generation&
       generation;          ///< The configuration the request is served with, to the end.
   RequestParser& request;  ///< Its head parsed; its body still to come.
   pipeline::Decision& decision;
-  bool keep_alive = false;  ///< The client connection may serve another request after it.
+  pipeline::Charges& charges;       ///< What the store is asked to count.
+  pipeline::ChargeResult& charged;  ///< What it answered.
+  /// The client connection may serve another request after it (HTTP/1.1); the codec sets it
+  /// before the exchange and when it answers.
+  bool keep_alive = false;
   std::chrono::steady_clock::time_point started;
 
   const config::ProxyConfig& config() const noexcept { return *generation.config; }
@@ -26,6 +43,41 @@ struct Exchange {
   const config::Upstream& upstream() const noexcept {
     return decision.route->upstream ? *decision.route->upstream : *config().upstream;
   }
+  /// Whether the request goes upstream: admitted (at once or after a hold) on a route that does
+  /// not answer itself.
+  bool forwards() const noexcept {
+    return (decision.outcome == pipeline::Outcome::allowed ||
+            decision.outcome == pipeline::Outcome::delayed) &&
+           !decision.route->respond;
+  }
 };
+
+/// The client side of an exchange, as its codec serves it: the HTTP/1.1 connection, an HTTP/2
+/// stream, and later the decision service. serve_exchange knows no codec: it asks this.
+class Downstream {
+ public:
+  /// The request as the pipeline sees it.
+  virtual pipeline::RequestView request_view() const noexcept = 0;
+  /// Whether the client went away while the request was decided or held (an HTTP/2 reset):
+  /// then nothing is answered, relayed or counted.
+  virtual bool gone() const noexcept { return false; }
+  /// Gives the client the proxy's own answer to the decision (429, 403, 404, a route's
+  /// `respond`), in the codec's encoding, as far as it goes without waiting: true when it is
+  /// all out (the hot refusal path needs no coroutine frame), else answer() finishes it.
+  virtual bool answer_now(Exchange& exchange) = 0;
+  virtual io::Awaitable<void> answer(Exchange& exchange) = 0;
+  /// Relays the request to its upstream and the response back.
+  virtual io::Awaitable<RelayOutcome> relay(Exchange& exchange) = 0;
+
+ protected:
+  ~Downstream() = default;
+};
+
+/// One request through the proxy, whatever its codec: the pipeline decides it (the store
+/// counts its charges, at once when it can), a delay holds it, then the proxy answers it or
+/// relays it; once the response is over, or the client has gone, its concurrency permits go back
+/// and it is counted in the metrics and the access log. Where identity (at admission) and cost
+/// (at the response's end) plug in.
+io::Awaitable<void> serve_exchange(Downstream& downstream, Exchange& exchange, LoopContext& loop);
 
 }  // namespace sluice::http

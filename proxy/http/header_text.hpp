@@ -38,6 +38,11 @@ void append_number(fmt::basic_memory_buffer<char, Size>& out, std::uint64_t valu
   out.append(text.data(), text.data() + text.size());
 }
 
+/// HTTP versions as Beast counts them (major × 10 + minor). The HTTP/2 layer writes its
+/// streams' answers as HTTP/1.1 heads, which its FieldList reads into fields.
+inline constexpr unsigned kHttp10 = 10;
+inline constexpr unsigned kHttp11 = 11;
+
 /// `METHOD TARGET HTTP/1.1`: the upstream always hears HTTP/1.1.
 inline void write_request_line(HeadText& head, std::string_view method, std::string_view target) {
   static constexpr std::string_view kVersion = " HTTP/1.1\r\n";
@@ -65,7 +70,7 @@ inline void write_field(HeadText& head, std::string_view name, std::uint64_t val
 /// `HTTP/1.x STATUS REASON`; `version` as Beast counts it (10, 11).
 inline void write_status_line(HeadText& head, unsigned version, unsigned status,
                               std::string_view reason) {
-  append(head, version >= 11 ? "HTTP/1.1 " : "HTTP/1.0 ");
+  append(head, version >= kHttp11 ? "HTTP/1.1 " : "HTTP/1.0 ");
   append_number(head, status);
   append(head, " ");
   append(head, reason);
@@ -74,9 +79,9 @@ inline void write_status_line(HeadText& head, unsigned version, unsigned status,
 
 /// The Connection field a response needs for the client's version to mean `keep_alive`.
 inline void write_persistence(HeadText& head, unsigned version, bool keep_alive) {
-  if (version >= 11 && !keep_alive) {
+  if (version >= kHttp11 && !keep_alive) {
     append(head, "Connection: close\r\n");
-  } else if (version < 11 && keep_alive) {
+  } else if (version < kHttp11 && keep_alive) {
     append(head, "Connection: keep-alive\r\n");
   }
 }

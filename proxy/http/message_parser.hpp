@@ -11,6 +11,7 @@
 #include <string_view>
 
 #include "proxy/http/head_fields.hpp"
+#include "proxy/http/header_text.hpp"
 #include "proxy/http/message_syntax.hpp"
 
 namespace sluice::http {
@@ -222,7 +223,7 @@ class MessageParser final : public boost::beast::http::basic_parser<isRequest> {
   void check_head(error_code& ec) {
     if constexpr (isRequest) {
       // Exactly one Host field in HTTP/1.1, at most one in HTTP/1.0 (RFC 9112 §3.2).
-      if (host_fields_ > 1 || (host_fields_ == 0 && version_ >= 11)) {
+      if (host_fields_ > 1 || (host_fields_ == 0 && version_ >= kHttp11)) {
         ec = http_error::bad_value;
         return;
       }
@@ -233,7 +234,7 @@ class MessageParser final : public boost::beast::http::basic_parser<isRequest> {
     // Transfer-Encoding in HTTP/1.0 is faulty framing (RFC 9112 §6.1); with Content-Length it
     // may be smuggling (§6.3, rule 3; a proxy must not forward both); chunked twice is
     // forbidden (§7).
-    if (version_ < 11 || content_length_ || !codings_.valid || codings_.chunked > 1) {
+    if (version_ < kHttp11 || content_length_ || !codings_.valid || codings_.chunked > 1) {
       ec = http_error::bad_transfer_encoding;
       return;
     }

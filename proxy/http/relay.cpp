@@ -291,20 +291,6 @@ io::Awaitable<UpstreamSend> send_upstream(ClientConnection& downstream, const Ex
 
 }  // namespace
 
-std::string_view name_of(UpstreamFailure failure) noexcept {
-  switch (failure) {
-    case UpstreamFailure::none:
-      return "none";
-    case UpstreamFailure::connect:
-      return "connect";
-    case UpstreamFailure::timeout:
-      return "timeout";
-    case UpstreamFailure::broken:
-      return "broken";
-  }
-  return "unknown";
-}
-
 io::Awaitable<RelayOutcome> relay(ClientConnection& downstream, const Exchange& exchange,
                                   LoopContext& loop) {
   if (exchange.upstream().http2) {
@@ -321,8 +307,8 @@ io::Awaitable<RelayOutcome> relay(ClientConnection& downstream, const Exchange& 
   const bool to_head = parser.method() == http::verb::head;
   // RFC 9110 §7.8: ignored in HTTP/1.0; and `Connection: upgrade` without an Upgrade field (all
   // Beast's upgrade() looks at) asks for no protocol.
-  const bool upgrade =
-      parser.upgrade() && version >= 11 && !parser.head().value_of(http::field::upgrade).empty();
+  const bool upgrade = parser.upgrade() && version >= kHttp11 &&
+                       !parser.head().value_of(http::field::upgrade).empty();
   bool keep_alive = exchange.keep_alive;
   head.clear();
   write_upstream_head(parser, downstream.peer_address_text, client.secure(), upgrade, head);
@@ -349,7 +335,7 @@ io::Awaitable<RelayOutcome> relay(ClientConnection& downstream, const Exchange& 
   // Transfer codings besides chunked cannot reach an HTTP/1.0 client (RFC 9112 §6.1).
   const bool codings =
       failure == UpstreamFailure::none && connection->response->transfer_codings().others();
-  if (codings && version < 11) {
+  if (codings && version < kHttp11) {
     failure = UpstreamFailure::broken;
   }
   if (failure != UpstreamFailure::none) {
@@ -381,7 +367,7 @@ io::Awaitable<RelayOutcome> relay(ClientConnection& downstream, const Exchange& 
   if (response.status() != 204) {
     const bool unknown_length =
         response.chunked() || (!response.content_length() && !response.is_done());
-    framing.chunked = version >= 11 && (response.chunked() || (unknown_length && !codings));
+    framing.chunked = version >= kHttp11 && (response.chunked() || (unknown_length && !codings));
     framing.codings = codings;
     if (const auto length = response.content_length()) {
       framing.length = *length;

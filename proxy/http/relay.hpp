@@ -14,17 +14,6 @@
 
 namespace sluice::http {
 
-/// Why an upstream exchange failed, for the 502/504 and `sluice_upstream_errors_total`.
-enum class UpstreamFailure { none, connect, timeout, broken };
-std::string_view name_of(UpstreamFailure failure) noexcept;
-
-struct RelayOutcome {
-  bool keep_alive = false;  ///< The client connection may serve another request.
-  unsigned status = 0;      ///< The status the client got; 0 if it went away first.
-  UpstreamFailure failure = UpstreamFailure::none;
-  limiter::Duration upstream_time{};  ///< From sending the request to the response header.
-};
-
 /// Forwards the exchange's request (its header parsed, its body still in the client
 /// connection) to its upstream and the response back to the client, streaming both bodies
 /// through a fixed buffer, on a kept-alive upstream connection from the loop's pool when one is

@@ -13,7 +13,6 @@
 #include <memory>
 #include <utility>
 
-#include "proxy/http/accounting.hpp"
 #include "proxy/http/beast_http.hpp"
 #include "proxy/http/exchange.hpp"
 #include "proxy/http/h2/connection.hpp"
@@ -45,6 +44,48 @@ http::status refusal_for(const RequestParser& parser, const beast::error_code& e
   }
   return parser.refusal();
 }
+
+/// The client side of an exchange on an HTTP/1.1 connection: the request its parser read, the
+/// answer written to the connection, the relay over it.
+class Http1Downstream final : public Downstream {
+ public:
+  Http1Downstream(ClientConnection& client, LoopContext& loop) : client_(client), loop_(loop) {}
+
+  pipeline::RequestView request_view() const noexcept override {
+    return http::request_view(*client_.state, client_);
+  }
+
+  bool answer_now(Exchange& exchange) override {
+    RequestState& state = *client_.state;
+    const RequestParser& parser = exchange.request;
+    // A body left unread would be taken for the next request: only keep alive without one.
+    own_response(state.own, exchange.decision, parser.version(),
+                 exchange.keep_alive && parser.is_done(), exchange.config().limits_headers);
+    state.own.to_head = parser.method() == http::verb::head;
+    // The refusal path is hot: a send that completes at once needs no coroutine frame.
+    sending_ = send_now(client_.stream, state.own.buffers());
+    if (!sending_.finished) {
+      return false;
+    }
+    exchange.keep_alive = !sending_.error && state.own.keep_alive;
+    return true;
+  }
+  io::Awaitable<void> answer(Exchange& exchange) override {
+    const OwnResponse& own = client_.state->own;
+    const beast::error_code error = co_await send_rest(client_.stream, own.buffers(), sending_.sent,
+                                                       exchange.config().timeouts.idle);
+    exchange.keep_alive = !error && own.keep_alive;
+  }
+
+  io::Awaitable<RelayOutcome> relay(Exchange& exchange) override {
+    return http::relay(client_, exchange, loop_);
+  }
+
+ private:
+  ClientConnection& client_;
+  LoopContext& loop_;
+  io::SendStart sending_;  ///< How far answer_now's send went.
+};
 
 /// Points a connection at the request state it borrowed, for as long as it has it.
 class Borrowed {
@@ -131,62 +172,22 @@ io::Awaitable<void> serve_requests(OpenPtr open, LoopContext& loop, bool first) 
           co_return;  // the client is done, or went quiet (or broke TLS: nothing to answer on)
         }
         // Too large: 431 (414); malformed: 400 (501). The connection cannot be trusted to go on.
-        problem_response(state.own, refusal_for(parser, ec), 11, false);
+        problem_response(state.own, refusal_for(parser, ec), kHttp11, false);
         state.own.to_head = parser.method() == http::verb::head;
         co_await answer(stream, state.own, timeouts.idle);
         co_return;
       }
-      state.decision = {};
-      state.charges = {};  // prepare() adds to them
-      Exchange exchange{.generation = *generation,
-                        .request = parser,
-                        .decision = state.decision,
-                        .keep_alive = false,
-                        .started = std::chrono::steady_clock::now()};
-      pipeline::Decision& decision = state.decision;
-      const pipeline::RequestView view = request_view(state, client);
-      const limiter::TimePoint now = proxy.clock.now();
-      if (generation->pipeline.prepare(view, now, std::nullopt, decision, state.charges)) {
-        state.charged = {};
-        if (!proxy.store->charge_now(loop.index, decision, state.charges, now, state.charged)) {
-          state.charged = co_await proxy.store->charge(loop.index, decision, state.charges, now);
-        }
-        generation->pipeline.conclude(decision, state.charges, state.charged, now);
-      }
-      // A body left unread would be taken for the next request: only keep alive without one.
-      exchange.keep_alive = parser.keep_alive() && !proxy.draining.load(std::memory_order_relaxed);
-      if (decision.hold > limiter::Duration::zero()) {
-        // Delay mode: a timer, never a blocked thread. Held is held, whoever answers: a route
-        // that responds itself waits as long as one that forwards.
-        io::Timer hold(co_await net::this_coro::executor, decision.hold);
-        co_await hold.async_wait(io::use_nothrow);
-      }
-      const bool forward = (decision.outcome == pipeline::Outcome::allowed ||
-                            decision.outcome == pipeline::Outcome::delayed) &&
-                           !decision.route->respond;
-      bool again = false;
-      if (!forward) {
-        exchange.keep_alive = exchange.keep_alive && parser.is_done();
-        own_response(state.own, decision, parser.version(), exchange.keep_alive,
-                     exchange.config().limits_headers);
-        state.own.to_head = parser.method() == http::verb::head;
-        // The refusal path is hot: a send that completes at once allocates no coroutine frame.
-        const io::SendStart start = send_now(stream, state.own.buffers());
-        beast::error_code send_error = start.error;
-        if (!start.finished) {
-          send_error = co_await send_rest(stream, state.own.buffers(), start.sent, timeouts.idle);
-        }
-        again = !send_error && state.own.keep_alive;
-        proxy.store->release(loop.index, decision);
-        account(loop, exchange, decision.status, nullptr);
-      } else {
-        const RelayOutcome outcome = co_await relay(client, exchange, loop);
-        // The permits go back once the response is over, or the client has gone.
-        proxy.store->release(loop.index, decision);
-        account(loop, exchange, outcome.status, &outcome);
-        again = outcome.keep_alive;
-      }
-      if (!again) {
+      Exchange exchange{
+          .generation = *generation,
+          .request = parser,
+          .decision = state.decision,
+          .charges = state.charges,
+          .charged = state.charged,
+          .keep_alive = parser.keep_alive() && !proxy.draining.load(std::memory_order_relaxed),
+          .started = std::chrono::steady_clock::now()};
+      Http1Downstream downstream(client, loop);
+      co_await serve_exchange(downstream, exchange, loop);
+      if (!exchange.keep_alive) {
         co_return;
       }
     }

@@ -184,7 +184,7 @@ io::Awaitable<RelayOutcome> relay_http1_to_http2(ClientConnection& downstream,
                        .upstream_time = std::chrono::steady_clock::now() - started};
   const bool no_body =
       parser.method() == http::verb::head || outcome.status == 204 || outcome.status == 304;
-  const bool chunked = !no_body && !has_field(*call, "content-length") && version >= 11;
+  const bool chunked = !no_body && !has_field(*call, "content-length") && version >= kHttp11;
   if (!no_body && !chunked && !has_field(*call, "content-length")) {
     outcome.keep_alive = false;  // HTTP/1.0 without a length: the body runs until the close
   }

@@ -6,7 +6,7 @@
 #include <optional>
 #include <string>
 
-#include "proxy/http/accounting.hpp"
+#include "proxy/http/grpc_status.hpp"
 #include "proxy/http/h2/connection.hpp"
 #include "proxy/http/h2/upstream_session.hpp"
 #include "proxy/http/message_read.hpp"
@@ -30,21 +30,21 @@ bool is_grpc(const HeadFields& head) noexcept {
 
 /// The gRPC status for an answer of the proxy's own (SPEC §7): limited is RESOURCE_EXHAUSTED,
 /// denied or banned PERMISSION_DENIED; the rest as gRPC maps HTTP statuses.
-std::string_view grpc_status(const pipeline::Decision& decision, unsigned http_status) noexcept {
+GrpcStatus grpc_status(const pipeline::Decision& decision, unsigned http_status) noexcept {
   if (decision.outcome == pipeline::Outcome::limited) {
-    return "8";
+    return GrpcStatus::resource_exhausted;
   }
   if (decision.outcome == pipeline::Outcome::denied && http_status == 403) {
-    return "7";
+    return GrpcStatus::permission_denied;
   }
   switch (http_status) {
     case 400:
     case 431:
-      return "13";  // INTERNAL
+      return GrpcStatus::internal;
     case 404:
-      return "12";  // UNIMPLEMENTED
+      return GrpcStatus::unimplemented;
     default:
-      return "14";  // UNAVAILABLE
+      return GrpcStatus::unavailable;
   }
 }
 
@@ -106,7 +106,7 @@ io::Awaitable<void> await_close(Connection& connection, Stream& stream, limiter:
 /// dropped as it comes.
 io::Awaitable<void> answer_own(Connection& connection, Stream& stream, RequestState& state,
                                bool grpc, limiter::Duration timeout,
-                               std::string_view grpc_code = {}) {
+                               std::optional<GrpcStatus> grpc_code = std::nullopt) {
   Session& session = connection.session();
   FieldList& fields = connection.response_fields();
   const std::string_view head(state.own.head.data(), state.own.head.size());
@@ -120,7 +120,8 @@ io::Awaitable<void> answer_own(Connection& connection, Stream& stream, RequestSt
     const unsigned status = fields.status();
     fields.set_status(200);
     fields.add("content-type", "application/grpc");
-    fields.add("grpc-status", grpc_code.empty() ? grpc_status(state.decision, status) : grpc_code);
+    fields.add("grpc-status",
+               grpc_status_text(grpc_code.value_or(grpc_status(state.decision, status))));
     fields.add("grpc-message",
                grpc_message(http::obsolete_reason(static_cast<http::status>(status))));
     session.respond(stream, fields.list(), false);
@@ -143,10 +144,11 @@ io::Awaitable<RelayOutcome> answer_failure(Connection& connection, Stream& strea
                                            bool deadline_passed, UpstreamFailure failure) {
   const bool timed_out = failure == UpstreamFailure::timeout;
   problem_response(state.own, timed_out ? http::status::gateway_timeout : http::status::bad_gateway,
-                   11, true, &exchange.decision, exchange.config().limits_headers);
+                   kHttp11, true, &exchange.decision, exchange.config().limits_headers);
   state.own.to_head = exchange.request.method() == http::verb::head;
-  co_await answer_own(connection, stream, state, grpc, exchange.config().timeouts.idle,
-                      deadline_passed ? "4" : "");
+  co_await answer_own(
+      connection, stream, state, grpc, exchange.config().timeouts.idle,
+      deadline_passed ? std::optional(GrpcStatus::deadline_exceeded) : std::nullopt);
   co_return RelayOutcome{.status = timed_out ? 504u : 502u, .failure = failure};
 }
 
@@ -240,9 +242,10 @@ io::Awaitable<beast::error_code> read_response_head(UpstreamConnection& connecti
 /// on a new one, as the HTTP/1 relay does), its body through the loop's chunk as the client's
 /// window lets it go.
 io::Awaitable<RelayOutcome> relay_to_http1(Connection& connection, Stream& stream,
-                                           RequestState& state, const Exchange& exchange,
-                                           std::span<char> chunk) {
+                                           RequestState& state, const Exchange& exchange) {
   LoopContext& loop = connection.loop();
+  const io::ChunkPool::Lease chunk_lease = loop.chunks.borrow();
+  const std::span<char> chunk(*chunk_lease);
   Session& session = connection.session();
   const config::Upstream& upstream = exchange.upstream();
   const config::Timeouts& timeouts = exchange.config().timeouts;
@@ -315,7 +318,7 @@ io::Awaitable<RelayOutcome> relay_to_http1(Connection& connection, Stream& strea
     framing.length = *length;
   }
   head.clear();
-  write_client_head(response, 11, framing, true, false, exchange.decision,
+  write_client_head(response, kHttp11, framing, true, false, exchange.decision,
                     exchange.config().limits_headers, head);
   FieldList& fields = connection.response_fields();
   fields.read(std::string_view(head.data(), head.size()));
@@ -548,12 +551,49 @@ bool parse_request(const Stream& stream, RequestState& state, beast::error_code&
   return !ec && parser.is_header_done();
 }
 
+/// The client side of an exchange on an HTTP/2 stream: the request its fields made, the
+/// answer on the stream (the gRPC way for a gRPC call), the relay to either kind of upstream.
+class StreamDownstream final : public Downstream {
+ public:
+  StreamDownstream(const std::shared_ptr<Connection>& connection,
+                   const std::shared_ptr<Stream>& stream, RequestState& state)
+      : connection_(connection),
+        stream_(stream),
+        state_(state),
+        grpc_(is_grpc(state.request_head)) {}
+
+  pipeline::RequestView request_view() const noexcept override {
+    return http::request_view(state_, connection_->client());
+  }
+  bool gone() const noexcept override { return stream_->closed; }
+
+  bool answer_now(Exchange& exchange) override {
+    own_response(state_.own, exchange.decision, kHttp11, true, exchange.config().limits_headers);
+    state_.own.to_head = exchange.request.method() == http::verb::head;
+    return false;  // the stream is answered once its frames went: always awaited
+  }
+  io::Awaitable<void> answer(Exchange& exchange) override {
+    return answer_own(*connection_, *stream_, state_, grpc_, exchange.config().timeouts.idle);
+  }
+
+  io::Awaitable<RelayOutcome> relay(Exchange& exchange) override {
+    return exchange.upstream().http2
+               ? relay_to_http2(*connection_, stream_, state_, exchange, grpc_)
+               : relay_to_http1(*connection_, *stream_, state_, exchange);
+  }
+
+ private:
+  const std::shared_ptr<Connection>& connection_;
+  const std::shared_ptr<Stream>& stream_;
+  RequestState& state_;
+  const bool grpc_;
+};
+
 }  // namespace
 
 io::Awaitable<void> serve_stream(std::shared_ptr<Connection> connection,
                                  std::shared_ptr<Stream> stream) {
   LoopContext& loop = connection->loop();
-  ProxyState& proxy = loop.proxy;
   Stream& s = *stream;
   const std::shared_ptr<const live::Generation> generation = connection->generation();
   const config::Timeouts& timeouts = generation->config->timeouts;
@@ -564,60 +604,21 @@ io::Awaitable<void> serve_stream(std::shared_ptr<Connection> connection,
     problem_response(state.own,
                      s.too_large ? http::status::request_header_fields_too_large
                                  : (ec ? state.parser->refusal() : http::status::bad_request),
-                     11, true);
+                     kHttp11, true);
     state.own.to_head = s.method == "HEAD";
     co_await answer_own(*connection, s, state, false, timeouts.idle);
     connection->stream_done();
     co_return;
   }
-  RequestParser& parser = *state.parser;
-  const bool grpc = is_grpc(state.request_head);
-  state.decision = {};
-  state.charges = {};
+  StreamDownstream downstream(connection, stream, state);
   Exchange exchange{.generation = *generation,
-                    .request = parser,
+                    .request = *state.parser,
                     .decision = state.decision,
+                    .charges = state.charges,
+                    .charged = state.charged,
                     .keep_alive = true,
                     .started = std::chrono::steady_clock::now()};
-  pipeline::Decision& decision = state.decision;
-  ClientConnection& client = connection->client();
-  const pipeline::RequestView view = request_view(state, client);
-  const limiter::TimePoint now = proxy.clock.now();
-  if (generation->pipeline.prepare(view, now, std::nullopt, decision, state.charges)) {
-    state.charged = {};
-    if (!proxy.store->charge_now(loop.index, decision, state.charges, now, state.charged)) {
-      state.charged = co_await proxy.store->charge(loop.index, decision, state.charges, now);
-    }
-    generation->pipeline.conclude(decision, state.charges, state.charged, now);
-  }
-  if (decision.hold > limiter::Duration::zero()) {
-    // Delay mode holds the stream, not the connection.
-    io::Timer hold(co_await net::this_coro::executor, decision.hold);
-    co_await hold.async_wait(io::use_nothrow);
-  }
-  const bool forward = (decision.outcome == pipeline::Outcome::allowed ||
-                        decision.outcome == pipeline::Outcome::delayed) &&
-                       !decision.route->respond;
-  if (s.closed) {
-    proxy.store->release(loop.index, decision);  // reset while it was decided or held
-  } else if (!forward) {
-    own_response(state.own, decision, 11, true, exchange.config().limits_headers);
-    state.own.to_head = parser.method() == http::verb::head;
-    co_await answer_own(*connection, s, state, grpc, timeouts.idle);
-    proxy.store->release(loop.index, decision);
-    account(loop, exchange, decision.status, nullptr);
-  } else {
-    RelayOutcome outcome;
-    if (exchange.upstream().http2) {
-      outcome = co_await relay_to_http2(*connection, stream, state, exchange, grpc);
-    } else {
-      const io::ChunkPool::Lease chunk = loop.chunks.borrow();
-      outcome = co_await relay_to_http1(*connection, s, state, exchange, std::span<char>(*chunk));
-    }
-    // The permits go back once the response is over, or the stream was reset.
-    proxy.store->release(loop.index, decision);
-    account(loop, exchange, outcome.status, &outcome);
-  }
+  co_await serve_exchange(downstream, exchange, loop);
   connection->stream_done();
 }
 

@@ -1,0 +1,221 @@
+// serve_exchange in memory: a Downstream of the test's own in place of a codec, the memory
+// store, a manual clock. What each decision leads to (an answer, a relay, nothing for a client
+// gone), and what comes after it: permits back, the metrics counted.
+#include "proxy/http/exchange.hpp"
+
+#include <gtest/gtest.h>
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/io_context.hpp>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "config/load_config.hpp"
+#include "proxy/store/memory_store.hpp"
+#include "tests/support/manual_clock.hpp"
+
+namespace sluice::http {
+namespace {
+
+using namespace std::chrono_literals;
+
+/// A client side that records what the exchange asked of it.
+class RecordingDownstream final : public Downstream {
+ public:
+  explicit RecordingDownstream(const RequestParser& request) : request_(request) {}
+
+  pipeline::RequestView request_view() const noexcept override {
+    return {.method = request_.method_string(),
+            .target = request_.target(),
+            .host = request_.head().value_of(http::field::host),
+            .headers = request_.head().headers(),
+            .peer = peer_,
+            .certificate = nullptr};
+  }
+  bool gone() const noexcept override { return gone_; }
+
+  bool answer_now(Exchange& exchange) override {
+    answered.push_back(exchange.decision.status);
+    exchange.keep_alive = false;
+    return true;
+  }
+  io::Awaitable<void> answer(Exchange&) override {
+    ADD_FAILURE() << "answered at once: nothing to finish";
+    co_return;
+  }
+  io::Awaitable<RelayOutcome> relay(Exchange&) override {
+    ++relayed;
+    co_return RelayOutcome{.keep_alive = true, .status = 200};
+  }
+
+  std::vector<unsigned> answered;  ///< The status of each own answer.
+  int relayed = 0;
+  bool gone_ = false;
+
+ private:
+  const RequestParser& request_;
+  pipeline::IpAddress peer_ = *pipeline::IpAddress::parse("192.0.2.7");
+};
+
+/// One event loop's context around a configuration, with the memory store and a manual clock.
+class ExchangeLoop {
+ public:
+  explicit ExchangeLoop(const std::string& limiters_and_routes)
+      : config_(std::make_shared<const config::ProxyConfig>(config::parse_config(
+            "upstream: \"http://127.0.0.1:9\"\nlog: {access: false}\n" + limiters_and_routes,
+            "test.yaml", [](std::string_view) { return std::nullopt; }))),
+        metrics_(1),
+        live_(std::make_shared<const live::Generation>(config_, nullptr, metrics_)),
+        proxy_{.live = live_, .metrics = metrics_, .access_log = access_log_, .clock = clock_},
+        pool_(1, 1s),
+        chunks_(1),
+        states_(1),
+        loop_(proxy_, 0, pool_, chunks_, states_) {
+    proxy_.store = &store_;
+  }
+
+  /// Serves `request` (a whole HTTP/1.1 head) through `downstream` to the end; the exchange's
+  /// keep_alive after it.
+  bool serve(RecordingDownstream& downstream, const RequestParser& parser) {
+    pipeline::Decision decision;
+    pipeline::Charges charges;
+    pipeline::ChargeResult charged;
+    Exchange exchange{.generation = *live_.current(),
+                      .request = const_cast<RequestParser&>(parser),
+                      .decision = decision,
+                      .charges = charges,
+                      .charged = charged,
+                      .keep_alive = true,
+                      .started = std::chrono::steady_clock::now()};
+    boost::asio::co_spawn(io_, serve_exchange(downstream, exchange, loop_),
+                          [](const std::exception_ptr& error) {
+                            if (error) {
+                              std::rethrow_exception(error);
+                            }
+                          });
+    io_.restart();
+    io_.run();
+    last_outcome = decision.outcome;
+    return exchange.keep_alive;
+  }
+
+  /// The route's count of requests with `decision` on the loop.
+  std::uint64_t counted(std::string_view route, telemetry::MetricDecision decision) {
+    return metrics_.route(route)[0]->decisions[static_cast<std::size_t>(decision)].value();
+  }
+
+  test::ManualClock& clock() { return clock_; }
+  pipeline::Outcome last_outcome = pipeline::Outcome::no_route;
+
+ private:
+  std::shared_ptr<const config::ProxyConfig> config_;
+  telemetry::Metrics metrics_;
+  live::LiveConfig live_;
+  telemetry::AccessLog access_log_;
+  test::ManualClock clock_;
+  store::MemoryStore store_;
+  ProxyState proxy_;
+  UpstreamPool pool_;
+  io::ChunkPool chunks_;
+  RequestStatePool states_;
+  LoopContext loop_;
+  boost::asio::io_context io_;
+};
+
+/// A request head, parsed as a codec hands it over.
+struct ParsedRequest {
+  explicit ParsedRequest(std::string_view text) : parser(head) {
+    boost::beast::error_code ec;
+    parser.put(boost::asio::buffer(text.data(), text.size()), ec);
+    EXPECT_FALSE(ec) << ec.message();
+  }
+  HeadFields head;
+  RequestParser parser;
+};
+
+constexpr std::string_view kGet = "GET /api/x HTTP/1.1\r\nHost: a\r\n\r\n";
+
+TEST(ServeExchange, RelaysWhatThePipelineAdmitsAndAnswersWhatItLimits) {
+  ExchangeLoop loop(
+      "limiters: {two: {algorithm: fixed_window, limit: 2, window: 1m}}\n"
+      "routes: [{name: api, limiters: [two]}]");
+  ParsedRequest request(kGet);
+  RecordingDownstream downstream(request.parser);
+  EXPECT_TRUE(loop.serve(downstream, request.parser));
+  EXPECT_TRUE(loop.serve(downstream, request.parser));
+  EXPECT_FALSE(loop.serve(downstream, request.parser));  // the answer's keep_alive
+  EXPECT_EQ(downstream.relayed, 2);
+  EXPECT_EQ(downstream.answered, std::vector<unsigned>{429});
+  EXPECT_EQ(loop.counted("api", telemetry::MetricDecision::allowed), 2u);
+  EXPECT_EQ(loop.counted("api", telemetry::MetricDecision::limited), 1u);
+  // The next window admits again: the exchange reads the loop's clock.
+  loop.clock().advance(1min);
+  EXPECT_TRUE(loop.serve(downstream, request.parser));
+  EXPECT_EQ(downstream.relayed, 3);
+}
+
+TEST(ServeExchange, AnswersARouteThatRespondsAndARequestThatMatchesNone) {
+  ExchangeLoop loop(
+      "routes:\n  - {name: status, match: {path: /status}, respond: {status: 200, body: ok}}");
+  ParsedRequest status("GET /status HTTP/1.1\r\nHost: a\r\n\r\n");
+  RecordingDownstream to_status(status.parser);
+  loop.serve(to_status, status.parser);
+  ParsedRequest other(kGet);
+  RecordingDownstream to_other(other.parser);
+  loop.serve(to_other, other.parser);
+  EXPECT_EQ(to_status.relayed + to_other.relayed, 0);
+  EXPECT_EQ(to_status.answered, std::vector<unsigned>{200});
+  EXPECT_EQ(to_other.answered, std::vector<unsigned>{404});
+  EXPECT_EQ(loop.counted("status", telemetry::MetricDecision::allowed), 1u);
+  EXPECT_EQ(loop.counted("", telemetry::MetricDecision::no_route), 1u);
+}
+
+TEST(ServeExchange, GivesAConcurrencyPermitBackWhenTheResponseIsOver) {
+  ExchangeLoop loop(
+      "limiters: {one: {algorithm: concurrency, limit: 1, key: ip}}\n"
+      "routes: [{name: api, limiters: [one]}]");
+  ParsedRequest request(kGet);
+  RecordingDownstream downstream(request.parser);
+  for (int i = 0; i < 3; ++i) {
+    loop.serve(downstream, request.parser);  // each over before the next: one in flight
+  }
+  EXPECT_EQ(downstream.relayed, 3);
+  EXPECT_TRUE(downstream.answered.empty());
+}
+
+TEST(ServeExchange, AClientGoneBeforeItsAnswerGetsNothingAndIsNotCounted) {
+  ExchangeLoop loop(
+      "limiters: {one: {algorithm: concurrency, limit: 1, key: ip}}\n"
+      "routes: [{name: api, limiters: [one]}]");
+  ParsedRequest request(kGet);
+  RecordingDownstream gone(request.parser);
+  gone.gone_ = true;
+  loop.serve(gone, request.parser);
+  EXPECT_EQ(gone.relayed, 0);
+  EXPECT_TRUE(gone.answered.empty());
+  EXPECT_EQ(loop.counted("api", telemetry::MetricDecision::allowed), 0u);
+  // Its permit came back: the next request is admitted.
+  RecordingDownstream next(request.parser);
+  loop.serve(next, request.parser);
+  EXPECT_EQ(next.relayed, 1);
+}
+
+TEST(ServeExchange, HoldsADelayedRequestThenRelaysIt) {
+  ExchangeLoop loop(
+      "limiters: {slow: {algorithm: leaky_bucket, rate: 1000/s, burst: 5, mode: delay, max_delay: "
+      "1s}}\n"
+      "routes: [{name: api, limiters: [slow]}]");
+  ParsedRequest request(kGet);
+  RecordingDownstream downstream(request.parser);
+  loop.serve(downstream, request.parser);  // admitted at once
+  EXPECT_EQ(loop.last_outcome, pipeline::Outcome::allowed);
+  loop.serve(downstream, request.parser);  // the same instant: held 1 ms, then relayed
+  EXPECT_EQ(loop.last_outcome, pipeline::Outcome::delayed);
+  EXPECT_EQ(downstream.relayed, 2);
+  EXPECT_EQ(loop.counted("api", telemetry::MetricDecision::delayed), 1u);
+}
+
+}  // namespace
+}  // namespace sluice::http
