@@ -117,6 +117,22 @@ inline bool valid_host(std::string_view host) noexcept {
   return true;
 }
 
+/// Moves `at` past the whitespace (SP, HTAB) that starts there.
+inline void skip_whitespace(std::string_view text, std::size_t& at) noexcept {
+  while (at < text.size() && (text[at] == ' ' || text[at] == '\t')) {
+    ++at;
+  }
+}
+
+/// The token (RFC 9110 §5.6.2) that starts at `at`, and `at` past it; empty if there is none.
+inline std::string_view take_token(std::string_view text, std::size_t& at) noexcept {
+  const std::size_t start = at;
+  while (at < text.size() && is_tchar(text[at])) {
+    ++at;
+  }
+  return text.substr(start, at - start);
+}
+
 /// Moves `at` past the quoted-string that starts there; false if it is not one (RFC 9110
 /// §5.6.4: qdtext and quoted-pair, no control characters).
 inline bool skip_quoted_string(std::string_view text, std::size_t& at) noexcept {
@@ -162,18 +178,6 @@ struct TransferCodings {
   void add(std::string_view value) noexcept {
     present = true;
     std::size_t at = 0;
-    const auto skip_whitespace = [&] {
-      while (at < value.size() && (value[at] == ' ' || value[at] == '\t')) {
-        ++at;
-      }
-    };
-    const auto token = [&] {
-      const std::size_t start = at;
-      while (at < value.size() && is_tchar(value[at])) {
-        ++at;
-      }
-      return value.substr(start, at - start);
-    };
     for (;;) {
       // Empty list elements are allowed (RFC 9110 §5.6.1).
       while (at < value.size() && (value[at] == ' ' || value[at] == '\t' || value[at] == ',')) {
@@ -182,7 +186,7 @@ struct TransferCodings {
       if (at == value.size()) {
         return;
       }
-      const std::string_view name = token();
+      const std::string_view name = take_token(value, at);
       if (name.empty()) {
         valid = false;
         return;
@@ -191,31 +195,31 @@ struct TransferCodings {
       ++codings;
       chunked += is_chunked ? 1 : 0;
       ends_chunked = is_chunked;
-      skip_whitespace();
+      skip_whitespace(value, at);
       while (at < value.size() && value[at] == ';') {
         ++at;
-        skip_whitespace();
-        if (is_chunked || token().empty()) {  // chunked has no parameters
+        skip_whitespace(value, at);
+        if (is_chunked || take_token(value, at).empty()) {  // chunked has no parameters
           valid = false;
           return;
         }
-        skip_whitespace();
+        skip_whitespace(value, at);
         if (at == value.size() || value[at] != '=') {
           valid = false;
           return;
         }
         ++at;
-        skip_whitespace();
+        skip_whitespace(value, at);
         if (at < value.size() && value[at] == '"') {
           if (!skip_quoted_string(value, at)) {
             valid = false;
             return;
           }
-        } else if (token().empty()) {
+        } else if (take_token(value, at).empty()) {
           valid = false;
           return;
         }
-        skip_whitespace();
+        skip_whitespace(value, at);
       }
       if (at < value.size() && value[at] != ',') {
         valid = false;
@@ -250,20 +254,8 @@ inline bool valid_chunk_size_line(std::string_view line) noexcept {
   if (at == 0) {
     return false;
   }
-  const auto skip_whitespace = [&] {
-    while (at < line.size() && (line[at] == ' ' || line[at] == '\t')) {
-      ++at;
-    }
-  };
-  const auto skip_token = [&] {
-    const std::size_t start = at;
-    while (at < line.size() && is_tchar(line[at])) {
-      ++at;
-    }
-    return at > start;
-  };
   for (;;) {
-    skip_whitespace();
+    skip_whitespace(line, at);
     if (at == line.size()) {
       return true;
     }
@@ -271,19 +263,19 @@ inline bool valid_chunk_size_line(std::string_view line) noexcept {
       return false;
     }
     ++at;
-    skip_whitespace();
-    if (!skip_token()) {
+    skip_whitespace(line, at);
+    if (take_token(line, at).empty()) {
       return false;
     }
-    skip_whitespace();
+    skip_whitespace(line, at);
     if (at < line.size() && line[at] == '=') {
       ++at;
-      skip_whitespace();
+      skip_whitespace(line, at);
       if (at < line.size() && line[at] == '"') {
         if (!skip_quoted_string(line, at)) {
           return false;
         }
-      } else if (!skip_token()) {
+      } else if (take_token(line, at).empty()) {
         return false;
       }
     }
