@@ -1,8 +1,5 @@
 #include "proxy/http/session.hpp"
 
-#include <sys/socket.h>
-
-#include <array>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
@@ -15,15 +12,12 @@
 
 #include "proxy/http/beast_http.hpp"
 #include "proxy/http/exchange.hpp"
-#include "proxy/http/h2/connection.hpp"
 #include "proxy/http/message_read.hpp"
 #include "proxy/http/open_connection.hpp"
 #include "proxy/http/relay.hpp"
 #include "proxy/http/request_state.hpp"
 #include "proxy/http/responses.hpp"
 #include "proxy/io/socket_io.hpp"
-#include "proxy/tls/contexts.hpp"
-#include "proxy/tls/peer.hpp"
 
 namespace sluice::http {
 namespace {
@@ -103,7 +97,7 @@ class Borrowed {
   ClientConnection& client_;
 };
 
-void wait_for_request(OpenPtr open, LoopContext& loop, bool first);
+void wait_for_next_request(OpenPtr open, LoopContext& loop);
 
 /// Serves a connection's requests from the first bytes of one, which the socket has just
 /// reported, with a request state borrowed for that time, until it is parked (quiet for
@@ -193,151 +187,41 @@ io::Awaitable<void> serve_requests(OpenPtr open, LoopContext& loop, bool first) 
     }
   }
   if (idle) {
-    wait_for_request(std::move(open), loop, false);
+    wait_for_next_request(std::move(open), loop);
   }
 }
 
-/// A new cleartext connection, when HTTP/2 is on: HTTP/2 when it starts with the connection
-/// preface, else HTTP/1.1. Its first bytes are awaited if they are not in yet (the wait for a
-/// new connection's first request returns at once, trusting its read to wait).
-void serve_either_protocol(OpenPtr open, LoopContext& loop) {
-  ClientConnection& client = open->client;
-  const io::Executor executor = client.stream.get_executor();
-  switch (h2::peek_first_bytes(client.stream.socket())) {
-    case h2::FirstBytes::preface:
-      net::co_spawn(executor, h2::serve_http2(std::move(open), loop), net::detached);
-      return;
-    case h2::FirstBytes::other:
-      net::co_spawn(executor, serve_requests(std::move(open), loop, true), net::detached);
-      return;
-    case h2::FirstBytes::none_yet:
-      // Asio's own wait; the deadline, which closes the socket, ends it too.
-      client.stream.socket().async_wait(
-          io::Socket::wait_read, [open = std::move(open), &loop](beast::error_code ec) mutable {
-            if (!ec) {
-              serve_either_protocol(std::move(open), loop);
-            }
-          });
-      return;
-  }
-}
-
-/// Waits, with no buffer, no coroutine frame and (after the first request) no timer of its
-/// own, for `open`'s next request: what an idle keep-alive connection costs is its socket and
-/// this wait. Then serves it, or closes the connection when the wait times out or is cancelled
-/// (a drain).
-void wait_for_request(OpenPtr open, LoopContext& loop, bool first) {
+/// Waits, with no buffer, no coroutine frame and no timer of its own, for a parked
+/// connection's next request: what an idle keep-alive connection costs is its socket and this
+/// wait. Then serves it, or closes the connection when the loop's sweep closes its socket after
+/// timeouts.idle, or a drain does.
+void wait_for_next_request(OpenPtr open, LoopContext& loop) {
   if (loop.proxy.draining.load(std::memory_order_relaxed)) {
     return;  // closes it
   }
   follow_reloads(open->generation, loop);
   ClientConnection& client = open->client;
-  if (first) {
-    client.stream.expires_after(open->generation->config->timeouts.header);
-  } else {
-    client.stream.forget_deadline();  // the loop's timer closes it after timeouts.idle
-    loop.parked.push_back(client);
-  }
+  client.stream.forget_deadline();  // the loop's timer closes it after timeouts.idle
+  loop.parked.push_back(client);
   client.waiting = true;  // nothing in flight: a drain may close it
-  client.stream.async_wait_readable(
-      [open = std::move(open), &loop, first](beast::error_code ec) mutable {
-        if (ec) {
-          return;  // closes it
-        }
-        ClientConnection& woken = open->client;
-        if (first && open->generation->config->http2.enabled) {
-          serve_either_protocol(std::move(open), loop);
-          return;
-        }
-        if (woken.quiet.is_linked()) {
-          woken.quiet.unlink();
-          woken.stream.expires_at(woken.quiet_since + open->generation->config->timeouts.idle);
-        }
-        const io::Executor executor = woken.stream.get_executor();
-        net::co_spawn(executor, serve_requests(std::move(open), loop, first), net::detached);
-      });
-}
-
-/// Whether a new connection to a TLS port starts with plain HTTP (a request line's method)
-/// rather than a TLS record. One non-blocking peek, once the first bytes are there.
-bool speaks_plain_http(io::Socket& socket) {
-  char first = 0;
-  const ssize_t n = ::recv(socket.native_handle(), &first, 1, MSG_PEEK | MSG_DONTWAIT);
-  return n == 1 && first >= 'A' && first <= 'Z';
-}
-
-/// Tells a client that sent plain HTTP to a TLS port what it did wrong, as nginx does, in the
-/// only language it understands, then closes. What it sent is read first (up to 4 KiB), so that
-/// the close does not reset the connection under the answer.
-io::Awaitable<void> refuse_plain_http(io::Stream& stream, limiter::Duration timeout) {
-  static constexpr std::string_view kAnswer =
-      "HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain\r\nContent-Length: 50\r\n"
-      "Connection: close\r\n\r\nThis port speaks HTTPS: send the request with TLS\n";
-  std::array<char, 4096> ignored{};
-  ::recv(stream.socket().native_handle(), ignored.data(), ignored.size(), MSG_DONTWAIT);
-  const std::array<net::const_buffer, 1> answer{net::buffer(kAnswer)};
-  co_await send(stream, answer, timeout);
-}
-
-/// A connection to a TLS listener: its handshake, within the header timeout (which goes on
-/// for its first request), then its requests. A failed handshake closes only this connection;
-/// plain HTTP gets a 400 that says why.
-io::Awaitable<void> handshake_then_serve(OpenPtr open, LoopContext& loop,
-                                         std::shared_ptr<tls::Context> context) {
-  ClientConnection& client = open->client;
-  const limiter::Duration header_timeout = open->generation->config->timeouts.header;
-  client.stream.expires_after(header_timeout);
-  client.waiting = true;  // nothing in flight: a drain may close it
-  using Handshake = telemetry::Metrics::Handshake;
-  // Asio's own wait (the drain-aware one would not wait on a new socket); the deadline, which
-  // closes the socket, ends it too.
-  auto [waited] =
-      co_await client.stream.socket().async_wait(io::Socket::wait_read, io::use_nothrow);
-  if (!waited && speaks_plain_http(client.stream.socket())) {
-    loop.proxy.metrics.count_tls_handshake(Handshake::failed);
-    co_await refuse_plain_http(client.stream, header_timeout);
-    co_return;
-  }
-  client.stream.start_tls(*context);
-  auto [ec] =
-      co_await client.stream.async_handshake(net::ssl::stream_base::server, io::use_nothrow);
-  if (ec) {
-    loop.proxy.metrics.count_tls_handshake(Handshake::failed);
-    co_return;
-  }
-  loop.proxy.metrics.count_tls_handshake(
-      SSL_session_reused(client.stream.tls_handle()) == 1 ? Handshake::resumed : Handshake::full);
-  if (SSL_CTX_get_verify_mode(context->native_handle()) != SSL_VERIFY_NONE) {
-    if (auto certificate = tls::client_certificate(client.stream.tls_handle())) {
-      client.certificate =
-          std::make_unique<const pipeline::ClientCertificate>(std::move(*certificate));
+  client.stream.async_wait_readable([open = std::move(open), &loop](beast::error_code ec) mutable {
+    if (ec) {
+      return;  // closes it
     }
-  }
-  if (tls::alpn_chose_h2(client.stream.tls_handle())) {
-    co_await h2::serve_http2(std::move(open), loop);
-    co_return;
-  }
-  // Straight to reading: the first request may have come with the handshake's last bytes,
-  // already out of the socket.
-  co_await serve_requests(std::move(open), loop, true);
+    ClientConnection& woken = open->client;
+    if (woken.quiet.is_linked()) {
+      woken.quiet.unlink();
+      woken.stream.expires_at(woken.quiet_since + open->generation->config->timeouts.idle);
+    }
+    const io::Executor executor = woken.stream.get_executor();
+    net::co_spawn(executor, serve_requests(std::move(open), loop, false), net::detached);
+  });
 }
 
 }  // namespace
 
-void serve_client(io::Socket socket, LoopContext& loop, std::size_t listener) {
-  OpenPtr open(new OpenConnection(std::move(socket), loop));  // NOLINT: CloseConnection frees it
-  if (!loop.tls_listeners[listener]) {
-    wait_for_request(std::move(open), loop, true);
-    return;
-  }
-  const std::vector<std::shared_ptr<tls::Context>>& contexts = open->generation->tls->listeners;
-  if (listener >= contexts.size() || !contexts[listener]) {
-    return;  // reloaded without TLS on this listener: it serves TLS only, until a restart
-  }
-  const io::Executor executor = open->client.stream.get_executor();
-  std::shared_ptr<tls::Context> context = contexts[listener];
-  net::co_spawn(executor, handshake_then_serve(std::move(open), loop, std::move(context)),
-                net::detached);
+io::Awaitable<void> serve_http1(OpenPtr open, LoopContext& loop) {
+  return serve_requests(std::move(open), loop, true);
 }
 
 io::Awaitable<void> park_quiet(LoopContext& loop) {

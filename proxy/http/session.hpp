@@ -4,17 +4,16 @@
 #include <cstddef>
 
 #include "proxy/http/loop_context.hpp"
+#include "proxy/http/open_connection.hpp"
 #include "proxy/io/net.hpp"
 
 namespace sluice::http {
 
-/// Starts serving one client connection and returns: it waits for requests (keep-alive,
-/// pipelined ones in order), runs each through the pipeline and answers it or relays it to its
-/// upstream, streaming bodies both ways. It owns its socket; what it shares with the loop's other
-/// connections is in `loop`, which outlives it. Call it on the loop's thread.
-/// `listener`: the index of the listener that accepted it; on a TLS one the connection starts
-/// with a handshake.
-void serve_client(io::Socket socket, LoopContext& loop, std::size_t listener);
+/// Serves an HTTP/1.1 client connection from its first request on, whose bytes have come or
+/// are awaited: requests in order (keep-alive, pipelined ones too), each through serve_exchange.
+/// A connection quiet after its answers is parked (below), and served again when its next
+/// request comes. Call it on the connection's loop.
+io::Awaitable<void> serve_http1(OpenPtr open, LoopContext& loop);
 
 /// How often a loop parks its quiet connections (QuietConnections): a keep-alive connection
 /// keeps its request state and coroutine after answering until the next such sweep, 0 to this

@@ -11,6 +11,7 @@
 
 #include "config/proxy_config.hpp"
 #include "limiter/clock.hpp"
+#include "proxy/http/connection_start.hpp"
 #include "proxy/http/session.hpp"
 #include "proxy/io/net.hpp"
 #include "proxy/pipeline/pipeline.hpp"

@@ -1,11 +1,8 @@
 #include "proxy/http/h2/connection.hpp"
 
-#include <sys/socket.h>
-
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/write.hpp>
-#include <cerrno>
 #include <string_view>
 
 #include "proxy/http/message_parser.hpp"
@@ -27,20 +24,6 @@ SessionLimits limits_of(const config::ProxyConfig& config) {
 
 io::Awaitable<void> serve_http2(OpenPtr open, LoopContext& loop) {
   co_await Connection::serve(std::make_shared<Connection>(std::move(open), loop));
-}
-
-FirstBytes peek_first_bytes(io::Socket& socket) {
-  static constexpr std::string_view kPreface = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
-  std::array<char, kPreface.size()> first{};
-  const ssize_t n =
-      ::recv(socket.native_handle(), first.data(), first.size(), MSG_PEEK | MSG_DONTWAIT);
-  if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-    return FirstBytes::none_yet;
-  }
-  // "PRI " is no HTTP/1.1 method in use; a preface split before it is too rare to wait for.
-  return n >= 4 && kPreface.starts_with(std::string_view(first.data(), static_cast<std::size_t>(n)))
-             ? FirstBytes::preface
-             : FirstBytes::other;
 }
 
 Connection::Connection(OpenPtr open, LoopContext& loop)

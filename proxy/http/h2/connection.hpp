@@ -69,12 +69,6 @@ io::Awaitable<void> serve_stream(std::shared_ptr<Connection> connection,
 /// Serves `open` as an HTTP/2 connection, from its connection preface on, until it ends.
 io::Awaitable<void> serve_http2(OpenPtr open, LoopContext& loop);
 
-/// What a new cleartext connection sent first: HTTP/2's connection preface (RFC 9113 §3.4,
-/// prior knowledge), something else (an HTTP/1.1 request line), or nothing yet. One
-/// non-blocking peek.
-enum class FirstBytes { preface, other, none_yet };
-FirstBytes peek_first_bytes(io::Socket& socket);
-
 /// SessionLimits from the configuration.
 SessionLimits limits_of(const config::ProxyConfig& config);
 
