@@ -13,7 +13,7 @@ rules=(
   "proxy/pipeline|limiter config|boost/asio boost/beast yaml-cpp spdlog hiredis CLI"
   "proxy/replay|limiter config proxy/pipeline|boost/asio boost/beast yaml-cpp spdlog hiredis CLI"
   "proxy/telemetry|limiter config|boost/asio boost/beast yaml-cpp hiredis CLI"
-  "proxy/io|limiter|boost/beast/http yaml-cpp spdlog hiredis CLI"
+  "proxy/io||boost/beast/http yaml-cpp spdlog hiredis CLI"
   "proxy/tls|limiter config proxy/pipeline proxy/io|boost/beast/http yaml-cpp spdlog hiredis CLI"
   "proxy/live|limiter config proxy/pipeline proxy/telemetry proxy/tls|boost/asio boost/beast hiredis CLI"
   "proxy/store|limiter config proxy/pipeline proxy/telemetry proxy/io|boost/beast/http CLI"

@@ -31,6 +31,9 @@ using Resolver = net::ip::basic_resolver<tcp, Executor>;
 using Timer = net::basic_waitable_timer<std::chrono::steady_clock,
                                         net::wait_traits<std::chrono::steady_clock>, Executor>;
 inline constexpr net::use_awaitable_t<Executor> use_awaitable{};
+/// How long a deadline or a wait is: the same unit as the layers above use (the limiters'
+/// Duration), spelled by this layer itself.
+using Duration = std::chrono::nanoseconds;
 
 /// Completion token for coroutines on the request path, where end of stream, timeouts and resets
 /// are normal outcomes: they come back as values, not exceptions.

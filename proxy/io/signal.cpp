@@ -9,7 +9,7 @@ namespace sluice::io {
 // and link-time optimization takes the frames of an inline one made in several files for a
 // one-definition-rule violation.
 
-Awaitable<bool> Signal::wait_for(limiter::Duration timeout) {
+Awaitable<bool> Signal::wait_for(Duration timeout) {
   if (consume()) {
     co_return true;
   }

@@ -4,7 +4,6 @@
 #include <chrono>
 #include <utility>
 
-#include "limiter/clock.hpp"
 #include "proxy/io/net.hpp"
 
 namespace sluice::io {
@@ -22,7 +21,7 @@ class Signal {
   }
 
   /// Until notified (true), or `timeout` has passed (false).
-  Awaitable<bool> wait_for(limiter::Duration timeout);
+  Awaitable<bool> wait_for(Duration timeout);
   /// Until notified.
   Awaitable<void> wait();
 

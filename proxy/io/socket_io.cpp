@@ -22,7 +22,7 @@ SendStart send_now(Stream& stream, SendBuffers buffers) {
 }
 
 Awaitable<beast::error_code> send_rest(Stream& stream, SendBuffers buffers, std::size_t sent,
-                                       limiter::Duration timeout) {
+                                       Duration timeout) {
   beast::buffers_suffix<SendBuffers> rest(buffers);
   rest.consume(sent);
   stream.expires_after(timeout);
@@ -30,7 +30,7 @@ Awaitable<beast::error_code> send_rest(Stream& stream, SendBuffers buffers, std:
   co_return error;
 }
 
-Awaitable<beast::error_code> send(Stream& stream, SendBuffers buffers, limiter::Duration timeout) {
+Awaitable<beast::error_code> send(Stream& stream, SendBuffers buffers, Duration timeout) {
   const SendStart start = send_now(stream, buffers);
   if (start.finished) {
     co_return start.error;

@@ -4,7 +4,6 @@
 #include <cstddef>
 #include <span>
 
-#include "limiter/clock.hpp"
 #include "proxy/io/net.hpp"
 #include "proxy/io/stream.hpp"
 
@@ -39,10 +38,10 @@ SendStart send_now(Stream& stream, SendBuffers buffers);
 
 /// Sends what send_now left of `buffers` (all but the first `sent` bytes), within `timeout`.
 Awaitable<beast::error_code> send_rest(Stream& stream, SendBuffers buffers, std::size_t sent,
-                                       limiter::Duration timeout);
+                                       Duration timeout);
 
 /// Sends `buffers` on `stream`: what the socket takes at once, then the rest within `timeout`.
 /// For paths off the hot one; those use send_now and send_rest themselves.
-Awaitable<beast::error_code> send(Stream& stream, SendBuffers buffers, limiter::Duration timeout);
+Awaitable<beast::error_code> send(Stream& stream, SendBuffers buffers, Duration timeout);
 
 }  // namespace sluice::io

@@ -52,7 +52,7 @@ void Stream::forget_deadline() noexcept {
   }
 }
 
-void Stream::expires_after(limiter::Duration timeout) {
+void Stream::expires_after(Duration timeout) {
   // The full clock: the coarse one can lag by more than its tick on a tickless kernel, and
   // a deadline must not end early.
   expires_at(Clock::now() + std::chrono::duration_cast<Clock::duration>(timeout));

@@ -13,7 +13,6 @@
 #include <memory>
 #include <utility>
 
-#include "limiter/clock.hpp"
 #include "proxy/io/net.hpp"
 #include "proxy/io/socket_read.hpp"
 
@@ -88,7 +87,7 @@ class Stream {
   }
 
   /// Operations from now on must be over within `timeout`.
-  void expires_after(limiter::Duration timeout);
+  void expires_after(Duration timeout);
   /// Operations from now on must be over by `at` (a time the caller has just read).
   void expires_at(Clock::time_point at);
   void expires_never() noexcept;
