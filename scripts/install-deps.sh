@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Installs everything sluice needs to build, test and benchmark, from Debian 12's packages only.
 # With --build-only, only what building the sluice binary needs (the container image's build
-# stage). Idempotent: when every package is already present it does not touch apt at all.
+# stage); with --run, that and curl (scripts/run.sh: build, serve, try it). Idempotent: when every
+# package is already present it does not touch apt at all.
 set -euo pipefail
+mode=${1:-all}
 
 packages=(
   build-essential cmake ninja-build pkg-config
@@ -12,7 +14,9 @@ packages=(
 # The container image's test (docker/test-image.sh): podman, and debootstrap for its base image.
 # Installed with their recommended packages, as podman is known to work here.
 container_packages=()
-if [ "${1:-}" != "--build-only" ]; then
+if [ "$mode" = --run ]; then
+  packages+=(curl ca-certificates)
+elif [ "$mode" != --build-only ]; then
   packages+=(
     ccache git clang-format-16 clang-16 libclang-rt-16-dev
     googletest libgtest-dev libgmock-dev libbenchmark-dev redis-server openssl curl python3 ca-certificates
