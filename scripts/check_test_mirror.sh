@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Every source file has a test that can fail. For each <path>/<name>.hpp and .cpp under limiter/,
 # config/ and proxy/ (both count as one), either its mirror test tests/<path>/<name>_test.cpp
-# exists and tests/CMakeLists.txt builds it, or README.md's table "Which test covers which file"
-# has a row for `<path>/<name>` naming the test files that cover it. Rows must stay true too: a
-# row for a file that is gone, or naming a test file that is not there, is an error. Exits 1
-# listing every problem.
+# exists and tests/CMakeLists.txt builds it, or the table "Which test covers which file" in
+# tests/README.md has a row for `<path>/<name>` naming the test files that cover it. Rows must
+# stay true too: a row for a file that is gone, or naming a test file that is not there, is an
+# error. Exits 1 listing every problem.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+doc=tests/README.md
 heading="## Which test covers which file"
 status=0
 
@@ -15,9 +16,9 @@ status=0
 mapfile -t rows < <(awk -v heading="$heading" '
   $0 == heading { inside = 1; next }
   inside && /^## / { exit }
-  inside && /^\| *`/ { print }' README.md)
+  inside && /^\| *`/ { print }' "$doc")
 if [ ${#rows[@]} -eq 0 ]; then
-  echo "README.md: no table under \"$heading\"" >&2
+  echo "$doc: no table under \"$heading\"" >&2
   exit 1
 fi
 
@@ -27,17 +28,17 @@ for row in "${rows[@]}"; do
   covered_by=$(cut -d'|' -f3- <<<"$row")
   listed[$file]=1
   if [ ! -f "$file.hpp" ] && [ ! -f "$file.cpp" ]; then
-    echo "README.md: a row for $file, which has no $file.hpp or $file.cpp" >&2
+    echo "$doc: a row for $file, which has no $file.hpp or $file.cpp" >&2
     status=1
   fi
   tests=$(grep -oE 'tests/[A-Za-z0-9_/.-]+\.cpp' <<<"$covered_by" || true)
   if [ -z "$tests" ]; then
-    echo "README.md: the row for $file names no test file" >&2
+    echo "$doc: the row for $file names no test file" >&2
     status=1
   fi
   for test in $tests; do
     if [ ! -f "$test" ]; then
-      echo "README.md: the row for $file names $test, which does not exist" >&2
+      echo "$doc: the row for $file names $test, which does not exist" >&2
       status=1
     fi
   done
@@ -57,12 +58,12 @@ while IFS= read -r base; do
     for source in "$base".hpp "$base".cpp; do
       [ -f "$source" ] && sources+="${sources:+ and }$source"
     done
-    echo "$sources: no $mirror and no row for \`$base\` in README.md's table" >&2
+    echo "$sources: no $mirror and no row for \`$base\` in $doc's table" >&2
     status=1
   fi
 done < <(find limiter config proxy -type f \( -name '*.hpp' -o -name '*.cpp' \) |
   sed -E 's/\.(hpp|cpp)$//' | sort -u)
 
 [ $status -eq 0 ] &&
-  echo "test mirror: $mirrored files with their mirror test, ${#rows[@]} listed in README.md"
+  echo "test mirror: $mirrored files with their mirror test, ${#rows[@]} listed in $doc"
 exit $status
