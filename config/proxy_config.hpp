@@ -186,7 +186,7 @@ struct LimiterConfig {
   bool shadow = false;         ///< Computed and counted, never enforced.
   unsigned status = 429;       ///< Status of a limited request.
   /// With the Redis store: permits a replica takes from Redis at once and then grants without a
-  /// round trip (0: every request decided in Redis). See the README's "Leases".
+  /// round trip (0: every request decided in Redis). See docs/operations.md, "Leases".
   std::uint64_t lease = 0;
   std::vector<Override> overrides;
   Location at;

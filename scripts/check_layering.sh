@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Every layer includes only itself and the layers below it (the README's layout section draws
-# the arrows), and only the third-party headers its layer may know: no Asio or Beast below io/,
+# Every layer includes only itself and the layers below it (docs/architecture.md's layout
+# section draws the arrows), and only the third-party headers its layer may know: no Asio or Beast below io/,
 # no Beast HTTP in io/ (TLS and HTTP/2 plug in above it), nothing but the standard library in
 # limiter/. Exits 1 listing every include that breaks a rule.
 set -euo pipefail

@@ -132,7 +132,7 @@ json::object limiter_config(const config::LimiterConfig& limiter, std::uint64_t 
     out["lease"] = limiter.lease;
   }
   if (limiter.lease != 0 && lease_holders != 0) {
-    // The most a key may admit beyond its limit over any span (README "Leases").
+    // The most a key may admit beyond its limit over any span (docs/operations.md, "Leases").
     out["overshoot_bound"] = {{"permits", limiter.lease * lease_holders},
                               {"lease_holders", lease_holders},
                               {"per", "lease x lease holders (event loops of all replicas)"}};

@@ -13,8 +13,8 @@
 namespace sluice::http {
 
 /// What one client connection owns from its first request to its last: little, because it is
-/// what an idle keep-alive connection costs (the README's "Memory per idle connection"). What
-/// serving requests takes is borrowed (`state`) while it has requests, and for a short while
+/// what an idle keep-alive connection costs (docs/benchmarks.md, "Memory per idle connection").
+/// What serving requests takes is borrowed (`state`) while it has requests, and for a short while
 /// after (see QuietConnections).
 struct ClientConnection {
   using ListHook = boost::intrusive::list_member_hook<

@@ -25,7 +25,7 @@ inline constexpr std::uint32_t kMaxHeaderBytes = 16 * 1024;
 /// http::error::need_buffer. One parser per message; the HeadFields outlive it.
 ///
 /// It adds the checks of RFC 9112 that Beast leaves out, on the fields as they are parsed, and
-/// fails the message with an error as Beast's own checks do (README: "Strict HTTP/1.1"):
+/// fails the message with an error as Beast's own checks do (docs/http-conformance.md):
 /// - a request: a request-target with bytes outside visible ASCII, or a fragment; line folding
 ///   (obs-fold), a Host field missing in HTTP/1.1, repeated, or not a valid host; CONNECT
 ///   (refusal() is 501, or 400 when its target is not in authority-form); a request-target in

@@ -9,7 +9,7 @@ library only.
    accepting, and the rest wait in the kernel's listen queue (the TCP handshake is the
    kernel's, so they connect all the same). After WAIT_SECONDS it counts them:
        at_cap served=S waiting=W failed=F
-   (failed: closed or reset without an answer; README says none is refused). Then it keeps
+   (failed: closed or reset without an answer; docs/configuration.md says none is refused). Then it keeps
    everything as it is for 1 s more, so that the shell can read the proxy's metrics at the cap.
 2. Closes the S answered connections, and times how long the W waiting requests then take to
    be answered (at most 5 s):

@@ -74,7 +74,7 @@ limiter::Permits lease_size(const config::LimiterConfig& limiter,
 /// is spent in the window that counted it, and fixed windows never overshoot); another
 /// limiter's for as long as its key takes to forget a full load (the window; the time to refill
 /// or drain the whole bucket). However long, a lease holds at most its permits, which bounds
-/// what a replica can spend beyond the limit over any span (see the README).
+/// what a replica can spend beyond the limit over any span (docs/operations.md, "Leases").
 limiter::TimePoint lease_until(const limiter::LimiterOptions& o, const limiter::Status& status,
                                limiter::TimePoint now) noexcept {
   using limiter::AlgorithmKind;

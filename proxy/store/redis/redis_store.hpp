@@ -37,9 +37,9 @@ namespace sluice::store::redis {
 /// its keys' slots (the hash tag is the limiter key, so a client's limiters share a slot). A
 /// request whose limiters live on several masters is charged on each, and refunded where it was
 /// admitted if another master refused it (refund.lua): all or nothing, at the cost of one more
-/// round trip for such a refusal; see the README. The map is read again when a master does not
-/// serve a key's slot (the request is then tried once more), and while a master's connection
-/// is down (a failover names a new one).
+/// round trip for such a refusal; see docs/operations.md. The map is read again when a master does
+/// not serve a key's slot (the request is then tried once more), and while a master's connection is
+/// down (a failover names a new one).
 ///
 /// When Redis fails (timeout, broken connection, error reply), the request follows `on_error`:
 /// allow (forwarded, uncounted), deny (503) or local (the memory limiters). The first failure

@@ -1,7 +1,8 @@
-// Third-party request corpora through the proxy, as oracles of HTTP/1.1 framing (README.md,
-// "Strict HTTP/1.1": the corpus table). Each case's raw bytes go to the proxy on a connection of
-// their own, in front of an upstream that records what it receives whole; what the proxy
-// forwarded and answered is compared with what the corpus's parser made of the same bytes:
+// Third-party request corpora through the proxy, as oracles of HTTP/1.1 framing
+// (docs/http-conformance.md, "Strict HTTP/1.1": the corpus table). Each case's raw bytes go to the
+// proxy on a connection of their own, in front of an upstream that records what it receives whole;
+// what the proxy forwarded and answered is compared with what the corpus's parser made of the same
+// bytes:
 // - llhttp (tests/data/http1/llhttp_requests.json, made from nodejs/llhttp's request fixtures by
 //   llhttp_to_json.py): the messages it read whole are forwarded with the same method, target,
 //   end-to-end fields and body, and answered in order; where it stops with an error the proxy

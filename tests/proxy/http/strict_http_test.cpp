@@ -1,8 +1,8 @@
 // Strict HTTP/1.1 (RFC 9112, and RFC 9110's hop-by-hop rules) over real sockets: raw bytes from
 // a client, through the proxy, to an upstream. Requests the proxy must refuse (400 and close,
 // before the upstream sees them), requests it must forward changed, and upstream responses it
-// must refuse (502) or pass on framed as the client can read them. README.md's table "Strict
-// HTTP/1.1" names the requirement each test shows.
+// must refuse (502) or pass on framed as the client can read them. docs/http-conformance.md's table
+// "Strict HTTP/1.1" names the requirement each test shows.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>

@@ -1,7 +1,7 @@
 // Leases (`lease:` on a limiter with the Redis store): the table a loop keeps them in, and the
 // store that takes, spends and gives them back, against a real redis-server started by the test.
-// The bound the README declares (over any span, each replica spends at most one lease more than
-// the limit lets through) is measured on a simulated clock, across two replicas and a reload.
+// The bound docs/operations.md declares (over any span, each replica spends at most one lease more
+// than the limit lets through) is measured on a simulated clock, across two replicas and a reload.
 #include "proxy/store/redis/lease_table.hpp"
 
 #include <gtest/gtest.h>
