@@ -129,18 +129,25 @@ void read_limiter_names(MapReader& reader, Route& route, const ProxyConfig& conf
   }
 }
 
-/// Every limiter of the route must be able to admit its cost.
+/// Every limiter of the route must be able to admit its cost, for every key: with its own
+/// parameters and with each override's (a key whose override admits less would be refused always).
 void check_cost(MapReader& reader, const Route& route, const ProxyConfig& config) {
+  const auto check = [&](const limiter::LimiterOptions& options, const std::string& whose) {
+    const limiter::Permits largest = limiter::make_limiter(options)->max_cost();
+    if (route.cost > largest) {
+      reader.error(reader.has("cost") ? "cost" : "limiters",
+                   "cost " + std::to_string(route.cost) + " is more than " + whose +
+                       " can ever admit (at most " + std::to_string(largest) + ")");
+    }
+  };
   for (const std::string& name : route.limiters) {
     const LimiterConfig& limiter = *config.limiter_named(name);
     if (!limiter.valid) {
       continue;  // its own problems are reported with it
     }
-    const limiter::Permits largest = limiter::make_limiter(limiter.options)->max_cost();
-    if (route.cost > largest) {
-      reader.error(reader.has("cost") ? "cost" : "limiters",
-                   "cost " + std::to_string(route.cost) + " is more than limiter \"" + name +
-                       "\" can ever admit (at most " + std::to_string(largest) + ")");
+    check(limiter.options, "limiter \"" + name + "\"");
+    for (const Override& override : limiter.overrides) {
+      check(override.options, "limiter \"" + name + "\" for key \"" + override.value + "\"");
     }
   }
 }

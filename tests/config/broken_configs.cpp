@@ -223,6 +223,14 @@ const std::vector<BrokenConfig>& broken_configs() {
        "a, limiters: [per-ip, bucket], cost: 8}]",
        {"proxy.yaml:5:54: routes[0].cost: cost 8 is more than limiter \"bucket\" can ever admit "
         "(at most 5)"}},
+      {"cost_too_large_for_an_override",
+       "upstream: \"http://127.0.0.1:9000\"\nlimiters:\n  per-key: {algorithm: fixed_window, "
+       "limit: "
+       "10, window: 1m, key: \"header:X-Key\", overrides: {\"small\": {limit: 2}}}\nroutes: "
+       "[{name: "
+       "a, limiters: [per-key], cost: 5}]",
+       {"proxy.yaml:4:47: routes[0].cost: cost 5 is more than limiter \"per-key\" for key "
+        "\"small\" can ever admit (at most 2)"}},
       {"zero_cost",
        "upstream: \"http://127.0.0.1:9000\"\nroutes: [{name: a, cost: 0}]",
        {"proxy.yaml:2:26: routes[0].cost: \"0\" is not a whole number from 1 to 4294967295"}},
