@@ -9,6 +9,7 @@
 #include "proxy/admin/config_json.hpp"
 #include "proxy/http/beast_http.hpp"
 #include "proxy/http/responses.hpp"
+#include "proxy/pipeline/wait_seconds.hpp"
 
 namespace sluice::admin {
 namespace {
@@ -84,10 +85,10 @@ http::response<http::string_body> limiter_state(std::string_view rest, pipeline:
   }
   json::object state{{"limiter", name},
                      {"remaining", status->remaining},
-                     {"reset", http::seconds_rounded_up(status->reset)},
+                     {"reset", pipeline::seconds_rounded_up(status->reset)},
                      {"banned", banned.has_value()}};
   if (banned) {
-    state["banned_for"] = http::retry_after_seconds(*banned);
+    state["banned_for"] = pipeline::retry_after_seconds(*banned);
   }
   return json_response(http::status::ok, version, keep_alive, state);
 }

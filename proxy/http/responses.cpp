@@ -6,6 +6,7 @@
 #include <string>
 
 #include "proxy/pipeline/http_text.hpp"
+#include "proxy/pipeline/wait_seconds.hpp"
 #include "proxy/telemetry/json_escape.hpp"
 
 namespace sluice::http {
@@ -101,19 +102,6 @@ bool legacy_fields(config::LimitsHeaders headers) noexcept {
 
 }  // namespace
 
-std::uint64_t seconds_rounded_up(limiter::Duration duration) noexcept {
-  return duration <= limiter::Duration::zero()
-             ? 0
-             : static_cast<std::uint64_t>((duration.count() + 999'999'999) / 1'000'000'000);
-}
-
-std::uint64_t retry_after_seconds(limiter::Duration wait) noexcept {
-  if (wait <= limiter::Duration::zero() || wait == limiter::Duration::max()) {
-    return 1;
-  }
-  return std::max<std::uint64_t>(1, seconds_rounded_up(wait));
-}
-
 bool writes_limit_headers(const pipeline::Decision& decision,
                           config::LimitsHeaders headers) noexcept {
   if (headers == config::LimitsHeaders::none) {
@@ -172,7 +160,7 @@ void write_limit_headers(HeadText& head, const pipeline::Decision& decision,
       append(head, "\";r=");
       append_number(head, report.status.remaining);
       append(head, ";t=");
-      append_number(head, seconds_rounded_up(report.status.reset));
+      append_number(head, pipeline::seconds_rounded_up(report.status.reset));
     });
   }
   if (legacy_fields(headers)) {
@@ -184,7 +172,7 @@ void write_limit_headers(HeadText& head, const pipeline::Decision& decision,
     }
     write_field(head, "X-RateLimit-Limit", quota_of(tightest->limiter->options).permits);
     write_field(head, "X-RateLimit-Remaining", tightest->status.remaining);
-    write_field(head, "X-RateLimit-Reset", seconds_rounded_up(tightest->status.reset));
+    write_field(head, "X-RateLimit-Reset", pipeline::seconds_rounded_up(tightest->status.reset));
   }
 }
 
@@ -225,7 +213,7 @@ void own_response(OwnResponse& out, const pipeline::Decision& decision, unsigned
       append(body, "]}");
       out.body = view_of(body);
       open_head(out, decision.status, version, "application/problem+json");
-      write_field(out.head, "Retry-After", retry_after_seconds(decision.retry_after));
+      write_field(out.head, "Retry-After", *pipeline::retry_after_field(decision));
       break;
     }
     case pipeline::Outcome::denied: {
@@ -235,8 +223,8 @@ void own_response(OwnResponse& out, const pipeline::Decision& decision, unsigned
       append(body, "}");
       out.body = view_of(body);
       open_head(out, decision.status, version, "application/problem+json");
-      if (decision.retry_after > limiter::Duration::zero()) {
-        write_field(out.head, "Retry-After", retry_after_seconds(decision.retry_after));
+      if (const auto retry_after = pipeline::retry_after_field(decision)) {
+        write_field(out.head, "Retry-After", *retry_after);
       }
       break;
     }

@@ -64,10 +64,4 @@ bool is_limit_field(std::string_view name, config::LimitsHeaders headers) noexce
 void write_limit_headers(HeadText& head, const pipeline::Decision& decision,
                          config::LimitsHeaders headers);
 
-/// Whole seconds, rounded up; 0 for no time at all (RateLimit's `t`, X-RateLimit-Reset).
-std::uint64_t seconds_rounded_up(limiter::Duration duration) noexcept;
-
-/// Retry-After: whole seconds, rounded up, at least 1.
-std::uint64_t retry_after_seconds(limiter::Duration wait) noexcept;
-
 }  // namespace sluice::http

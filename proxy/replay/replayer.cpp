@@ -7,6 +7,7 @@
 
 #include "limiter/key_hash.hpp"
 #include "proxy/pipeline/request_key.hpp"
+#include "proxy/pipeline/wait_seconds.hpp"
 
 namespace sluice::replay {
 namespace {
@@ -49,18 +50,6 @@ void append_string(std::string& out, std::string_view text) {
 }
 
 double seconds(Duration duration) { return static_cast<double>(duration.count()) / 1e9; }
-
-/// Retry-After as the proxy would send it: whole seconds, rounded up, at least 1.
-std::uint64_t whole_seconds_up(Duration duration) {
-  if (duration <= Duration::zero()) {
-    return 0;
-  }
-  if (duration == Duration::max()) {
-    return 0;  // never admitted: no retry helps
-  }
-  return std::max<std::uint64_t>(
-      1, static_cast<std::uint64_t>((duration.count() + 999'999'999) / 1'000'000'000));
-}
 
 }  // namespace
 
@@ -147,7 +136,7 @@ void Replayer::write(const pipeline::Decision& decision, std::string& out) const
     append_number(out, remaining);
   }
   out += ",\"retry_after\":";
-  append_number(out, whole_seconds_up(decision.retry_after));
+  append_number(out, pipeline::retry_after_field(decision).value_or(0));
   const auto list = [&](const char* field, bool shadow) {
     bool any = false;
     for (const pipeline::LimiterReport& report : decision.applied()) {

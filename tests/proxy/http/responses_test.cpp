@@ -185,18 +185,5 @@ TEST(ProblemResponse, AnswersTransportProblemsWithTheStandardReason) {
   EXPECT_FALSE(out.keep_alive);
 }
 
-TEST(RetryAfter, IsWholeSecondsRoundedUpAndAtLeastOne) {
-  EXPECT_EQ(seconds_rounded_up(0s), 0U);
-  EXPECT_EQ(seconds_rounded_up(-1s), 0U);
-  EXPECT_EQ(seconds_rounded_up(1ns), 1U);
-  EXPECT_EQ(seconds_rounded_up(1s), 1U);
-  EXPECT_EQ(seconds_rounded_up(1s + 1ns), 2U);
-  EXPECT_EQ(retry_after_seconds(0s), 1U);
-  EXPECT_EQ(retry_after_seconds(1ns), 1U);
-  EXPECT_EQ(retry_after_seconds(1500ms), 2U);
-  EXPECT_EQ(retry_after_seconds(10min), 600U);
-  EXPECT_EQ(retry_after_seconds(limiter::Duration::max()), 1U);  // never: no useful wait to give
-}
-
 }  // namespace
 }  // namespace sluice::http

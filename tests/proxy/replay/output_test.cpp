@@ -57,6 +57,31 @@ routes:
   EXPECT_EQ(lines[2].at("violated").at(0).as_string(), live);          // then the live one
 }
 
+TEST(ReplayOutput, SaysRetryAfterAsTheProxysHeaderWould) {
+  const config::ProxyConfig config = config::parse_config(
+      R"(
+limiters:
+  per-ip: {algorithm: fixed_window, limit: 2, window: 1m}
+routes:
+  - name: all
+    respond: {status: 200}
+    limiters: [per-ip]
+)",
+      "proxy.yaml", [](std::string_view) { return std::nullopt; });
+  Replayer replayer(config, InputFormat::jsonl);
+  std::string out;
+  replayer.feed(R"({"t": 0.5, "ip": "192.0.2.1"})", out);             // admitted: no header
+  replayer.feed(R"({"t": 0.5, "ip": "192.0.2.1", "cost": 2})", out);  // 59.5 s to wait
+  replayer.feed(R"({"t": 0.5, "ip": "192.0.2.1", "cost": 3})", out);  // never: the header says 1
+  const std::vector<json::value> lines = parsed_lines(out);
+  ASSERT_EQ(lines.size(), 3U) << out;
+  EXPECT_EQ(lines[0].at("retry_after").as_int64(), 0);
+  EXPECT_EQ(lines[1].at("decision").as_string(), "limited");
+  EXPECT_EQ(lines[1].at("retry_after").as_int64(), 60);
+  EXPECT_EQ(lines[2].at("decision").as_string(), "limited");
+  EXPECT_EQ(lines[2].at("retry_after").as_int64(), 1);
+}
+
 TEST(ReplayOutput, WritesTimesAsTheInputDid) {
   const config::ProxyConfig config =
       config::parse_config("routes: [{name: all, respond: {status: 200}}]\n", "proxy.yaml",
