@@ -80,11 +80,11 @@
 set -euo pipefail
 
 repo_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-# shellcheck source=scripts/lib/processes.sh
-source "$repo_root/scripts/lib/processes.sh"
-bench_name=http2.sh
-# shellcheck source=bench/lib/harness.sh
-source "$repo_root/bench/lib/harness.sh"
+# shellcheck source=scripts/lib/measuring.sh
+source "$repo_root/scripts/lib/measuring.sh"
+# shellcheck source=scripts/lib/servers.sh
+source "$repo_root/scripts/lib/servers.sh"
+cleanup_on_exit
 templates=$repo_root/bench/http2
 
 ROUNDS=${ROUNDS:-5}
@@ -114,8 +114,6 @@ SLUICE_BIN=${SLUICE_BIN:-build/release/sluice}
 # A relative SLUICE_BIN is relative to the repository root, wherever the script is run from.
 [[ $SLUICE_BIN == /* ]] || SLUICE_BIN=$repo_root/$SLUICE_BIN
 
-# nginx lives in /usr/sbin, which a non-root PATH may lack.
-export PATH=$PATH:/usr/sbin:/sbin
 # The proxies run with OpenSSL's own configuration, whatever the caller's environment says.
 unset OPENSSL_CONF
 cipher_suite=TLS_AES_128_GCM_SHA256
@@ -130,45 +128,34 @@ start_sluice() {
   render "$templates/sluice.yaml" "$config" DIR="$work" UPSTREAM_PORT="$UPSTREAM_PORT" \
     SLOW_PORT="$SLOW_PORT" SLUICE_PORT="$SLUICE_PORT" SLUICE_TLS_PORT="$SLUICE_TLS_PORT" \
     SLUICE_ADMIN_PORT="$SLUICE_ADMIN_PORT" MAX_STREAMS="$MAX_STREAMS"
-  "$SLUICE_BIN" check -c "$config" >"$work/sluice.check" 2>&1 ||
-    {
-      cat "$work/sluice.check" >&2
-      die "sluice check refused $config (was this sluice built with HTTP/2 and TLS listeners?)"
-    }
+  check_sluice "$config" "was this sluice built with HTTP/2 and TLS listeners?"
   proxy_port=$SLUICE_PORT
   proxy_tls_port=$SLUICE_TLS_PORT
   proxy_log=$work/sluice.log
-  "${proxy_pin[@]}" "$SLUICE_BIN" run -c "$config" >>"$proxy_log" 2>&1 &
-  proxy_pid=$!
+  start "$proxy_log" "${proxy_pin[@]}" "$SLUICE_BIN" run -c "$config"
+  proxy_pid=$pid
 }
 
 start_nginx() {
-  local config=$work/nginx.conf
-  render "$templates/nginx.conf" "$config" DIR="$work" UPSTREAM_PORT="$UPSTREAM_PORT" \
+  render "$templates/nginx.conf" "$work/nginx.conf" DIR="$work" UPSTREAM_PORT="$UPSTREAM_PORT" \
     SLOW_PORT="$SLOW_PORT" NGINX_PORT="$NGINX_PORT" NGINX_TLS_PORT="$NGINX_TLS_PORT" \
     MAX_STREAMS="$MAX_STREAMS" WORKER_CONNECTIONS="$worker_connections"
   proxy_port=$NGINX_PORT
   proxy_tls_port=$NGINX_TLS_PORT
   proxy_log=$work/nginx.log
-  nginx -t -q -p "$work/" -e stderr -c "$config" >>"$proxy_log" 2>&1 ||
-    { cat "$proxy_log" >&2; die "nginx -t refused $config"; }
-  "${proxy_pin[@]}" nginx -p "$work/" -e stderr -c "$config" >>"$proxy_log" 2>&1 &
-  proxy_pid=$!
+  launch_nginx nginx "$proxy_port" proxy_pin
+  proxy_pid=$pid
 }
 
 # start_proxy PROXY: starts it and waits until both its ports accept.
 start_proxy() {
   local proxy=$1
   "start_$proxy"
-  started_pids+=("$proxy_pid")
   wait_port "$proxy_port" "$proxy_pid" "$proxy" "$proxy_log"
   wait_port "$proxy_tls_port" "$proxy_pid" "$proxy" "$proxy_log"
 }
 
-stop_proxy() {
-  stop_pid "$proxy_pid"
-  forget_pid "$proxy_pid"
-}
+stop_proxy() { stop_pid "$proxy_pid"; }
 
 # url TEST [PATH]: the URL h2load loads for that test.
 url() {
@@ -221,21 +208,11 @@ h2_check() {
 # ---------------------------------------------------------------- the tests
 
 # run_h2load OUT ARGS...: h2load ARGS against the proxy; its report goes to OUT and its CPU
-# seconds to h2load_cpu. h2load runs in the background and the script waits for it, so that a
-# Ctrl-C reaches the trap. Nothing else is forked between the two `times`, so their difference
-# is h2load's CPU.
+# seconds to client_cpu.
 run_h2load() {
-  local out=$1 pid
+  local out=$1
   shift
-  times >"$out.times0"
-  "${load_pin[@]}" h2load "$@" >"$out" 2>&1 &
-  pid=$!
-  started_pids+=("$pid")
-  wait "$pid" || { cat "$out" >&2; die "h2load $* failed"; }
-  times >"$out.times1"
-  forget_pid "$pid"
-  h2load_cpu=$(awk -v a="$(children_cpu "$out.times0")" -v b="$(children_cpu "$out.times1")" \
-    'BEGIN {printf "%.3f", b - a}')
+  run_client "$out" "${load_pin[@]}" h2load "$@" || { cat "$out" >&2; die "h2load $* failed"; }
 }
 
 # test_load ROUND PROXY TEST: h2load -D DURATION over h2c or TLS after a WARMUP; appends a row
@@ -268,20 +245,10 @@ test_load() {
     cat "$out" >&2
     die "could not read h2load's output for $proxy $test"
   fi
-  cpu_figures $((ticks1 - ticks0)) "$done_requests" $((t1 - t0)) $((up1 - up0)) "$h2load_cpu"
+  cpu_figures $((ticks1 - ticks0)) "$done_requests" $((t1 - t0)) $((up1 - up0)) "$client_cpu"
   conns=$(awk -v o=$((opens1 - opens0 - CONNECTIONS)) -v n="$done_requests" \
     'BEGIN {if (o < 0) o = 0; printf "%.3f", o / n}')
   results+=("$round|$proxy|$test|$rps|$(to_ms "$mean")|$cpu_us|$cpu_pct|$load_pct|$failed|$non2xx|-|-|-|-|-|$conns")
-}
-
-# rss_kib PID: VmRSS of PID and its children (nginx's master and worker), in KiB.
-rss_kib() {
-  local pid total=0 kib
-  for pid in "$1" $(pgrep -P "$1" 2>/dev/null || true); do
-    kib=$(awk '/^VmRSS:/ {print $2}' "/proc/$pid/status" 2>/dev/null) || continue
-    total=$((total + ${kib:-0}))
-  done
-  echo "$total"
 }
 
 # slow_stats [reset]: the slow upstream's "inflight N peak M" as "N M".
@@ -303,10 +270,8 @@ test_mem() {
   sleep 0.5
   idle=$(rss_kib "$proxy_pid")
   slow_stats reset >/dev/null
-  "${load_pin[@]}" h2load -c"$MEM_CONNECTIONS" -m"$MEM_STREAMS" -n"$total" "$(url mem /slow)" \
-    >"$out" 2>&1 &
-  pid=$!
-  started_pids+=("$pid")
+  start "$out" "${load_pin[@]}" h2load -c"$MEM_CONNECTIONS" -m"$MEM_STREAMS" -n"$total" \
+    "$(url mem /slow)"
   # Every 0.1 s until h2load is done: the requests the upstream holds, then the proxy's RSS; the
   # RSS kept is the largest one read while the upstream held the most requests.
   while alive "$pid"; do
@@ -319,8 +284,7 @@ test_mem() {
     fi
     sleep 0.1
   done
-  wait "$pid" || status=$?
-  forget_pid "$pid"
+  reap "$pid" || status=$?
   ((status == 0)) || { cat "$out" >&2; die "h2load failed against $proxy in the mem test"; }
   read -r _ peak < <(slow_stats)
   read -r failed non2xx < <(h2load_failures "$out")
@@ -389,18 +353,9 @@ if [[ " $TESTS " == *" mem "* ]] && (($(ulimit -n) < files_needed)); then
   ulimit -n "$files_needed"
 fi
 
-cores=$(nproc)
-cpu_model=$(awk -F': *' '/^model name/ {print $2; exit}' /proc/cpuinfo)
-read -r -a proxy_pin < <(pin_prefix "$PROXY_CPU") || true
-read -r -a load_pin < <(pin_prefix "$LOAD_CPU") || true
-pinning="none"
-((${#proxy_pin[@]} == 0)) ||
-  pinning="proxy on CPU $PROXY_CPU; h2load and the upstreams on CPU $LOAD_CPU"
-
-for port in "$UPSTREAM_PORT" "$SLOW_PORT" "$SLUICE_PORT" "$NGINX_PORT" "$SLUICE_TLS_PORT" \
-  "$NGINX_TLS_PORT" "$SLUICE_ADMIN_PORT"; do
-  if port_open "$port"; then die "127.0.0.1:$port is already in use (see the *_PORT variables)"; fi
-done
+pin_sides proxy "h2load and the upstreams"
+require_free_ports "see the *_PORT variables" "$UPSTREAM_PORT" "$SLOW_PORT" "$SLUICE_PORT" \
+  "$NGINX_PORT" "$SLUICE_TLS_PORT" "$NGINX_TLS_PORT" "$SLUICE_ADMIN_PORT"
 
 echo "versions:"
 print_proxy_versions
@@ -420,10 +375,8 @@ start_upstream_nginx
 if [[ " $TESTS " == *" mem "* ]]; then
   slow_log=$work/slow_upstream.log
   log "slow upstream (answers after ${DELAY}s) on 127.0.0.1:$SLOW_PORT"
-  "${load_pin[@]}" python3 "$templates/slow_upstream.py" "$SLOW_PORT" "$DELAY" \
-    >>"$slow_log" 2>&1 &
-  slow_pid=$!
-  started_pids+=("$slow_pid")
+  start "$slow_log" "${load_pin[@]}" python3 "$templates/slow_upstream.py" "$SLOW_PORT" "$DELAY"
+  slow_pid=$pid
   wait_port "$SLOW_PORT" "$slow_pid" "slow upstream" "$slow_log"
 fi
 
@@ -553,7 +506,7 @@ echo "$ROUNDS round(s); h2c / tls: h2load -t$H2LOAD_THREADS -c$CONNECTIONS -m$ST
   "(after a $WARMUP warm-up), prior knowledge over cleartext / ALPN h2 over TLS 1.3" \
   "$cipher_suite X25519, ECDSA P-256; mem: h2load -c$MEM_CONNECTIONS -m$MEM_STREAMS" \
   "-n$((MEM_CONNECTIONS * MEM_STREAMS)) over h2c, upstream delay ${DELAY}s; at most" \
-  "$MAX_STREAMS streams per connection; pinning: $pinning; machine: $cores cores, $cpu_model"
+  "$MAX_STREAMS streams per connection; pinning: $pinning; machine: $(describe_machine)"
 echo "CPU µs/req = the proxy's user+system CPU during the run / requests done; proxy CPU % and" \
   "load CPU % = share of one core used by the proxy and by h2load + upstream (near 100 = the" \
   "bottleneck); KiB/connection = (RSS held - RSS idle) / connections, KiB/stream the same per" \

@@ -33,60 +33,27 @@ NGINX_PORT=${NGINX_PORT:-18182}
 KEEP_WORKDIR=${KEEP_WORKDIR:-0}
 SLUICE_BIN=${SLUICE_BIN:-build/release/sluice}
 [[ $SLUICE_BIN == /* ]] || SLUICE_BIN=$repo_root/$SLUICE_BIN
-export PATH=$PATH:/usr/sbin:/sbin
-# shellcheck source=scripts/lib/processes.sh
-source "$repo_root/scripts/lib/processes.sh"
+# shellcheck source=scripts/lib/measuring.sh
+source "$repo_root/scripts/lib/measuring.sh"
+# shellcheck source=scripts/lib/servers.sh
+source "$repo_root/scripts/lib/servers.sh"
 
-die() {
-  printf 'idle.sh: error: %s\n' "$*" >&2
-  exit 1
-}
 [ -x "$SLUICE_BIN" ] || die "no sluice binary at $SLUICE_BIN (build the release preset first)"
 command -v nginx >/dev/null || die "nginx is missing (apt-get install nginx-light)"
 ulimit -n $((CONNECTIONS * 2 + 1024)) 2>/dev/null || die "cannot raise the descriptor limit to $((CONNECTIONS * 2 + 1024))"
 
-work=$(mktemp -d)
-pids=()
-cleanup() {
-  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  [ "$KEEP_WORKDIR" = 1 ] || rm -rf "$work"
-}
-trap cleanup EXIT
+cleanup_on_exit
+work=$(mktemp -d "${TMPDIR:-/tmp}/sluice-idle.XXXXXX")
+# nginx workers run as an unprivileged user when started as root: let them reach their files.
+chmod 755 "$work"
 
-nginx_config() {  # nginx_config NAME PORT LOCATION_BODY
-  cat >"$work/$1.conf" <<CONF
-daemon off;
-worker_processes 1;
-pid $work/$1.pid;
-error_log stderr error;
-events { worker_connections $((CONNECTIONS + 1024)); }
-http {
-    access_log off;
-    client_body_temp_path $work/$1_body;
-    proxy_temp_path $work/$1_proxy;
-    fastcgi_temp_path $work/$1_fastcgi;
-    uwsgi_temp_path $work/$1_uwsgi;
-    scgi_temp_path $work/$1_scgi;
-    keepalive_timeout 300s;
-    keepalive_requests 1000000;
-    upstream backend { server 127.0.0.1:$UPSTREAM_PORT; keepalive 64; }
-    server {
-        listen 127.0.0.1:$2 backlog=4096;
-        location / { $3 }
-    }
-}
-CONF
-}
-
-rss_kib() { awk '/^VmRSS:/ {print $2}' "/proc/$1/status"; }
-
+nginx_worker_connections=$((CONNECTIONS + 1024))
 nginx_config upstream "$UPSTREAM_PORT" 'default_type text/plain; return 200 "ok\n";'
-nginx -p "$work/" -e stderr -c "$work/upstream.conf" 2>"$work/upstream.log" &
-pids+=($!)
-wait_port "$UPSTREAM_PORT" "$!" upstream "$work/upstream.log"
+launch_nginx upstream "$UPSTREAM_PORT" no_pin
 
-nginx_config proxy "$NGINX_PORT" "proxy_pass http://backend; proxy_http_version 1.1; proxy_set_header Connection \"\";"
+nginx_config proxy "$NGINX_PORT" \
+  "proxy_pass http://backend; proxy_http_version 1.1; proxy_set_header Connection \"\";" \
+  "upstream backend { server 127.0.0.1:$UPSTREAM_PORT; keepalive 64; }"
 cat >"$work/sluice.yaml" <<CONF
 listen: "127.0.0.1:$SLUICE_PORT"
 admin: ""
@@ -100,32 +67,34 @@ limiters:
 routes: [{name: all, limiters: [per-ip]}]
 CONF
 
-# measure PROXY: prints the KB per connection and per added connection.
+# measure PROXY: sets whole and added, the KB per connection and per added connection.
 measure() {
-  local proxy=$1 port pid log=$work/$1.log
+  local proxy=$1 port proxy_pid measured
   if [ "$proxy" = sluice ]; then
     port=$SLUICE_PORT
-    "$SLUICE_BIN" run -c "$work/sluice.yaml" >"$log" 2>&1 &
-    pid=$!
+    start "$work/sluice.log" "$SLUICE_BIN" run -c "$work/sluice.yaml"
+    wait_port "$port" "$pid" sluice "$work/sluice.log"
   else
     port=$NGINX_PORT
-    nginx -p "$work/" -e stderr -c "$work/proxy.conf" >"$log" 2>&1 &
-    pid=$!
+    launch_nginx proxy "$port" no_pin
   fi
-  wait_port "$port" "$pid" "$proxy" "$log"
-  local measured=$pid
+  proxy_pid=$pid
+  measured=$pid
   if [ "$proxy" = nginx ]; then
     for _ in $(seq 100); do
-      measured=$(pgrep -P "$pid" | head -1 || true)
+      measured=$(pgrep -P "$proxy_pid" | head -1 || true)
       [ -n "$measured" ] && break
       sleep 0.05
     done
   fi
   # Warm up: the first requests allocate what every later one reuses.
   "$repo_root/bench/idle_clients.py" "$port" 50 </dev/null >/dev/null
-  local before half after ready
+  local before half after ready clients_pid clients_in
   before=$(rss_kib "$measured")
   coproc clients { "$repo_root/bench/idle_clients.py" "$port" "$CONNECTIONS" 2; }
+  # shellcheck disable=SC2154 # coproc sets clients_PID
+  clients_pid=$clients_PID
+  started_pids+=("$clients_pid")
   read -r ready <&"${clients[0]}" || die "$proxy: the clients did not get their connections"
   [ "$ready" = "ready $((CONNECTIONS / 2))" ] || die "$proxy: $ready"
   sleep 1  # let every connection settle into its idle state
@@ -135,18 +104,18 @@ measure() {
   [ "$ready" = "ready $CONNECTIONS" ] || die "$proxy: $ready"
   sleep 1
   after=$(rss_kib "$measured")
-  exec {clients[1]}>&-
-  wait "$clients_PID" || true
-  kill "$pid"
-  wait "$pid" 2>/dev/null || true
-  awk -v b="$before" -v h="$half" -v a="$after" -v n="$CONNECTIONS" \
-    'BEGIN { printf "%.2f %.2f\n", (a - b) * 1024 / n / 1000, (a - h) * 1024 / (n / 2) / 1000 }'
+  clients_in=${clients[1]}
+  exec {clients_in}>&-
+  reap "$clients_pid" || true
+  stop_pid "$proxy_pid"
+  read -r whole added < <(awk -v b="$before" -v h="$half" -v a="$after" -v n="$CONNECTIONS" \
+    'BEGIN { printf "%.2f %.2f\n", (a - b) * 1024 / n / 1000, (a - h) * 1024 / (n / 2) / 1000 }')
 }
 
 declare -A per_connection per_added
 for ((round = 1; round <= ROUNDS; round++)); do
   for proxy in $PROXIES; do
-    read -r whole added < <(measure "$proxy")
+    measure "$proxy"
     printf 'round %d %-7s %s KB per connection, %s KB per added connection\n' \
       "$round" "$proxy" "$whole" "$added" >&2
     per_connection[$proxy]+="$whole "
@@ -154,10 +123,10 @@ for ((round = 1; round <= ROUNDS; round++)); do
   done
 done
 
-median() { tr ' ' '\n' <<<"$1" | grep . | sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
 printf '\n%-8s %-22s %s\n' proxy "KB per connection" "KB per added connection"
 for proxy in $PROXIES; do
-  printf '%-8s %-22s %s\n' "$proxy" "$(median "${per_connection[$proxy]}")" \
-    "$(median "${per_added[$proxy]}")"
+  read -r -a wholes <<<"${per_connection[$proxy]}"
+  read -r -a addeds <<<"${per_added[$proxy]}"
+  printf '%-8s %-22.2f %.2f\n' "$proxy" "$(median "${wholes[@]}")" "$(median "${addeds[@]}")"
 done
 printf '(medians of %d rounds, %d idle connections)\n' "$ROUNDS" "$CONNECTIONS"

@@ -48,11 +48,11 @@
 set -euo pipefail
 
 repo_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-# shellcheck source=scripts/lib/processes.sh
-source "$repo_root/scripts/lib/processes.sh"
-bench_name=peers.sh
-# shellcheck source=bench/lib/harness.sh
-source "$repo_root/bench/lib/harness.sh"
+# shellcheck source=scripts/lib/measuring.sh
+source "$repo_root/scripts/lib/measuring.sh"
+# shellcheck source=scripts/lib/servers.sh
+source "$repo_root/scripts/lib/servers.sh"
+cleanup_on_exit
 templates=$repo_root/bench/peers
 
 ROUNDS=${ROUNDS:-5}
@@ -76,15 +76,9 @@ SLUICE_BIN=${SLUICE_BIN:-build/release/sluice}
 # A relative SLUICE_BIN is relative to the repository root, wherever the script is run from.
 [[ $SLUICE_BIN == /* ]] || SLUICE_BIN=$repo_root/$SLUICE_BIN
 
-# nginx and haproxy live in /usr/sbin, which a non-root PATH may lack.
-export PATH=$PATH:/usr/sbin:/sbin
-
-http_code() {
-  curl -s -o /dev/null -w '%{http_code}' --max-time 5 "http://127.0.0.1:$1/" || true
-}
-
 # ---------------------------------------------------------------- the proxies
-# start_PROXY PATH: starts the proxy for that path, sets proxy_pid, proxy_port, proxy_log.
+# start_PROXY PATH: starts the proxy for that path and waits until it accepts; sets proxy_pid,
+# proxy_port, proxy_log.
 start_sluice() {
   local path=$1 config=$work/sluice-$1.yaml template
   case $path in
@@ -94,28 +88,26 @@ start_sluice() {
   esac
   render "$template" "$config" DIR="$work" UPSTREAM_PORT="$UPSTREAM_PORT" \
     SLUICE_PORT="$SLUICE_PORT" SLUICE_ADMIN_PORT="$SLUICE_ADMIN_PORT" REDIS_PORT="$REDIS_PORT"
-  "$SLUICE_BIN" check -c "$config" >"$work/sluice-$path.check" 2>&1 ||
-    { cat "$work/sluice-$path.check" >&2; die "sluice check refused $config"; }
+  check_sluice "$config"
   proxy_port=$SLUICE_PORT
   proxy_log=$work/sluice-$path.log
-  "${proxy_pin[@]}" "$SLUICE_BIN" run -c "$config" >"$proxy_log" 2>&1 &
-  proxy_pid=$!
+  start "$proxy_log" "${proxy_pin[@]}" "$SLUICE_BIN" run -c "$config"
+  proxy_pid=$pid
+  wait_port "$proxy_port" "$proxy_pid" sluice "$proxy_log"
 }
 
 start_nginx() {
-  local path=$1 config=$work/nginx-$1.conf rate burst
+  local path=$1 rate burst
   case $path in
     forward) rate=1000000r/s burst="burst=1000000 nodelay" ;;
     all-429) rate=1r/m burst="" ;;
   esac
-  render "$templates/nginx.conf" "$config" DIR="$work" UPSTREAM_PORT="$UPSTREAM_PORT" \
-    NGINX_PORT="$NGINX_PORT" RATE="$rate" BURST="$burst"
+  render "$templates/nginx.conf" "$work/nginx-$path.conf" DIR="$work" \
+    UPSTREAM_PORT="$UPSTREAM_PORT" NGINX_PORT="$NGINX_PORT" RATE="$rate" BURST="$burst"
   proxy_port=$NGINX_PORT
   proxy_log=$work/nginx-$path.log
-  nginx -t -q -p "$work/" -e stderr -c "$config" >>"$proxy_log" 2>&1 ||
-    { cat "$proxy_log" >&2; die "nginx -t refused $config"; }
-  "${proxy_pin[@]}" nginx -p "$work/" -e stderr -c "$config" >>"$proxy_log" 2>&1 &
-  proxy_pid=$!
+  launch_nginx "nginx-$path" "$proxy_port" proxy_pin
+  proxy_pid=$pid
 }
 
 start_haproxy() {
@@ -130,30 +122,20 @@ start_haproxy() {
   proxy_log=$work/haproxy-$path.log
   haproxy -c -q -f "$config" >"$proxy_log" 2>&1 ||
     { cat "$proxy_log" >&2; die "haproxy -c refused $config"; }
-  # -db: stay in the foreground, one process, so $! is the process that does the work.
-  "${proxy_pin[@]}" haproxy -db -f "$config" >>"$proxy_log" 2>&1 &
-  proxy_pid=$!
+  # -db: stay in the foreground, one process, so its pid is the process that does the work.
+  start "$proxy_log" "${proxy_pin[@]}" haproxy -db -f "$config"
+  proxy_pid=$pid
+  wait_port "$proxy_port" "$proxy_pid" haproxy "$proxy_log"
 }
 
 # ---------------------------------------------------------------- one measurement
 
-# run_wrk PORT DURATION OUT: wrk's report goes to OUT and its CPU seconds to wrk_cpu.
-# wrk runs in the background and the script waits for it, because wrk catches SIGINT and exits
-# 0, and bash then takes a Ctrl-C during a foreground wrk as handled by wrk and goes on; `wait`
-# is cut short by the signal instead, so the trap runs and cleans up. Nothing else is forked
-# between the two `times`, so their difference is wrk's CPU.
+# run_wrk PORT DURATION OUT: wrk's report goes to OUT and its CPU seconds to client_cpu.
 run_wrk() {
-  local port=$1 duration=$2 out=$3 pid
-  times >"$out.times0"
-  "${load_pin[@]}" wrk -t"$WRK_THREADS" -c"$CONNECTIONS" -d"$duration" --latency \
-    "http://127.0.0.1:$port/" >"$out" 2>&1 &
-  pid=$!
-  started_pids+=("$pid")
-  wait "$pid" || { cat "$out" >&2; die "wrk failed against 127.0.0.1:$port"; }
-  times >"$out.times1"
-  forget_pid "$pid"
-  wrk_cpu=$(awk -v a="$(children_cpu "$out.times0")" -v b="$(children_cpu "$out.times1")" \
-    'BEGIN {printf "%.3f", b - a}')
+  local port=$1 duration=$2 out=$3
+  run_client "$out" "${load_pin[@]}" wrk -t"$WRK_THREADS" -c"$CONNECTIONS" -d"$duration" \
+    --latency "http://127.0.0.1:$port/" ||
+    { cat "$out" >&2; die "wrk failed against 127.0.0.1:$port"; }
 }
 
 # measure ROUND PROXY PATH: start, check, warm up, measure, stop; appends a row to results.
@@ -162,18 +144,16 @@ measure() {
   local rps requests p50 p99 non2xx sockerr cpu_us cpu_pct load_pct up0 up1
   log "round $round of $ROUNDS: $proxy, $path path"
   "start_$proxy" "$path"
-  started_pids+=("$proxy_pid")
-  wait_port "$proxy_port" "$proxy_pid" "$proxy" "$proxy_log"
 
   # Check that the path does what it claims before loading it.
   case $path in
     forward | forward-redis) expected=200 ;;
     all-429)
       expected=429
-      http_code "$proxy_port" >/dev/null # uses up the limit
+      http_code "http://127.0.0.1:$proxy_port/" >/dev/null # uses up the limit
       ;;
   esac
-  code=$(http_code "$proxy_port")
+  code=$(http_code "http://127.0.0.1:$proxy_port/")
   [[ $code == "$expected" ]] ||
     die "$proxy $path path: a request got HTTP ${code:-no answer}, expected $expected"
 
@@ -190,19 +170,10 @@ measure() {
   alive "$proxy_pid" || { tail -n 20 "$proxy_log" >&2; die "$proxy exited during the run"; }
 
   stop_pid "$proxy_pid"
-  forget_pid "$proxy_pid"
 
-  rps=$(awk '/^Requests\/sec:/ {print $2}' "$out")
-  requests=$(awk '/ requests in / {print $1}' "$out")
-  p50=$(awk '$1 == "50%" {print $2}' "$out")
-  p99=$(awk '$1 == "99%" {print $2}' "$out")
-  # wrk prints these two lines only when they are not zero.
-  non2xx=$(awk -F': *' '/Non-2xx or 3xx responses:/ {print $2}' "$out")
-  sockerr=$(awk '/Socket errors:/ {gsub(/,/, ""); print $4 + $6 + $8 + $10}' "$out")
-  [[ -n $rps && -n $requests && -n $p50 && -n $p99 && $requests -gt 0 ]] ||
-    { cat "$out" >&2; die "could not read wrk's output for $proxy $path"; }
-  cpu_figures $((ticks1 - ticks0)) "$requests" $((t1 - t0)) $((up1 - up0)) "$wrk_cpu"
-  results+=("$round|$proxy|$path|$rps|$(to_ms "$p50")|$(to_ms "$p99")|$cpu_us|$cpu_pct|$load_pct|${non2xx:-0}|${sockerr:-0}")
+  read_wrk "$out" || { cat "$out" >&2; die "could not read wrk's output for $proxy $path"; }
+  cpu_figures $((ticks1 - ticks0)) "$requests" $((t1 - t0)) $((up1 - up0)) "$client_cpu"
+  results+=("$round|$proxy|$path|$rps|$p50|$p99|$cpu_us|$cpu_pct|$load_pct|$non2xx|$sockerr")
 }
 
 # ---------------------------------------------------------------- main
@@ -216,17 +187,9 @@ for path in $BENCH_PATHS; do
   case $path in forward | all-429 | forward-redis) ;; *) die "unknown path '$path' in BENCH_PATHS" ;; esac
 done
 
-cores=$(nproc)
-cpu_model=$(awk -F': *' '/^model name/ {print $2; exit}' /proc/cpuinfo)
-read -r -a proxy_pin < <(pin_prefix "$PROXY_CPU") || true
-read -r -a load_pin < <(pin_prefix "$LOAD_CPU") || true
-pinning="none"
-((${#proxy_pin[@]} == 0)) || pinning="proxy on CPU $PROXY_CPU; wrk and upstream on CPU $LOAD_CPU"
-
-for port in "$UPSTREAM_PORT" "$SLUICE_PORT" "$SLUICE_ADMIN_PORT" "$NGINX_PORT" "$HAPROXY_PORT" \
-  "$REDIS_PORT"; do
-  if port_open "$port"; then die "127.0.0.1:$port is already in use (see the *_PORT variables)"; fi
-done
+pin_sides proxy "wrk and upstream"
+require_free_ports "see the *_PORT variables" "$UPSTREAM_PORT" "$SLUICE_PORT" \
+  "$SLUICE_ADMIN_PORT" "$NGINX_PORT" "$HAPROXY_PORT" "$REDIS_PORT"
 
 echo "versions:"
 echo "  $(nginx -v 2>&1)"
@@ -239,16 +202,11 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/sluice-peers.XXXXXX")
 chmod 755 "$work"
 
 start_upstream_nginx
-[[ $(http_code "$UPSTREAM_PORT") == 200 ]] || die "the upstream does not answer 200"
+[[ $(http_code "http://127.0.0.1:$UPSTREAM_PORT/") == 200 ]] || die "the upstream does not answer 200"
 
 if [[ " $BENCH_PATHS " == *" forward-redis "* && " $PROXIES " == *" sluice "* ]]; then
-  redis_log=$work/redis.log
   log "redis-server on 127.0.0.1:$REDIS_PORT"
-  "${load_pin[@]}" redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save "" \
-    --appendonly no >"$redis_log" 2>&1 &
-  redis_pid=$!
-  started_pids+=("$redis_pid")
-  wait_port "$REDIS_PORT" "$redis_pid" "redis-server" "$redis_log"
+  start_redis "$REDIS_PORT" "$work/redis.log" load_pin
 fi
 
 read -r -a proxy_order <<<"$PROXIES"
@@ -322,6 +280,6 @@ fi
 
 echo
 echo "$ROUNDS round(s) of wrk -t$WRK_THREADS -c$CONNECTIONS -d$DURATION --latency (each after a $WARMUP warm-up);" \
-  "pinning: $pinning; machine: $cores cores, $cpu_model"
+  "pinning: $pinning; machine: $(describe_machine)"
 echo "CPU µs/req = the proxy's user+system CPU during the run / requests; proxy CPU % and load" \
   "CPU % = share of one core used by the proxy and by wrk + upstream (near 100 = the bottleneck)."

@@ -14,11 +14,14 @@
 #
 # Environment: REDIS_PORT [18379]  REDIS_CPU [0]  LOAD_CPU [1]  PIN [1]
 #   BENCH_BIN [build/release/bench/redis_store_bench]   MIN_TIME [2]
+#   KEEP_WORKDIR [0] (redis-server's log is also kept after a failure)
 set -euo pipefail
 
 repo_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-# shellcheck source=scripts/lib/processes.sh
-source "$repo_root/scripts/lib/processes.sh"
+# shellcheck source=scripts/lib/measuring.sh
+source "$repo_root/scripts/lib/measuring.sh"
+# shellcheck source=scripts/lib/servers.sh
+source "$repo_root/scripts/lib/servers.sh"
 REDIS_PORT=${REDIS_PORT:-18379}
 REDIS_CPU=${REDIS_CPU:-0}
 LOAD_CPU=${LOAD_CPU:-1}
@@ -26,24 +29,18 @@ PIN=${PIN:-1}
 MIN_TIME=${MIN_TIME:-2}
 BENCH_BIN=${BENCH_BIN:-build/release/bench/redis_store_bench}
 [[ $BENCH_BIN == /* ]] || BENCH_BIN=$repo_root/$BENCH_BIN
-[[ -x $BENCH_BIN ]] ||
-  { echo "redis.sh: no $BENCH_BIN: cmake --build --preset release --target redis_store_bench" >&2; exit 1; }
-command -v redis-server >/dev/null ||
-  { echo "redis.sh: needs redis-server (apt-get install redis-server)" >&2; exit 1; }
+[[ -x $BENCH_BIN ]] || die "no $BENCH_BIN: cmake --build --preset release --target redis_store_bench"
+command -v redis-server >/dev/null || die "needs redis-server (apt-get install redis-server)"
+require_free_ports "set REDIS_PORT" "$REDIS_PORT"
 
 read -r -a redis_pin < <(pin_prefix "$REDIS_CPU") || true
 read -r -a load_pin < <(pin_prefix "$LOAD_CPU") || true
 pinning="none"
 ((${#redis_pin[@]} == 0)) || pinning="redis-server on CPU $REDIS_CPU, load on CPU $LOAD_CPU"
 
-"${redis_pin[@]}" redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save "" --appendonly no \
-  >/dev/null 2>&1 &
-redis_pid=$!
-trap 'kill "$redis_pid" 2>/dev/null; wait "$redis_pid" 2>/dev/null || true' EXIT
-for _ in $(seq 100); do
-  redis-cli -p "$REDIS_PORT" ping >/dev/null 2>&1 && break
-  sleep 0.1
-done
+cleanup_on_exit
+work=$(mktemp -d "${TMPDIR:-/tmp}/sluice-redis.XXXXXX")
+start_redis "$REDIS_PORT" "$work/redis.log" redis_pin
 url="redis://127.0.0.1:$REDIS_PORT/0"
 
 echo "| in flight | decisions/s | requests per call | Redis µs per decision (in its commands) |"
@@ -55,4 +52,4 @@ SLUICE_BENCH_REDIS_URL=$url "${load_pin[@]}" "$BENCH_BIN" --benchmark_min_time="
       printf "| %s | %.0f | %.1f | %.2f |\n", name[2], $column["items_per_second"],
         $column["\"per_call\""], $column["\"redis_us\""]}'
 echo
-echo "pinning: $pinning; machine: $(nproc) cores, $(awk -F': *' '/^model name/ {print $2; exit}' /proc/cpuinfo)"
+echo "pinning: $pinning; machine: $(describe_machine)"

@@ -32,13 +32,15 @@
 #   SLUICE_BIN [build/release/sluice]  BEFORE_BIN []  ROUNDS [3]  DURATION [4s]  WARMUP [1s]
 #   CONNECTIONS [50]  UPSTREAM_PORT [18080]  SLUICE_PORT [18081]  SLUICE_ADMIN_PORT [18091]
 #   REDIS_PORT [18379] (the cluster's nodes: the 3 ports after it)  CLUSTER [1]  LEASE [100]
-#   PIN [1]
-#   PROXY_CPU [1]  LOAD_CPU [0]
+#   PIN [1]  PROXY_CPU [1]  LOAD_CPU [0]  KEEP_WORKDIR [0] (the configs and logs are also kept
+#   after a failure)
 set -euo pipefail
 
 repo_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-# shellcheck source=scripts/lib/processes.sh
-source "$repo_root/scripts/lib/processes.sh"
+# shellcheck source=scripts/lib/measuring.sh
+source "$repo_root/scripts/lib/measuring.sh"
+# shellcheck source=scripts/lib/servers.sh
+source "$repo_root/scripts/lib/servers.sh"
 
 SLUICE_BIN=${SLUICE_BIN:-build/release/sluice}
 [[ $SLUICE_BIN == /* ]] || SLUICE_BIN=$repo_root/$SLUICE_BIN
@@ -56,13 +58,7 @@ LEASE=${LEASE:-100}
 PIN=${PIN:-1}
 PROXY_CPU=${PROXY_CPU:-1}
 LOAD_CPU=${LOAD_CPU:-0}
-export PATH=$PATH:/usr/sbin:/sbin
-
-log() { printf '==> %s\n' "$*" >&2; }
-die() {
-  printf 'shared.sh: error: %s\n' "$*" >&2
-  exit 1
-}
+KEEP_WORKDIR=${KEEP_WORKDIR:-0}
 
 [[ -x $SLUICE_BIN ]] || die "no $SLUICE_BIN: cmake --build --preset release --target sluice"
 [[ -z $BEFORE_BIN || -x $BEFORE_BIN ]] || die "BEFORE_BIN $BEFORE_BIN is not executable"
@@ -72,55 +68,35 @@ done
 
 cluster_ports=()
 ((CLUSTER == 0)) || cluster_ports=($((REDIS_PORT + 1)) $((REDIS_PORT + 2)) $((REDIS_PORT + 3)))
-for port in "$UPSTREAM_PORT" "$SLUICE_PORT" "$SLUICE_ADMIN_PORT" "$REDIS_PORT" "${cluster_ports[@]}"; do
-  ! port_open "$port" || die "127.0.0.1:$port is already in use (see the *_PORT variables)"
-done
+require_free_ports "see the *_PORT variables" "$UPSTREAM_PORT" "$SLUICE_PORT" \
+  "$SLUICE_ADMIN_PORT" "$REDIS_PORT" "${cluster_ports[@]}"
 
-read -r -a proxy_pin < <(pin_prefix "$PROXY_CPU") || true
-read -r -a load_pin < <(pin_prefix "$LOAD_CPU") || true
-pinning="none"
-((${#proxy_pin[@]} == 0)) ||
-  pinning="sluice on CPU $PROXY_CPU; wrk, upstream and redis-server on CPU $LOAD_CPU"
+pin_sides sluice "wrk, upstream and redis-server"
 
-work=$(mktemp -d)
-started=()
-cleanup() {
-  local i
-  for ((i = ${#started[@]} - 1; i >= 0; i--)); do
-    terminate "${started[i]}" 5
-    wait "${started[i]}" 2>/dev/null || true
-  done
-  rm -rf "$work"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+cleanup_on_exit
+work=$(mktemp -d "${TMPDIR:-/tmp}/sluice-shared.XXXXXX")
+# nginx workers run as an unprivileged user when started as root: let them reach their files.
+chmod 755 "$work"
 
 # ---------------------------------------------------------------- the servers everyone shares
-sed -e "s|@DIR@|$work|g" -e "s|@UPSTREAM_PORT@|$UPSTREAM_PORT|g" \
-  "$repo_root/bench/peers/upstream.nginx.conf" >"$work/upstream.conf"
-mkdir -p "$work/logs"
-"${load_pin[@]}" nginx -p "$work/" -e stderr -c "$work/upstream.conf" >"$work/upstream.log" 2>&1 &
-started+=($!)
-wait_port "$UPSTREAM_PORT" "${started[-1]}" upstream "$work/upstream.log"
-
-"${load_pin[@]}" redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save "" --appendonly no \
-  >"$work/redis.log" 2>&1 &
-started+=($!)
-redis_pid=$!
-wait_port "$REDIS_PORT" "$redis_pid" redis-server "$work/redis.log"
+start_upstream_nginx
+start_redis "$REDIS_PORT" "$work/redis.log" load_pin
+redis_pid=$pid
 
 cluster_pids=()
 if ((CLUSTER != 0)); then
   for port in "${cluster_ports[@]}"; do
-    "${load_pin[@]}" redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no \
-      --cluster-enabled yes --cluster-config-file "$work/nodes-$port.conf" >"$work/redis-$port.log" 2>&1 &
-    started+=($!)
-    cluster_pids+=($!)
-    wait_port "$port" "$!" "redis-server (cluster)" "$work/redis-$port.log"
+    start_redis "$port" "$work/redis-$port.log" load_pin --cluster-enabled yes \
+      --cluster-config-file "$work/nodes-$port.conf"
+    cluster_pids+=("$pid")
   done
   redis-cli --cluster create "${cluster_ports[@]/#/127.0.0.1:}" --cluster-yes >"$work/cluster.log" 2>&1 ||
     die "redis-cli --cluster create failed: $(tail -n 3 "$work/cluster.log")"
-  until redis-cli -p "${cluster_ports[0]}" cluster info | grep -q cluster_state:ok; do sleep 0.1; done
+  for ((i = 0; ; i++)); do # at most 10 s
+    redis-cli -p "${cluster_ports[0]}" cluster info | grep -q cluster_state:ok && break
+    ((i < 100)) || die "the Redis cluster is not ok 10 s after its creation"
+    sleep 0.1
+  done
 fi
 
 # ---------------------------------------------------------------- one row
@@ -181,55 +157,36 @@ redis_ticks() {
   echo "$total"
 }
 
-cpu_ticks() {
-  local stat fields
-  stat=$(cat "/proc/$1/stat")
-  read -r -a fields <<<"${stat##*) }"
-  echo $((fields[11] + fields[12]))
-}
-
-# wrk's latency (512.00us, 1.23ms, 2.00s) in milliseconds.
-to_ms() {
-  awk -v v="$1" 'BEGIN { m = v ~ /us$/ ? 0.001 : v ~ /ms$/ ? 1 : 1000
-    sub(/[a-z]+$/, "", v); printf "%.2f", v * m }'
-}
-
-results=()
 # measure ROUND ROW: starts sluice for ROW, checks, warms up, measures, stops.
 measure() {
-  local round=$1 row=$2 out=$work/wrk.txt pid code ticks0 ticks1 redis0 redis1 requests rps p99
-  local cpu_us redis_us errors calls0 usec0 calls1 usec1 per_call in_calls
+  local round=$1 row=$2 out=$work/wrk.txt sluice_pid code ticks0 ticks1 redis0 redis1
+  local rps requests p50 p99 non2xx sockerr cpu_us redis_us calls0 usec0 calls1 usec1 per_call
+  local in_calls url=http://127.0.0.1:$SLUICE_PORT/ clients=$repo_root/bench/shared/clients.lua
   log "round $round of $ROUNDS: $row"
   config "${store_of[$row]}" "${options_of[$row]:-}" >"$work/sluice.yaml"
-  "${proxy_pin[@]}" "${binary_of[$row]}" run -c "$work/sluice.yaml" >"$work/sluice.log" 2>&1 &
-  pid=$!
-  started+=("$pid")
-  wait_port "$SLUICE_PORT" "$pid" sluice "$work/sluice.log"
-  code=$(curl -s -o /dev/null -w '%{http_code}' -H 'X-Client: check' "http://127.0.0.1:$SLUICE_PORT/")
+  start "$work/sluice.log" "${proxy_pin[@]}" "${binary_of[$row]}" run -c "$work/sluice.yaml"
+  sluice_pid=$pid
+  wait_port "$SLUICE_PORT" "$sluice_pid" sluice "$work/sluice.log"
+  code=$(http_code -H 'X-Client: check' "$url")
   [[ $code == 200 ]] || die "$row: a request got HTTP $code, expected 200"
-  "${load_pin[@]}" wrk -t1 -c"$CONNECTIONS" -d"$WARMUP" -s "$repo_root/bench/shared/clients.lua" \
-    "http://127.0.0.1:$SLUICE_PORT/" >/dev/null
-  ticks0=$(cpu_ticks "$pid")
+  run_client "$work/warmup.txt" "${load_pin[@]}" wrk -t1 -c"$CONNECTIONS" -d"$WARMUP" \
+    -s "$clients" "$url" || { cat "$work/warmup.txt" >&2; die "wrk failed against $url"; }
+  ticks0=$(cpu_ticks "$sluice_pid")
   redis0=$(redis_ticks "$row")
   read -r calls0 usec0 < <(decide_calls "$row")
-  "${load_pin[@]}" wrk -t1 -c"$CONNECTIONS" -d"$DURATION" --latency \
-    -s "$repo_root/bench/shared/clients.lua" "http://127.0.0.1:$SLUICE_PORT/" >"$out"
-  ticks1=$(cpu_ticks "$pid")
+  run_client "$out" "${load_pin[@]}" wrk -t1 -c"$CONNECTIONS" -d"$DURATION" --latency \
+    -s "$clients" "$url" || { cat "$out" >&2; die "wrk failed against $url"; }
+  ticks1=$(cpu_ticks "$sluice_pid")
   redis1=$(redis_ticks "$row")
   read -r calls1 usec1 < <(decide_calls "$row")
-  alive "$pid" || { tail -n 20 "$work/sluice.log" >&2; die "sluice exited during the run"; }
-  terminate "$pid" 15
-  wait "$pid" 2>/dev/null || true
-  unset 'started[-1]'
+  alive "$sluice_pid" || { tail -n 20 "$work/sluice.log" >&2; die "sluice exited during the run"; }
+  stop_pid "$sluice_pid" 15
   while port_open "$SLUICE_PORT"; do sleep 0.05; done
-  rps=$(awk '/^Requests\/sec:/ {print $2}' "$out")
-  requests=$(awk '/ requests in / {print $1}' "$out")
-  p99=$(to_ms "$(awk '$1 == "99%" {print $2}' "$out")")
-  errors=$(awk -F': *' '/Non-2xx or 3xx responses:/ {print $2}' "$out")
-  [[ -z $errors ]] || die "$row: $errors answers were not 2xx"
-  cpu_us=$(awk -v d=$((ticks1 - ticks0)) -v hz="$(getconf CLK_TCK)" -v n="$requests" \
+  read_wrk "$out" || { cat "$out" >&2; die "could not read wrk's output for $row"; }
+  ((non2xx == 0)) || die "$row: $non2xx answers were not 2xx"
+  cpu_us=$(awk -v d=$((ticks1 - ticks0)) -v hz="$clk_tck" -v n="$requests" \
     'BEGIN {printf "%.2f", d / hz * 1e6 / n}')
-  redis_us=$(awk -v d=$((redis1 - redis0)) -v hz="$(getconf CLK_TCK)" -v n="$requests" \
+  redis_us=$(awk -v d=$((redis1 - redis0)) -v hz="$clk_tck" -v n="$requests" \
     'BEGIN {printf "%.2f", d / hz * 1e6 / n}')
   per_call=$(awk -v c=$((calls1 - calls0)) -v n="$requests" 'BEGIN {printf "%.1f", c ? n / c : 0}')
   in_calls=$(awk -v u=$((usec1 - usec0)) -v n="$requests" 'BEGIN {printf "%.2f", u / n}')
@@ -243,7 +200,6 @@ for ((round = 1; round <= ROUNDS; round++)); do
 done
 
 # ---------------------------------------------------------------- the table
-median() { sort -g | awk '{v[NR] = $1} END {print NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
 column_of() { # ROW FIELD: field 2 req/s, 3 p99, 4 sluice CPU, 5 Redis CPU, 6 requests per call,
   # 7 Redis µs in decide.lua, of ROW's results, one per line
   local result
@@ -252,18 +208,20 @@ column_of() { # ROW FIELD: field 2 req/s, 3 p99, 4 sluice CPU, 5 Redis CPU, 6 re
     if [[ ${f[0]} == "$1" ]]; then echo "${f[$2 - 1]}"; fi
   done
 }
-memory_rps=$(column_of memory 2 | median)
+# shellcheck disable=SC2046 # one word per round
+memory_rps=$(median $(column_of memory 2))
 echo
 echo "| store | req/s | × memory | p99 ms | sluice CPU µs/request | Redis CPU µs/request | of which in decide.lua | requests per call |"
 echo "|---|---:|---:|---:|---:|---:|---:|---:|"
+# shellcheck disable=SC2046 # one word per round
 for row in "${rows[@]}"; do
-  rps=$(column_of "$row" 2 | median)
-  awk -v row="$row" -v rps="$rps" -v m="$memory_rps" -v p99="$(column_of "$row" 3 | median)" \
-    -v cpu="$(column_of "$row" 4 | median)" -v redis="$(column_of "$row" 5 | median)" \
-    -v in_calls="$(column_of "$row" 7 | median)" -v per_call="$(column_of "$row" 6 | median)" \
+  rps=$(median $(column_of "$row" 2))
+  awk -v row="$row" -v rps="$rps" -v m="$memory_rps" -v p99="$(median $(column_of "$row" 3))" \
+    -v cpu="$(median $(column_of "$row" 4))" -v redis="$(median $(column_of "$row" 5))" \
+    -v in_calls="$(median $(column_of "$row" 7))" -v per_call="$(median $(column_of "$row" 6))" \
     'BEGIN {printf "| %s | %.0f | %.2f | %.2f | %.2f | %.2f | %.2f | %.1f |\n", row, rps, rps / m,
       p99, cpu, redis, in_calls, per_call}'
 done
 echo
 echo "$ROUNDS rounds of wrk -t1 -c$CONNECTIONS -d$DURATION (after a $WARMUP warm-up), medians;" \
-  "pinning: $pinning; machine: $(nproc) cores, $(awk -F': *' '/^model name/ {print $2; exit}' /proc/cpuinfo)"
+  "pinning: $pinning; machine: $(describe_machine)"

@@ -84,11 +84,11 @@
 set -euo pipefail
 
 repo_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-# shellcheck source=scripts/lib/processes.sh
-source "$repo_root/scripts/lib/processes.sh"
-bench_name=tls.sh
-# shellcheck source=bench/lib/harness.sh
-source "$repo_root/bench/lib/harness.sh"
+# shellcheck source=scripts/lib/measuring.sh
+source "$repo_root/scripts/lib/measuring.sh"
+# shellcheck source=scripts/lib/servers.sh
+source "$repo_root/scripts/lib/servers.sh"
+cleanup_on_exit
 templates=$repo_root/bench/tls
 
 ROUNDS=${ROUNDS:-5}
@@ -112,8 +112,6 @@ SLUICE_BIN=${SLUICE_BIN:-build/release/sluice}
 # A relative SLUICE_BIN is relative to the repository root, wherever the script is run from.
 [[ $SLUICE_BIN == /* ]] || SLUICE_BIN=$repo_root/$SLUICE_BIN
 
-# nginx lives in /usr/sbin, which a non-root PATH may lack.
-export PATH=$PATH:/usr/sbin:/sbin
 # The clients' OpenSSL settings (TLS 1.3, one suite, one group), given to each client command;
 # the proxies run with OpenSSL's own configuration, whatever the caller's environment says.
 unset OPENSSL_CONF
@@ -133,32 +131,26 @@ align_to_second() {
 }
 
 # ---------------------------------------------------------------- the proxies
-# start_PROXY: starts the proxy, sets proxy_pid, proxy_port, proxy_log.
+# start_PROXY: starts the proxy and waits until it accepts; sets proxy_pid, proxy_port, proxy_log.
 start_sluice() {
   local config=$work/sluice.yaml
   render "$templates/sluice.yaml" "$config" DIR="$work" UPSTREAM_PORT="$UPSTREAM_PORT" \
     SLUICE_PORT="$SLUICE_PORT" SLUICE_ADMIN_PORT="$SLUICE_ADMIN_PORT"
-  "$SLUICE_BIN" check -c "$config" >"$work/sluice.check" 2>&1 ||
-    {
-      cat "$work/sluice.check" >&2
-      die "sluice check refused $config (was this sluice built with TLS listeners?)"
-    }
+  check_sluice "$config" "was this sluice built with TLS listeners?"
   proxy_port=$SLUICE_PORT
   proxy_log=$work/sluice.log
-  "${proxy_pin[@]}" "$SLUICE_BIN" run -c "$config" >>"$proxy_log" 2>&1 &
-  proxy_pid=$!
+  start "$proxy_log" "${proxy_pin[@]}" "$SLUICE_BIN" run -c "$config"
+  proxy_pid=$pid
+  wait_port "$proxy_port" "$proxy_pid" sluice "$proxy_log"
 }
 
 start_nginx() {
-  local config=$work/nginx.conf
-  render "$templates/nginx.conf" "$config" DIR="$work" UPSTREAM_PORT="$UPSTREAM_PORT" \
+  render "$templates/nginx.conf" "$work/nginx.conf" DIR="$work" UPSTREAM_PORT="$UPSTREAM_PORT" \
     NGINX_PORT="$NGINX_PORT"
   proxy_port=$NGINX_PORT
   proxy_log=$work/nginx.log
-  nginx -t -q -p "$work/" -e stderr -c "$config" >>"$proxy_log" 2>&1 ||
-    { cat "$proxy_log" >&2; die "nginx -t refused $config"; }
-  "${proxy_pin[@]}" nginx -p "$work/" -e stderr -c "$config" >>"$proxy_log" 2>&1 &
-  proxy_pid=$!
+  launch_nginx nginx "$proxy_port" proxy_pin
+  proxy_pid=$pid
 }
 
 # tls_check PROXY: what the benchmark's clients negotiate with the proxy, and an answer 200 to
@@ -190,21 +182,12 @@ tls_check() {
 # ---------------------------------------------------------------- the tests
 
 # run_wrk DURATION OUT: wrk over https against the proxy; its report goes to OUT and its CPU
-# seconds to wrk_cpu. wrk runs in the background and the script waits for it, so that a Ctrl-C
-# reaches the trap (wrk catches SIGINT and exits 0). Nothing else is forked between the two
-# `times`, so their difference is wrk's CPU.
+# seconds to client_cpu.
 run_wrk() {
-  local duration=$1 out=$2 pid
-  times >"$out.times0"
-  "${load_pin[@]}" env OPENSSL_CONF="$client_conf" wrk -t"$WRK_THREADS" -c"$CONNECTIONS" \
-    -d"$duration" --latency "https://127.0.0.1:$proxy_port/" >"$out" 2>&1 &
-  pid=$!
-  started_pids+=("$pid")
-  wait "$pid" || { cat "$out" >&2; die "wrk failed against 127.0.0.1:$proxy_port"; }
-  times >"$out.times1"
-  forget_pid "$pid"
-  wrk_cpu=$(awk -v a="$(children_cpu "$out.times0")" -v b="$(children_cpu "$out.times1")" \
-    'BEGIN {printf "%.3f", b - a}')
+  local duration=$1 out=$2
+  run_client "$out" "${load_pin[@]}" env OPENSSL_CONF="$client_conf" wrk -t"$WRK_THREADS" \
+    -c"$CONNECTIONS" -d"$duration" --latency "https://127.0.0.1:$proxy_port/" ||
+    { cat "$out" >&2; die "wrk failed against 127.0.0.1:$proxy_port"; }
 }
 
 # test_keepalive ROUND PROXY: wrk with keep-alive; appends a row to results.
@@ -220,17 +203,9 @@ test_keepalive() {
   ticks1=$(cpu_ticks "$proxy_pid")
   up1=$(cpu_ticks "$upstream_pid")
 
-  rps=$(awk '/^Requests\/sec:/ {print $2}' "$out")
-  requests=$(awk '/ requests in / {print $1}' "$out")
-  p50=$(awk '$1 == "50%" {print $2}' "$out")
-  p99=$(awk '$1 == "99%" {print $2}' "$out")
-  # wrk prints these two lines only when they are not zero.
-  non2xx=$(awk -F': *' '/Non-2xx or 3xx responses:/ {print $2}' "$out")
-  sockerr=$(awk '/Socket errors:/ {gsub(/,/, ""); print $4 + $6 + $8 + $10}' "$out")
-  [[ -n $rps && -n $requests && -n $p50 && -n $p99 && $requests -gt 0 ]] ||
-    { cat "$out" >&2; die "could not read wrk's output for $proxy"; }
-  cpu_figures $((ticks1 - ticks0)) "$requests" $((t1 - t0)) $((up1 - up0)) "$wrk_cpu"
-  results+=("$round|$proxy|keepalive|$rps|$(to_ms "$p50")|$(to_ms "$p99")|$cpu_us|$cpu_pct|$load_pct|-|${non2xx:-0}|${sockerr:-0}")
+  read_wrk "$out" || { cat "$out" >&2; die "could not read wrk's output for $proxy"; }
+  cpu_figures $((ticks1 - ticks0)) "$requests" $((t1 - t0)) $((up1 - up0)) "$client_cpu"
+  results+=("$round|$proxy|keepalive|$rps|$p50|$p99|$cpu_us|$cpu_pct|$load_pct|-|$non2xx|$sockerr")
 }
 
 # test_handshakes ROUND PROXY TEST: HS_CLIENTS openssl s_time side by side, -new (TEST full)
@@ -260,8 +235,7 @@ test_handshakes() {
   done
   for pid in "${pids[@]}"; do
     status=0
-    wait "$pid" || status=$?
-    forget_pid "$pid"
+    reap "$pid" || status=$?
     ((status == 0)) || failed=$status
   done
   times >"$out.times1"
@@ -309,8 +283,6 @@ measure() {
   local round=$1 proxy=$2 test
   log "round $round of $ROUNDS: $proxy"
   "start_$proxy"
-  started_pids+=("$proxy_pid")
-  wait_port "$proxy_port" "$proxy_pid" "$proxy" "$proxy_log"
   tls_check "$proxy"
   run_wrk "$WARMUP" "$work/warmup.txt"
   for test in $TESTS; do
@@ -321,7 +293,6 @@ measure() {
     alive "$proxy_pid" || { tail -n 20 "$proxy_log" >&2; die "$proxy exited during the $test test"; }
   done
   stop_pid "$proxy_pid"
-  forget_pid "$proxy_pid"
 }
 
 # ---------------------------------------------------------------- main
@@ -337,17 +308,9 @@ done
 [[ -x $SLUICE_BIN ]] || [[ " $PROXIES " != *" sluice "* ]] ||
   die "no sluice binary at $SLUICE_BIN: build it (cmake --preset release && cmake --build --preset release --target sluice) or set SLUICE_BIN"
 
-cores=$(nproc)
-cpu_model=$(awk -F': *' '/^model name/ {print $2; exit}' /proc/cpuinfo)
-read -r -a proxy_pin < <(pin_prefix "$PROXY_CPU") || true
-read -r -a load_pin < <(pin_prefix "$LOAD_CPU") || true
-pinning="none"
-((${#proxy_pin[@]} == 0)) ||
-  pinning="proxy on CPU $PROXY_CPU; wrk, s_time and upstream on CPU $LOAD_CPU"
-
-for port in "$UPSTREAM_PORT" "$SLUICE_PORT" "$NGINX_PORT" "$SLUICE_ADMIN_PORT"; do
-  if port_open "$port"; then die "127.0.0.1:$port is already in use (see the *_PORT variables)"; fi
-done
+pin_sides proxy "wrk, s_time and upstream"
+require_free_ports "see the *_PORT variables" "$UPSTREAM_PORT" "$SLUICE_PORT" "$NGINX_PORT" \
+  "$SLUICE_ADMIN_PORT"
 
 echo "versions:"
 print_proxy_versions
@@ -440,7 +403,7 @@ echo
 echo "$ROUNDS round(s); keepalive: wrk -t$WRK_THREADS -c$CONNECTIONS -d$DURATION --latency over https" \
   "(after a $WARMUP warm-up); full / resumed: $HS_CLIENTS x openssl s_time -new / -reuse" \
   "-time $HS_SECONDS, one request per connection; TLS 1.3 $cipher_suite X25519, ECDSA P-256;" \
-  "pinning: $pinning; machine: $cores cores, $cpu_model"
+  "pinning: $pinning; machine: $(describe_machine)"
 echo "CPU µs/op = the proxy's user+system CPU during the run / requests (keepalive) or" \
   "connections (full, resumed); proxy CPU % and load CPU % = share of one core used by the" \
   "proxy and by the clients + upstream (near 100 = the bottleneck)."

@@ -14,19 +14,32 @@
 #   bash docker/test-image.sh --prebuilt DIR     the Dockerfile's `prebuilt` target instead: the
 #                                                same runtime image around DIR's sluice and
 #                                                demo_api, already compiled (the test command)
-# Environment: IMAGE [localhost/sluice:test]  MAX_IMAGE_MB [40]  KEEP_IMAGE [1]
+#   bash docker/test-image.sh --help             this text
+# Environment: IMAGE [localhost/sluice:test]  MAX_IMAGE_MB [40]  KEEP_WORKDIR [0] (the build
+# context and logs are also kept after a failure). The image stays, under IMAGE.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=scripts/lib/servers.sh
+source scripts/lib/servers.sh
+log_prefix="test-image: "
 
 prebuilt=""
-if [ "${1:-}" = "--prebuilt" ]; then
-  prebuilt=$(cd "${2:?--prebuilt needs the build directory}" && pwd)
-fi
+case ${1:-} in
+  "") ;;
+  --prebuilt) prebuilt=$(cd "${2:?--prebuilt needs the build directory}" && pwd) ;;
+  -h | --help)
+    awk 'NR > 1 && /^#/ {sub(/^# ?/, ""); print; next} NR > 1 {exit}' "$0"
+    exit 0
+    ;;
+  *)
+    echo "usage: bash docker/test-image.sh [--prebuilt DIR | --help]" >&2
+    exit 2
+    ;;
+esac
 IMAGE=${IMAGE:-localhost/sluice:test}
 MAX_IMAGE_MB=${MAX_IMAGE_MB:-40}
 BASE=docker.io/library/debian:bookworm-slim
 
-log() { printf 'test-image: %s\n' "$*" >&2; }
 fail() {
   log "FAILED: $*"
   exit 1
@@ -38,15 +51,15 @@ if ! command -v podman >/dev/null 2>&1; then
   exit 0
 fi
 
-work=$(mktemp -d)
 containers=()
-cleanup() {
+remove_containers() {
   local name
   # -t 0: killed at once (the demo API, pid 1 without a SIGTERM handler, would take 10 s).
   for name in "${containers[@]}"; do podman rm -f -t 0 "$name" >/dev/null 2>&1 || true; done
-  rm -rf "$work"
 }
-trap cleanup EXIT
+exit_hooks+=(remove_containers)
+cleanup_on_exit
+work=$(mktemp -d "${TMPDIR:-/tmp}/sluice-image.XXXXXX")
 
 # Debian's podman needs these to run containers on this kind of machine (no systemd cgroups,
 # a low file limit in the runtime's default).
@@ -107,7 +120,7 @@ free_port() { # VARIABLE
   while :; do
     port=$((10000 + RANDOM % (ephemeral_low - 10000)))
     [[ $picked == *" $port "* ]] && continue
-    (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null || break
+    port_open "$port" || break
   done
   picked+="$port "
   printf -v "$1" '%s' "$port"
@@ -183,11 +196,12 @@ log "8 requests: $codes"
 # get its answer, and the container must exit 0 within the drain time.
 status_of "$proxy_port" /slow >"$work/in-flight" &
 in_flight=$!
+started_pids+=("$in_flight")
 sleep 0.3
 stop_started=$(date +%s%N)
 podman stop -t 10 sluice-test >/dev/null 2>>"$work/podman.log"
 stop_ms=$((($(date +%s%N) - stop_started) / 1000000))
-wait "$in_flight" || true
+reap "$in_flight" || true
 exit_code=$(podman inspect --format '{{.State.ExitCode}}' sluice-test)
 log "SIGTERM with a request in flight: it got $(cat "$work/in-flight"); stopped in $stop_ms ms," \
   "exit code $exit_code"
@@ -220,11 +234,7 @@ else
   # files; the key readable by the image's user (65532).
   tls=$work/tls
   mkdir "$tls"
-  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 \
-    -subj /CN=localhost -addext subjectAltName=DNS:localhost \
-    -keyout "$tls/tls.key" -out "$tls/tls.crt" >"$work/openssl.log" 2>&1 ||
-    { cat "$work/openssl.log" >&2; fail "openssl req"; }
-  chmod 644 "$tls/tls.key"
+  make_certificate localhost "$tls/tls.crt" "$tls/tls.key"
   chmod 755 "$tls"
 
   # The shipped TLS configs, with that certificate where they read it.

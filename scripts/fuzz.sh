@@ -101,7 +101,7 @@ jobs=${FUZZ_JOBS:-$(nproc)}
 declare -A running=()  # pid -> target
 failed=()
 # Waits for one run to end and reports it.
-reap() {
+await_run() {
   local pid status=0
   wait -n -p pid "${!running[@]}" || status=$?
   report "${running[$pid]}" "$status"
@@ -112,13 +112,13 @@ reap() {
 echo "== fuzz: ${selected[*]}, ${seconds} s each, $jobs at a time"
 for target in "${selected[@]}"; do
   while [ ${#running[@]} -ge "$jobs" ]; do
-    reap
+    await_run
   done
   run "$target" &
   running[$!]=$target
 done
 while [ ${#running[@]} -gt 0 ]; do
-  reap
+  await_run
 done
 
 if [ ${#failed[@]} -gt 0 ]; then

@@ -37,8 +37,11 @@
 set -euo pipefail
 
 repo_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-# shellcheck source=scripts/lib/processes.sh
-source "$repo_root/scripts/lib/processes.sh"
+# shellcheck source=scripts/lib/measuring.sh
+source "$repo_root/scripts/lib/measuring.sh"
+# shellcheck source=scripts/lib/servers.sh
+source "$repo_root/scripts/lib/servers.sh"
+log_prefix="resilience: "
 helpers=$repo_root/scripts/resilience
 SOAK_SECONDS=${SOAK_SECONDS:-60}
 BASE_PORT=${BASE_PORT:-18400}
@@ -54,80 +57,17 @@ NGINX_PORT=$((BASE_PORT + 2))
 PY_PORT=$((BASE_PORT + 3))
 REDIS_PORT=$((BASE_PORT + 4))
 ALL_CASES=(slowloris keyflood reload upstream redis connlimit soak)
-export PATH=$PATH:/usr/sbin:/sbin # nginx lives in /usr/sbin
-
-die() {
-  printf 'resilience.sh: %s\n' "$*" >&2
-  exit 1
-}
-
-# ---------------------------------------------------------------- processes and cleanup
-# Every process a case starts goes into `started`; the case's EXIT trap stops them, newest
-# first, whether the case passed, failed or was interrupted.
-started=()
-
-# Stops one process and the children it leaves (nginx's worker): TERM, then KILL after 3 s.
-stop_pid() {
-  terminate "$1" 3
-  reap "$1" || true
-}
-
-# reap PID: waits for a process of ours that has ended (or was killed) and forgets it: once
-# reaped, its number may be given to someone else's process, which must never be signalled.
-# Returns the process's exit status.
-reap() {
-  local status=0 kept=() p
-  wait "$1" 2>/dev/null || status=$?
-  for p in "${started[@]}"; do [[ $p == "$1" ]] || kept+=("$p"); done
-  started=("${kept[@]}")
-  return "$status"
-}
-
-stop_all() {
-  local pids=("${started[@]}") i
-  for ((i = ${#pids[@]} - 1; i >= 0; i--)); do stop_pid "${pids[i]}"; done
-}
-
-# start LOG COMMAND...: runs COMMAND in the background, output to LOG; its pid in `pid`.
-start() {
-  local out=$1
-  shift
-  "$@" >"$out" 2>&1 &
-  pid=$!
-  started+=("$pid")
-}
-
-now_ms() { echo $(($(date +%s%N) / 1000000)); }
 
 # ---------------------------------------------------------------- the servers
+# Every process a case starts (with `start`) is stopped by the case's EXIT trap, newest first,
+# whether the case passed, failed or was interrupted.
+
 # The ordinary upstream: one nginx worker answering 200 "ok" to everything (request bodies are
 # read and dropped), keep-alive without limits so that sluice's pool keeps its connections.
 start_nginx() {
-  cat >"$work/nginx.conf" <<CONF
-daemon off;
-worker_processes 1;
-pid $work/nginx.pid;
-error_log stderr error;
-events { worker_connections 4096; }
-http {
-    access_log off;
-    client_body_temp_path $work/nginx_body;
-    proxy_temp_path $work/nginx_proxy;
-    fastcgi_temp_path $work/nginx_fastcgi;
-    uwsgi_temp_path $work/nginx_uwsgi;
-    scgi_temp_path $work/nginx_scgi;
-    keepalive_timeout 300s;
-    keepalive_requests 1000000;
-    client_max_body_size 0;
-    server {
-        listen 127.0.0.1:$NGINX_PORT backlog=4096;
-        location / { default_type text/plain; return 200 "ok\n"; }
-    }
-}
-CONF
-  start "$work/nginx.log" nginx -p "$work/" -e stderr -c "$work/nginx.conf"
-  nginx_pid=$pid
-  wait_port "$NGINX_PORT" "$nginx_pid" nginx "$work/nginx.log"
+  nginx_config nginx "$NGINX_PORT" 'default_type text/plain; return 200 "ok\n";' \
+    'client_max_body_size 0;'
+  launch_nginx nginx "$NGINX_PORT" no_pin
 }
 
 # The Python upstream (scripts/resilience/upstream.py): /slow answers after 0.3 s, WebSocket
@@ -139,11 +79,10 @@ start_python_upstream() {
   wait_port "$PY_PORT" "$py_pid" "the Python upstream" "$work/upstream.log"
 }
 
-start_redis() {
-  start "$work/redis.log" redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save "" \
-    --appendonly no
+# Redis for the store, without persistence.
+start_redis_store() {
+  start_redis "$REDIS_PORT" "$work/redis.log" no_pin
   redis_pid=$pid
-  wait_port "$REDIS_PORT" "$redis_pid" redis-server "$work/redis.log"
 }
 
 # The start of every sluice config: loopback ports, two event loops (so that what crosses
@@ -160,8 +99,7 @@ YAML
 # start_sluice CONFIG: checks the config, starts sluice on it, waits for both ports.
 start_sluice() {
   local config=$1
-  "$SLUICE_BIN" check -c "$config" >"$work/check.log" 2>&1 ||
-    { cat "$work/check.log" >&2; die "sluice check refused $config"; }
+  check_sluice "$config"
   start "$work/sluice.log" "$SLUICE_BIN" run -c "$config"
   sluice_pid=$pid
   wait_port "$SLUICE_PORT" "$sluice_pid" sluice "$work/sluice.log"
@@ -177,20 +115,11 @@ metric() {
     awk -v want="$1" 'index($0, want) == 1 { sum += $NF } END { printf "%d\n", sum }'
 }
 
-rss_kib() { awk '/^VmRSS:/ {print $2}' "/proc/$1/status"; }
 fd_count() { find "/proc/$1/fd" -mindepth 1 -maxdepth 1 2>/dev/null | wc -l; }
 
-# code [CURL ARGS...] URL: the HTTP status of one request ("000" when there is no answer).
-code() { curl -s -o /dev/null -w '%{http_code}' --max-time 2 "$@" || true; }
-
-# run_wrk OUT WRK_ARGS...: runs wrk with counts.lua (unless -s is given) in the background and
-# waits for it: a wait is cut short by a signal, a foreground wrk would delay the trap.
-run_wrk() {
-  local out=$1
-  shift
-  start_wrk "$out" "$@"
-  wait_wrk "$pid" "$out"
-}
+# start_wrk OUT WRK_ARGS...: starts wrk with counts.lua (unless -s is given) in the background;
+# wait_wrk PID OUT waits for it. Never wrk in the foreground: a wait is cut short by a signal, a
+# foreground wrk would delay the trap.
 start_wrk() {
   local out=$1 script=(-s "$helpers/counts.lua")
   shift
@@ -263,7 +192,7 @@ routes:
 YAML
   } >"$work/sluice.yaml"
   start_sluice "$work/sluice.yaml"
-  [[ $(code "http://127.0.0.1:$SLUICE_PORT/") == 200 ]] || die "sluice does not forward"
+  [[ $(http_code "http://127.0.0.1:$SLUICE_PORT/") == 200 ]] || die "sluice does not forward"
 
   # -r 1000: all 2,000 connections within about 2 s; -l 30 bounds the tool's run.
   local t0 slow_pid open=0 i
@@ -335,7 +264,7 @@ YAML
   } >"$work/sluice.yaml"
   start_sluice "$work/sluice.yaml"
   local url=http://127.0.0.1:$SLUICE_PORT/flood i codes=""
-  for i in 1 2 3 4; do codes+="$(code -H 'X-Client: victim' "$url") "; done
+  for i in 1 2 3 4; do codes+="$(http_code -H 'X-Client: victim' "$url") "; done
   [[ $codes == "200 200 200 429 " ]] || die "the victim got $codes, expected 200 200 200 429"
 
   # flood KEYS OUT: KEYS distinct keys. keys.lua stops wrk's threads when they are sent, but
@@ -373,7 +302,7 @@ YAML
   distinct=$(sed -n 's/^keys distinct=//p' "$work/wrk.txt")
   requests=$(wrk_field "$work/wrk.txt" requests)
   errors=$(wrk_errors "$work/wrk.txt")
-  victim_code=$(code -H 'X-Client: victim' "$url")
+  victim_code=$(http_code -H 'X-Client: victim' "$url")
   victim_state=$(curl -s --max-time 2 "http://127.0.0.1:$ADMIN_PORT/limiters/flood/victim")
 
   local growth=$((after - before))
@@ -414,7 +343,7 @@ YAML
   start_sluice "$work/sluice.yaml"
 
   install_config() { cp "$work/$1" "$work/next.yaml" && mv "$work/next.yaml" "$work/sluice.yaml"; }
-  post() { curl -s -o /dev/null -w '%{http_code}' --max-time 5 -X POST "http://127.0.0.1:$ADMIN_PORT/reload"; }
+  post() { http_code --max-time 5 -X POST "http://127.0.0.1:$ADMIN_PORT/reload"; }
   local ok0 bad0 wrk_pid i answer bad_answers=0 valid=0 invalid=0
   ok0=$(metric 'sluice_config_reloads_total{result="success"')
   bad0=$(metric 'sluice_config_reloads_total{result="failure"')
@@ -475,7 +404,7 @@ routes:
 YAML
   } >"$work/sluice.yaml"
   start_sluice "$work/sluice.yaml"
-  [[ $(code "http://127.0.0.1:$SLUICE_PORT/") == 200 ]] || die "sluice does not forward"
+  [[ $(http_code "http://127.0.0.1:$SLUICE_PORT/") == 200 ]] || die "sluice does not forward"
   local fast_pid slow_pid
   start_wrk "$work/wrk-fast.txt" -t1 -c4 -d7s --timeout 2s --latency "http://127.0.0.1:$SLUICE_PORT/"
   fast_pid=$pid
@@ -486,7 +415,7 @@ YAML
   reap "$py_pid" || true
   local down_codes
   sleep 1.5
-  down_codes=$(code "http://127.0.0.1:$SLUICE_PORT/")
+  down_codes=$(http_code "http://127.0.0.1:$SLUICE_PORT/")
 
   # Restart, then ask through sluice until the first 200 (at most 5 s).
   local t0 up_ms=-1 first_ms=-1
@@ -495,7 +424,7 @@ YAML
   py_pid=$pid
   while (($(now_ms) - t0 < 5000)); do
     if ((up_ms < 0)) && port_open "$PY_PORT"; then up_ms=$(($(now_ms) - t0)); fi
-    if [[ $(code "http://127.0.0.1:$SLUICE_PORT/") == 200 ]]; then
+    if [[ $(http_code "http://127.0.0.1:$SLUICE_PORT/") == 200 ]]; then
       first_ms=$(($(now_ms) - t0))
       ((up_ms >= 0)) || up_ms=$first_ms
       break
@@ -557,10 +486,10 @@ routes:
   - {name: all, match: {path_prefix: /}, limiters: [open]}
 YAML
   } >"$work/sluice-$mode.yaml"
-  start_redis
+  start_redis_store
   start_sluice "$work/sluice-$mode.yaml"
   local tight=http://127.0.0.1:$SLUICE_PORT/tight i before="" fresh="" used=""
-  for i in 1 2 3 4; do before+="$(code -H 'X-Client: used' "$tight") "; done
+  for i in 1 2 3 4; do before+="$(http_code -H 'X-Client: used' "$tight") "; done
   [[ $before == "200 200 200 429 " ]] || die "$mode: the tight key got $before before the outage"
 
   local wrk_pid out=$work/wrk-$mode.txt
@@ -572,16 +501,16 @@ YAML
   sleep 0.5
   local available_down readyz_down
   available_down=$(metric sluice_store_available)
-  readyz_down=$(code "http://127.0.0.1:$ADMIN_PORT/readyz")
-  for i in 1 2 3 4 5; do fresh+="$(code -H 'X-Client: fresh' "$tight") "; done
-  for i in 1 2 3 4 5; do used+="$(code -H 'X-Client: used' "$tight") "; done
+  readyz_down=$(http_code "http://127.0.0.1:$ADMIN_PORT/readyz")
+  for i in 1 2 3 4 5; do fresh+="$(http_code -H 'X-Client: fresh' "$tight") "; done
+  for i in 1 2 3 4 5; do used+="$(http_code -H 'X-Client: used' "$tight") "; done
   fresh=${fresh% }
   used=${used% }
   sleep 1
 
   local t0 back_ms=-1
   t0=$(now_ms)
-  start_redis
+  start_redis_store
   while (($(now_ms) - t0 < 5000)); do
     if (($(metric sluice_store_available) == 1)); then
       back_ms=$(($(now_ms) - t0))
@@ -743,7 +672,7 @@ routes:
 YAML
   } >"$work/sluice.yaml"
   start_sluice "$work/sluice.yaml"
-  code "http://127.0.0.1:$SLUICE_PORT/limited" >/dev/null # uses up the limit
+  http_code "http://127.0.0.1:$SLUICE_PORT/limited" >/dev/null # uses up the limit
 
   # mix SECONDS TAG: the whole mix for SECONDS; reports in $work/TAG-*.txt.
   mix() {
@@ -824,33 +753,11 @@ YAML
 }
 
 # ================================================================ running the cases
-install_missing() {
-  local missing=() pair
-  for pair in wrk:wrk slowhttptest:slowhttptest nginx:nginx redis-server:redis-server \
-    curl:curl pgrep:procps python3:python3; do
-    command -v "${pair%%:*}" >/dev/null 2>&1 || missing+=("${pair#*:}")
-  done
-  ((${#missing[@]})) || return 0
-  [[ $EUID -eq 0 ]] || die "missing ${missing[*]}: apt-get install -y ${missing[*]}"
-  echo "resilience: installing ${missing[*]} with apt-get" >&2
-  # Keep the packages from starting their system services (nginx would take port 80).
-  local policy=0
-  if [[ ! -e /usr/sbin/policy-rc.d ]]; then
-    printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d
-    chmod 755 /usr/sbin/policy-rc.d
-    policy=1
-  fi
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get install -y -qq "${missing[@]}" >/dev/null 2>&1 ||
-    { apt-get update -qq >/dev/null && apt-get install -y -qq "${missing[@]}" >/dev/null; }
-  ((policy)) && rm -f /usr/sbin/policy-rc.d
-  return 0
-}
-
 # run_case NAME: the case in a subshell of its own, with its own work directory and an EXIT
-# trap that stops what it started. The subshell runs in the background and is waited for, so
-# that a signal to the suite is handled at once (its trap stops the case), and a watchdog
-# stops a case that overruns its time (a hang must fail the suite, not stall CI).
+# trap (cleanup) that stops what it started and keeps the directory if the case failed. The
+# subshell runs in the background and is waited for, so that a signal to the suite is handled at
+# once (its trap stops the case), and a watchdog stops a case that overruns its time (a hang
+# must fail the suite, not stall CI).
 case_pid=""
 watchdog_pid=""
 run_case() {
@@ -862,21 +769,7 @@ run_case() {
   (
     work=$(mktemp -d "${TMPDIR:-/tmp}/sluice-resilience-$name.XXXXXX")
     chmod 755 "$work" # nginx's worker may run as another user
-    # shellcheck disable=SC2317 # run by the trap
-    finish() {
-      local status=$?
-      trap - EXIT INT TERM
-      set +e # stop everything, whatever fails
-      stop_all
-      if ((status != 0)) || ((KEEP_WORKDIR)); then
-        echo "    (work files of $name kept in $work)" >&2
-      else
-        rm -rf "$work"
-      fi
-      exit "$status"
-    }
-    trap finish EXIT
-    trap 'exit 143' INT TERM
+    cleanup_on_exit
     "case_$name"
   ) &
   case_pid=$!
@@ -886,7 +779,7 @@ run_case() {
     sleep "$limit" &
     sleeper=$!
     wait "$sleeper"
-    echo "resilience: $name ran over ${limit} s; stopping it" >&2
+    log "$name ran over ${limit} s; stopping it"
     kill -TERM "$case_pid" 2>/dev/null
   ) &
   watchdog_pid=$!
@@ -918,14 +811,13 @@ main() {
   for name in "${cases[@]}"; do
     [[ " ${ALL_CASES[*]} " == *" $name "* ]] || die "unknown case '$name' (cases: ${ALL_CASES[*]})"
   done
-  install_missing
+  install_missing wrk:wrk slowhttptest:slowhttptest nginx:nginx redis-server:redis-server \
+    curl:curl pgrep:procps python3:python3
   [[ -x $SLUICE_BIN ]] ||
     die "no sluice binary at $SLUICE_BIN: build it (cmake --preset test && cmake --build --preset test --target sluice) or set SLUICE_BIN"
   PYTHON=$(python3 -c 'import sys; print(sys.executable)')
-  local port
-  for port in "$SLUICE_PORT" "$ADMIN_PORT" "$NGINX_PORT" "$PY_PORT" "$REDIS_PORT"; do
-    if port_open "$port"; then die "127.0.0.1:$port is already in use (set BASE_PORT)"; fi
-  done
+  require_free_ports "set BASE_PORT" "$SLUICE_PORT" "$ADMIN_PORT" "$NGINX_PORT" "$PY_PORT" \
+    "$REDIS_PORT"
   # 2,000 slowloris connections, plus the rest, in sluice and in slowhttptest.
   ulimit -n 16384 2>/dev/null || ulimit -n "$(ulimit -Hn)"
 
