@@ -15,6 +15,15 @@ bash scripts/format.sh --check
 
 passed=0
 failed=0
+# How long each phase took (seconds), printed at the end: where the test command's time goes.
+timings=""
+phase_started=0  # the script's start
+# Ends the phase named $1 and starts the next one.
+phase_done() {
+  timings+="${timings:+, }$1 $((SECONDS - phase_started)) s"
+  phase_started=$SECONDS
+}
+phase_done "dependencies and checks"
 # Runs ctest with the given arguments and adds its counts to the totals.
 run_ctest() {
   local log
@@ -39,13 +48,17 @@ for preset in test asan; do
   echo "== $preset"
   cmake --preset "$preset" >/dev/null
   cmake --build --preset "$preset"
+  phase_done "$preset build"
   run_ctest --preset "$preset" || status=1
+  phase_done "$preset tests"
 done
 
 echo "== tsan (threads on shared keys, the proxy's event loops)"
 cmake --preset tsan >/dev/null
 cmake --build --preset tsan --target limiter_tests pipeline_tests proxy_tests integration_tests sluice
+phase_done "tsan build"
 run_ctest --preset tsan --tests-regex 'ConcurrentDecisions\.|Proxy\.|AdminPort\.|ConnectionLimit\.|ConcurrencyLimit\.|SluiceBinary\.|SharedLimit\.|TlsListener\.|MutualTls\.|TlsReload\.|HttpsUpstream\.|Http2Downstream\.|Http2Upstream\.|GrpcDownstream\.' || status=1
+phase_done "tsan tests"
 
 echo "== image (docker/test-image.sh: the runtime image around the test build's binaries, run, health, 200s then 429s, SIGTERM)"
 if bash docker/test-image.sh --prebuilt build/test; then
@@ -54,9 +67,11 @@ else
   failed=$((failed + 1))
   status=1
 fi
+phase_done "image"
 
 echo "== resilience (scripts/resilience.sh on the test build: slowloris, key flood, reloads, upstream and Redis restarts, connection limit, 60 s soak; about 2.5 min)"
 if bash scripts/resilience.sh; then passed=$((passed + 1)); else failed=$((failed + 1)); status=1; fi
+phase_done "resilience"
 echo "== fuzz (scripts/fuzz.sh: every libFuzzer target for 30 s under ASan + UBSan)"
 if bash scripts/fuzz.sh all 30; then
   passed=$((passed + 1))
@@ -65,6 +80,9 @@ else
   status=1
 fi
 
+phase_done "fuzz (build and runs)"
+
 echo
+echo "times: $timings"
 echo "suite: $passed passed, $failed failed"
 exit "$status"
