@@ -15,8 +15,6 @@
 namespace sluice::telemetry {
 namespace {
 
-constexpr std::array<std::string_view, kMetricDecisions> kDecisionNames{
-    "allowed", "delayed", "limited", "denied", "shadow_limited", "no_route"};
 constexpr std::size_t kQueuedLines = 8192;
 
 double milliseconds(limiter::Duration duration) {
@@ -54,7 +52,7 @@ void append_target(fmt::memory_buffer& out, std::string_view target,
 }
 
 void format_into(fmt::memory_buffer& out, config::LogFormat format, const AccessRecord& r) {
-  const std::string_view decision = kDecisionNames[static_cast<std::size_t>(r.decision)];
+  const std::string_view decision = kMetricDecisionNames[static_cast<std::size_t>(r.decision)];
   auto to = std::back_inserter(out);
   if (format == config::LogFormat::json) {
     fmt::format_to(to, R"("client":")");

@@ -7,8 +7,6 @@
 namespace sluice::telemetry {
 namespace {
 
-constexpr std::array<std::string_view, kMetricDecisions> kDecisionNames{
-    "allowed", "delayed", "limited", "denied", "shadow_limited", "no_route"};
 constexpr std::array<std::string_view, kUpstreamErrorKinds> kErrorNames{"connect", "timeout",
                                                                         "broken"};
 
@@ -89,7 +87,7 @@ std::string Metrics::render(const Gauges& gauges) const {
   for (const auto& [route, loops] : routes_) {
     for (std::size_t d = 0; d < kMetricDecisions; ++d) {
       fmt::format_to(to, "sluice_requests_total{{route=\"{}\",decision=\"{}\"}} {}\n", label(route),
-                     kDecisionNames[d],
+                     kMetricDecisionNames[d],
                      sum(loops, [d](const RouteCounters& c) { return c.decisions[d].value(); }));
     }
   }

@@ -27,6 +27,9 @@ enum class MetricDecision : std::uint8_t {
   no_route
 };
 inline constexpr std::size_t kMetricDecisions = 6;
+/// Their names, as the metric's label and the access log say them.
+inline constexpr std::array<std::string_view, kMetricDecisions> kMetricDecisionNames{
+    "allowed", "delayed", "limited", "denied", "shadow_limited", "no_route"};
 
 /// The `kind` label of sluice_upstream_errors_total.
 enum class UpstreamErrorKind : std::uint8_t { connect, timeout, broken };

@@ -8,12 +8,6 @@
 #include "proxy/http/message_parser.hpp"
 
 namespace sluice::http::h2 {
-namespace {
-
-/// Frames are written in batches of about this much.
-constexpr std::size_t kWriteBatch = 64 * 1024;
-
-}  // namespace
 
 SessionLimits limits_of(const config::ProxyConfig& config) {
   SessionLimits limits;

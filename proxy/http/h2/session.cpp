@@ -9,10 +9,6 @@
 namespace sluice::http::h2 {
 namespace {
 
-std::string_view text_of(const std::uint8_t* bytes, std::size_t length) noexcept {
-  return {reinterpret_cast<const char*>(bytes), length};
-}
-
 /// nghttp2's options for a server facing the internet: windows reopen only as bodies are
 /// passed on; the flood limits are nghttp2's defaults, said out loud so that they show.
 struct Options {

@@ -17,6 +17,14 @@
 
 namespace sluice::http::h2 {
 
+/// Frames go to the socket in batches of about this much (the client's and the upstream's side).
+inline constexpr std::size_t kWriteBatch = 64 * 1024;
+
+/// nghttp2's bytes (names, values, data) as text.
+inline std::string_view text_of(const std::uint8_t* bytes, std::size_t length) noexcept {
+  return {reinterpret_cast<const char*>(bytes), length};
+}
+
 /// One request stream of an HTTP/2 connection: its request as received (pseudo-header fields
 /// apart, regular fields as HTTP/1.1 field lines), its body as it arrives, and the response body
 /// on its way out. Shared by the Session, which fills it from frames, and the coroutine that

@@ -16,15 +16,9 @@
 namespace sluice::http::h2 {
 namespace {
 
-/// Frames are written in batches of about this much.
-constexpr std::size_t kWriteBatch = 64 * 1024;
 /// The receive windows asked of the upstream: what it may send ahead of the client.
 constexpr std::int32_t kStreamWindow = 64 * 1024;
 constexpr std::int32_t kConnectionWindow = 1024 * 1024;
-
-std::string_view text_of(const std::uint8_t* bytes, std::size_t length) noexcept {
-  return {reinterpret_cast<const char*>(bytes), length};
-}
 
 /// Wakes a call whose stream is over.
 void close(Call& call, std::uint32_t error_code) {
