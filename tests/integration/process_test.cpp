@@ -113,13 +113,6 @@ TEST_F(SluiceBinary, TwoProcessesSharingRedisAdmitExactlyTheLimitTogether) {
   EXPECT_EQ(second.wait(), 0);
 }
 
-/// A port nothing listens on now (the kernel's pick for a socket closed at once).
-unsigned short free_port() {
-  net::io_context io;
-  tcp::acceptor probe(io, tcp::endpoint(net::ip::make_address("127.0.0.1"), 0));
-  return probe.local_endpoint().port();
-}
-
 /// `sluice health -c FILE`: its exit status.
 int health(const std::filesystem::path& config) {
   const std::string command =

@@ -38,13 +38,6 @@ std::string text_of(const http::response<http::string_body>& response) {
   return text.str();
 }
 
-/// A port nothing listens on now (the kernel's pick for a socket closed at once).
-unsigned short free_port() {
-  net::io_context io;
-  tcp::acceptor probe(io, tcp::endpoint(net::ip::make_address("127.0.0.1"), 0));
-  return probe.local_endpoint().port();
-}
-
 class Secrets : public ::testing::Test {
  protected:
   TempDirectory directory_{"sluice-secrets"};

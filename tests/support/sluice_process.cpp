@@ -7,6 +7,8 @@
 #include <unistd.h>
 
 #include <array>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -24,6 +26,13 @@ std::string read_file(const std::filesystem::path& path) {
 }
 
 }  // namespace
+
+unsigned short free_port() {
+  boost::asio::io_context io;
+  boost::asio::ip::tcp::acceptor probe(
+      io, boost::asio::ip::tcp::endpoint(boost::asio::ip::make_address("127.0.0.1"), 0));
+  return probe.local_endpoint().port();
+}
 
 SluiceProcess::SluiceProcess(const std::filesystem::path& config, Streams streams) {
   int pipe_ends[2];

@@ -10,6 +10,10 @@
 
 namespace sluice::test {
 
+/// A port nothing listens on now (the kernel's pick for a socket closed at once): for an admin
+/// address that a test wants free.
+unsigned short free_port();
+
 /// `sluice run -c FILE` as a child process. What it prints (standard output; standard error too
 /// when asked) comes through a pipe, line by line, and is kept.
 class SluiceProcess {

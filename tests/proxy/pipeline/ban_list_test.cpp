@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/support/ip_literal.hpp"
 #include "tests/support/manual_clock.hpp"
 
 namespace sluice::pipeline {
@@ -12,7 +13,7 @@ namespace {
 using namespace std::chrono_literals;
 using test::at;
 
-IpAddress ip(std::string_view text) { return *IpAddress::parse(text); }
+using test::ip;
 
 constexpr std::uint64_t kMaxKeys = 1000;
 

@@ -4,11 +4,12 @@
 
 #include "proxy/pipeline/cidr_trie.hpp"
 #include "proxy/pipeline/ip_address.hpp"
+#include "tests/support/ip_literal.hpp"
 
 namespace sluice::pipeline {
 namespace {
 
-IpAddress ip(std::string_view text) { return *IpAddress::parse(text); }
+using test::ip;
 config::Cidr net(std::string_view text) { return *config::parse_cidr(text); }
 
 const std::vector<config::Cidr> kTrusted{net("10.0.0.0/8"), net("2001:db8:ffff::/48")};

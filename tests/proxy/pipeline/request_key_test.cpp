@@ -14,7 +14,7 @@ config::KeySpec key(std::string_view text) {
   return *config::parse_key(text, problem);
 }
 
-struct Request {
+struct HeadersOnly {
   std::vector<Header> headers;
   RequestView view(std::string_view target = "/") const {
     return {.method = "GET", .target = target, .host = "h", .headers = headers, .peer = {}};
@@ -32,9 +32,9 @@ std::optional<std::string> text_of(std::string_view spec, const RequestView& req
 }
 
 TEST(BuildKey, FormsEveryKind) {
-  const Request request{{{"X-Api-Key", "k-123"},
-                         {"Authorization", "Bearer tok.en"},
-                         {"Cookie", "theme=dark; session=s-9"}}};
+  const HeadersOnly request{{{"X-Api-Key", "k-123"},
+                             {"Authorization", "Bearer tok.en"},
+                             {"Cookie", "theme=dark; session=s-9"}}};
   const RequestView view = request.view("/list?page=2&user=ann");
   EXPECT_EQ(text_of("ip", view), "203.0.113.9");
   EXPECT_EQ(text_of("header:X-Api-Key", view), "k-123");
@@ -48,7 +48,7 @@ TEST(BuildKey, FormsEveryKind) {
 }
 
 TEST(BuildKey, CannotFormAKeyWhosePartIsMissing) {
-  const Request request{{{"Authorization", "Basic dXNlcjpwYXNz"}}};
+  const HeadersOnly request{{{"Authorization", "Basic dXNlcjpwYXNz"}}};
   const RequestView view = request.view("/list?pager=2");
   EXPECT_FALSE(text_of("header:X-Api-Key", view).has_value());
   EXPECT_FALSE(text_of("bearer", view).has_value());  // not a bearer token
@@ -58,7 +58,7 @@ TEST(BuildKey, CannotFormAKeyWhosePartIsMissing) {
 }
 
 TEST(BuildKey, GroupsIpv6ClientsByPrefix) {
-  const Request request;
+  const HeadersOnly request;
   EXPECT_EQ(text_of("ip", request.view(), "2001:db8:1:2:aaaa::1", 64), "2001:db8:1:2::");
   EXPECT_EQ(text_of("ip", request.view(), "2001:db8:1:2:bbbb::2", 64), "2001:db8:1:2::");
   EXPECT_EQ(text_of("ip", request.view(), "192.0.2.1", 64), "192.0.2.1");  // IPv4 untouched
@@ -66,8 +66,8 @@ TEST(BuildKey, GroupsIpv6ClientsByPrefix) {
 
 TEST(BuildKey, CompositePartsCannotBeForgedWithTheSeparatorText) {
   // "a+b" in one header and "c" in the other is not "a" and "b+c".
-  const Request first{{{"X-A", "a+b"}, {"X-B", "c"}}};
-  const Request second{{{"X-A", "a"}, {"X-B", "b+c"}}};
+  const HeadersOnly first{{{"X-A", "a+b"}, {"X-B", "c"}}};
+  const HeadersOnly second{{{"X-A", "a"}, {"X-B", "b+c"}}};
   EXPECT_NE(text_of("header:X-A+header:X-B", first.view()),
             text_of("header:X-A+header:X-B", second.view()));
 }
