@@ -104,7 +104,8 @@ http::response<http::string_body> metrics_page(const live::Generation& generatio
                                                bool keep_alive) {
   const auto keys = generation.pipeline.limiter_keys();
   telemetry::Metrics::Gauges gauges{.limiter_keys = keys,
-                                    .open_connections = context.proxy.connections.load()};
+                                    .open_connections = context.proxy.connections.load(),
+                                    .parked_connections = context.proxy.parked.load()};
   if (const auto health = context.proxy.store->health()) {
     gauges.store = health->name;
     gauges.store_errors = health->errors;

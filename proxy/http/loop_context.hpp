@@ -33,9 +33,12 @@ struct ProxyState {
   telemetry::AccessLog& access_log;
   live::Reloader* reloader = nullptr;  ///< For the admin port's POST /reload; null without one.
   const limiter::Clock& clock;
-  store::Store* store = nullptr;                 ///< Set once the store is open, before serving.
-  std::atomic<bool> draining{false};             ///< Set on SIGTERM: finish, keep nothing alive.
-  std::atomic<std::size_t> connections{0};       ///< Open client connections.
+  store::Store* store = nullptr;            ///< Set once the store is open, before serving.
+  std::atomic<bool> draining{false};        ///< Set on SIGTERM: finish, keep nothing alive.
+  std::atomic<std::size_t> connections{0};  ///< Open client connections.
+  /// Of those, the ones parked: waiting for their next request with no buffer, no coroutine and
+  /// no timer of their own (counted when a connection parks, not per request).
+  std::atomic<std::size_t> parked{0};
   std::atomic<std::size_t> connection_slots{0};  ///< Open, vs max_connections.
 };
 

@@ -203,8 +203,10 @@ void wait_for_next_request(OpenPtr open, LoopContext& loop) {
   ClientConnection& client = open->client;
   client.stream.forget_deadline();  // the loop's timer closes it after timeouts.idle
   loop.parked.push_back(client);
+  loop.proxy.parked.fetch_add(1, std::memory_order_relaxed);
   client.waiting = true;  // nothing in flight: a drain may close it
   client.stream.async_wait_readable([open = std::move(open), &loop](beast::error_code ec) mutable {
+    loop.proxy.parked.fetch_sub(1, std::memory_order_relaxed);
     if (ec) {
       return;  // closes it
     }

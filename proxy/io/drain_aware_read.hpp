@@ -118,24 +118,30 @@ class ReceiveOperation : public detail::reactor_op {
   detail::handler_work<Handler, Executor> work_;
 };
 
-/// The reactor operation of a wait for bytes to read: done as soon as it is performed, which the
-/// reactor does at once when the socket may hold bytes (no read since the last event reported it
-/// emptied), else when epoll reports some. Asio's own wait cannot be started that way: it always
-/// queues, and re-arms the descriptor with an epoll_ctl call to be sure not to miss bytes already
-/// there; here the exhausted read that came before is what says none are.
+/// The reactor operation of a wait for bytes to read: done when a peek at the socket finds a
+/// byte, an end of stream or an error; performed at once when the socket may hold bytes (no read
+/// since the last event reported it emptied), and again on each epoll event. The peek matters:
+/// "may hold bytes" is also true after an event that came in before a read took its bytes (the
+/// event is handled after the read), and a wait done on that alone would end with nothing there,
+/// which woke every parked connection at once. Asio's own wait always queues, and so would miss
+/// bytes whose event was handled while no operation waited.
 template <class Handler>
 class WaitOperation : public detail::reactor_op {
  public:
   BOOST_ASIO_DEFINE_HANDLER_PTR(WaitOperation);
 
-  WaitOperation(Handler& handler, const Executor& io_executor)
+  WaitOperation(detail::socket_type socket, Handler& handler, const Executor& io_executor)
       : reactor_op(boost::system::error_code(), &WaitOperation::perform_wait,
                    &WaitOperation::complete),
+        socket_(socket),
         handler_(std::move(handler)),
         work_(handler_, io_executor) {}
 
  private:
-  static status perform_wait(reactor_op*) { return done; }
+  static status perform_wait(reactor_op* base) {
+    auto* self = static_cast<WaitOperation*>(base);
+    return has_bytes_or_end(self->socket_) ? done : not_done;
+  }
 
   static void complete(void* owner, detail::operation* base, const boost::system::error_code&,
                        std::size_t) {
@@ -151,6 +157,7 @@ class WaitOperation : public detail::reactor_op {
     }
   }
 
+  detail::socket_type socket_;
   Handler handler_;
   detail::handler_work<Handler, Executor> work_;
 };
@@ -204,9 +211,9 @@ void async_read_some_drain_aware(Socket& socket, Reactor& reactor, const Mutable
 
 namespace sluice::io {
 
-/// Waits until `socket` may have bytes to read, reading none: at once if no read emptied it since
-/// epoll last reported bytes, else when epoll next does. Costs no system call to start, unlike
-/// socket.async_wait. `reactor` is the socket's loop's (reactor_of).
+/// Waits until `socket` has bytes to read (or an end of stream, or an error), reading none: at
+/// once if they are there, else when epoll next reports some. `reactor` is the socket's loop's
+/// (reactor_of).
 template <class Handler>
 void async_wait_readable_drain_aware(Socket& socket, Reactor& reactor, Handler&& handler) {
   namespace detail = net::detail;
@@ -216,7 +223,7 @@ void async_wait_readable_drain_aware(Socket& socket, Reactor& reactor, Handler&&
 
   typename Operation::ptr p = {detail::addressof(handler), Operation::ptr::allocate(handler),
                                nullptr};
-  p.p = new (p.v) Operation(handler, socket.get_executor());
+  p.p = new (p.v) Operation(implementation.socket_, handler, socket.get_executor());
   reactor.start_op(detail::reactor::read_op, implementation.socket_, implementation.reactor_data_,
                    p.p, is_continuation, true);
   p.v = p.p = nullptr;

@@ -67,6 +67,20 @@ inline std::size_t receive_some(int fd, void* data, std::size_t size, beast::err
   }
 }
 
+/// Whether a read on `fd` would not wait: a byte is there, or an end of stream, or an error
+/// (a peek, which leaves them for the read).
+inline bool has_bytes_or_end(int fd) noexcept {
+  char byte = 0;
+  for (;;) {
+    const long peeked =
+        ::syscall(SYS_recvfrom, fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT, nullptr, nullptr);
+    if (peeked < 0 && errno == EINTR) {
+      continue;
+    }
+    return peeked >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK);
+  }
+}
+
 /// Sends what `fd` takes of `buffers` without waiting (at most 16 of them per call; the caller
 /// sends the rest). Never raises SIGPIPE. Returns the bytes sent.
 inline std::size_t send_some(int fd, std::span<const net::const_buffer> buffers,

@@ -58,6 +58,8 @@ class Server {
   /// Stops accepting, lets connections finish their request for up to `drain`, then stops.
   void stop(limiter::Duration drain);
   std::size_t open_connections() const noexcept { return state_.connections.load(); }
+  /// Of those, the ones parked between requests (see http/session.hpp).
+  std::size_t parked_connections() const noexcept { return state_.parked.load(); }
   /// Where the limiters count: memory or Redis, as the configuration says.
   store::Store* store() const noexcept { return store_.get(); }
 

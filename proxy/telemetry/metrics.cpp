@@ -230,8 +230,12 @@ std::string Metrics::render(const Gauges& gauges) const {
   fmt::format_to(to,
                  "# HELP sluice_open_connections Client connections open now.\n"
                  "# TYPE sluice_open_connections gauge\n"
-                 "sluice_open_connections {}\n",
-                 gauges.open_connections);
+                 "sluice_open_connections {}\n"
+                 "# HELP sluice_parked_connections Client connections parked between requests: "
+                 "their socket and a wait, with no buffer, coroutine or timer.\n"
+                 "# TYPE sluice_parked_connections gauge\n"
+                 "sluice_parked_connections {}\n",
+                 gauges.open_connections, gauges.parked_connections);
   return fmt::to_string(out);
 }
 

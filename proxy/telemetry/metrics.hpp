@@ -109,6 +109,7 @@ class Metrics {
   struct Gauges {
     std::span<const std::pair<std::string_view, std::uint64_t>> limiter_keys;
     std::size_t open_connections = 0;
+    std::size_t parked_connections = 0;
     std::string_view store = "memory";
     std::uint64_t store_errors = 0;
     bool store_available = true;

@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "proxy/http/session.hpp"
+#include "tests/support/eventually.hpp"
 #include "tests/support/proxy_fixture.hpp"
 
 namespace sluice::test {
@@ -218,9 +219,12 @@ TEST(Proxy, ClosesIdleKeepAliveConnectionsAtOnceOnStop) {
   EXPECT_EQ(proxy.server().open_connections(), 0U);
 }
 
-/// Long enough for a quiet keep-alive connection to be parked (at the loop's next parking sweep
-/// after its answer).
-constexpr auto kParked = 3 * sluice::http::kParkingInterval;
+/// Whether `count` client connections are parked within 5 s (a quiet keep-alive connection is
+/// parked at its loop's next sweep, every kParkingInterval).
+bool parked_within_seconds(ProxyFixture& proxy, std::size_t count) {
+  return holds_within(std::chrono::seconds(5),
+                      [&] { return proxy.server().parked_connections() == count; });
+}
 
 TEST(Proxy, ServesAParkedConnectionsNextRequestsWholeTrickledAndPipelined) {
   ProxyFixture proxy("routes: [{name: all}]");
@@ -228,15 +232,20 @@ TEST(Proxy, ServesAParkedConnectionsNextRequestsWholeTrickledAndPipelined) {
   const std::string request = "GET /one HTTP/1.1\r\nHost: a\r\n\r\n";
   client.write(request);
   EXPECT_THAT(client.read_until("GET /one\n"), HasSubstr("200 OK"));
-  std::this_thread::sleep_for(kParked);  // parked: it waits without its request state
+  ASSERT_TRUE(parked_within_seconds(proxy, 1));  // it waits without its request state
+  EXPECT_THAT(proxy.send(get("/metrics"), true).body(),
+              HasSubstr("\nsluice_parked_connections 1\n"));
   client.write(request);
   EXPECT_THAT(client.read_until("GET /one\n"), HasSubstr("200 OK"));
-  std::this_thread::sleep_for(kParked);
+  ASSERT_TRUE(parked_within_seconds(proxy, 1));
   client.write("GE");  // the first bytes wake it; the rest comes later
-  std::this_thread::sleep_for(kParked);
+  ASSERT_TRUE(parked_within_seconds(proxy, 0));
+  // Part of a head is in: the sweeps leave it alone (a sleep: proving that nothing happens).
+  std::this_thread::sleep_for(3 * sluice::http::kParkingInterval);
+  EXPECT_EQ(proxy.server().parked_connections(), 0U);
   client.write("T /two HTTP/1.1\r\nHost: a\r\n\r\n");
   EXPECT_THAT(client.read_until("GET /two\n"), HasSubstr("200 OK"));
-  std::this_thread::sleep_for(kParked);
+  ASSERT_TRUE(parked_within_seconds(proxy, 1));
   client.write(request + "GET /three HTTP/1.1\r\nHost: a\r\n\r\n");  // answered in order
   std::string both = client.read_until("GET /one\n");
   if (both.find("GET /three\n") == std::string::npos) {
@@ -262,7 +271,7 @@ TEST(Proxy, ClosesAParkedConnectionAtOnceOnStop) {
   RawClient client(proxy.port());
   client.write("GET / HTTP/1.1\r\nHost: a\r\n\r\n");
   EXPECT_THAT(client.read_until("\r\n\r\n"), HasSubstr("200 OK"));
-  std::this_thread::sleep_for(kParked);
+  ASSERT_TRUE(parked_within_seconds(proxy, 1));
   const auto started = std::chrono::steady_clock::now();
   proxy.server().stop(std::chrono::seconds(30));
   EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(5));

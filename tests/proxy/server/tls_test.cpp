@@ -19,6 +19,7 @@
 #include "proxy/live/reloader.hpp"
 #include "proxy/server/server.hpp"
 #include "proxy/tls/peer.hpp"
+#include "tests/support/eventually.hpp"
 #include "tests/support/https_upstream.hpp"
 #include "tests/support/proxy_fixture.hpp"
 #include "tests/support/reloadable_proxy.hpp"
@@ -48,6 +49,7 @@ class TlsProxy {
 
   unsigned short plain_port() { return proxy_.server().local_endpoints().at(0).port(); }
   unsigned short tls_port() { return proxy_.server().local_endpoints().at(1).port(); }
+  std::size_t parked_connections() { return proxy_.server().parked_connections(); }
 
   /// Rewrites the config file and reloads it.
   live::ReloadReport reload(const std::string& tls, const std::string& body) {
@@ -184,7 +186,9 @@ TEST(TlsListener, AParkedConnectionServesItsNextRequests) {
   for (int i = 0; i < 3; ++i) {
     EXPECT_EQ(client.send(get("/" + std::to_string(i))).result(), http::status::ok) << i;
     // Parked between requests: its TLS read was cancelled, and it waits for the socket.
-    std::this_thread::sleep_for(3 * sluice::http::kParkingInterval);
+    ASSERT_TRUE(holds_within(std::chrono::seconds(5), [&] {
+      return proxy.parked_connections() == 1;
+    })) << i;
   }
 }
 
