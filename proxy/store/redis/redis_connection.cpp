@@ -45,6 +45,13 @@ std::string auth_failure(const RedisReply& reply, std::string_view password) {
 
 }  // namespace
 
+std::string reason_of(const RedisReply& reply) {
+  if (reply.error) {
+    return reply.error == beast::error::timeout ? std::string("timed out") : reply.error.message();
+  }
+  return reply.value.is_error() ? reply.value.text : std::string("unexpected reply");
+}
+
 RedisConnection::RedisConnection(io::Socket socket) : socket_(std::move(socket)) {}
 
 RedisConnection::~RedisConnection() = default;

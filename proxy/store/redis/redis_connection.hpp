@@ -35,6 +35,10 @@ struct RedisReply {
   RespValue value;
 };
 
+/// Why `reply` is no answer, for messages: "timed out", the connection's failure, or Redis's
+/// error text.
+std::string reason_of(const RedisReply& reply);
+
 /// One connection to Redis, used from one event loop, pipelined: any number of coroutines of
 /// that loop send commands at once; they are written in order, batched into as few writes as the
 /// socket allows, and the replies are matched to them in order. The networking is Asio's; the

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -7,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "config/proxy_config.hpp"
 #include "proxy/pipeline/pipeline.hpp"
 #include "proxy/store/redis/resp.hpp"
 
@@ -24,6 +26,10 @@ struct KeyLayout {
   /// spread over the slots, and the limiters of one client (same key) share a slot.
   bool cluster = false;
 };
+/// The layout of a store configured with `options`.
+inline KeyLayout layout_of(const config::RedisOptions& options) noexcept {
+  return {options.prefix, options.cluster};
+}
 
 /// The Redis key of one limiter's key, as `layout` says. `definition` hashes the parameters
 /// that shape the stored state, so a changed definition starts afresh, as the memory store's
@@ -39,6 +45,25 @@ std::uint16_t cluster_slot(limiter::KeyHash key) noexcept;
 /// cache's key, computed without the text.
 std::uint64_t redis_key_id(std::string_view limiter_name, const limiter::LimiterOptions& options,
                            limiter::KeyHash key) noexcept;
+
+/// Per charge of a request, its key's redis_key_id(): the key as the over-limit cache and the
+/// leases know it.
+using KeyIds = std::array<std::uint64_t, limiter::kMaxChargesPerRequest>;
+inline KeyIds key_ids(const pipeline::Decision& decision, const pipeline::Charges& charges) {
+  KeyIds ids{};
+  for (std::size_t i = 0; i < charges.count; ++i) {
+    ids[i] = redis_key_id(decision.reports[charges.report[i]].limiter->name, *charges.options[i],
+                          charges.shared_key[i]);
+  }
+  return ids;
+}
+
+/// Redis's answer for a request, with the time each charge was decided at (µs, Redis's): a
+/// lease taken with the request is given back as of then.
+struct Decided {
+  pipeline::ChargeResult result;
+  std::array<std::int64_t, limiter::kMaxChargesPerRequest> decided_at{};
+};
 
 /// One call of decide.lua for many requests' charges: its arguments, built in buffers that keep
 /// their capacity from call to call.

@@ -290,5 +290,21 @@ TEST(RedisConnection, RefusesCommandsAtOnceWhileTooManyBytesWaitToBeWritten) {
   connection->close();
 }
 
+TEST(RedisConnection, SaysWhyAReplyIsNoAnswer) {
+  RedisReply timed_out;
+  timed_out.error = beast::error::timeout;
+  EXPECT_EQ(reason_of(timed_out), "timed out");
+  RedisReply broken;
+  broken.error = net::error::connection_reset;
+  EXPECT_EQ(reason_of(broken), broken.error.message());
+  RedisReply refused;
+  refused.value.kind = RespValue::Kind::error;
+  refused.value.text = "ERR unknown command";
+  EXPECT_EQ(reason_of(refused), "ERR unknown command");
+  RedisReply odd;
+  odd.value.kind = RespValue::Kind::integer;
+  EXPECT_EQ(reason_of(odd), "unexpected reply");
+}
+
 }  // namespace
 }  // namespace sluice::store::redis

@@ -1,6 +1,9 @@
-// The Redis store against a real redis-server started by the test: it decides as the memory
-// limiters do (the same traffic, on a simulated clock, through both), it is all or nothing across
-// a request's limiters, and it refuses keys it knows are over their limit without a round trip.
+// The Redis store as the proxy uses it (the Store seam), against a real redis-server started by
+// the test: it decides as the memory limiters do (the same traffic, on a simulated clock, through
+// both), it is all or nothing across a request's limiters, it refuses keys it knows are over their
+// limit without a round trip, it follows on_error when Redis hangs or dies and finds it again,
+// and replicas share a limit exactly. Each part's own behaviour is tested beside it
+// (redis_lanes_test.cpp, redis_batching_test.cpp, redis_leases_test.cpp, ...).
 #include "proxy/store/redis/redis_store.hpp"
 
 #include <gtest/gtest.h>
@@ -9,12 +12,12 @@
 #include <array>
 #include <atomic>
 #include <boost/asio/detached.hpp>
-#include <deque>
 #include <latch>
 #include <random>
 #include <string>
 #include <thread>
 
+#include "tests/proxy/store/redis/redis_test_helpers.hpp"
 #include "tests/support/event_loop.hpp"
 #include "tests/support/manual_clock.hpp"
 #include "tests/support/pipeline_fixture.hpp"
@@ -31,24 +34,19 @@ using Request = test::PipelineFixture::Request;
 using limiter::Duration;
 using limiter::TimePoint;
 using test::Algorithm;
-using test::allowed_among;
 using test::at;
 using test::config_for;
 using test::Costed;
 using test::expect_same;
+using test::kSlack;
+using test::kTimeout;
+using test::kTwoPerHour;
+using test::redis_with;
 using test::StoreFixture;
-using test::times;
+using test::time_to_recover;
+using test::timed;
+using test::timing_out_after_100ms;
 using test::together;
-
-/// A Redis that has functions (7 and later), or one that has not: FUNCTION renamed away, as on
-/// Redis 6, so decide.lua runs as a script.
-std::unique_ptr<test::RedisServer> redis_with(std::string_view code) {
-  if (code == "scripts") {
-    return std::make_unique<test::RedisServer>(
-        "", std::vector<std::string>{"--rename-command", "FUNCTION", ""});
-  }
-  return std::make_unique<test::RedisServer>();
-}
 
 class SameDecisions
     : public ::testing::TestWithParam<std::tuple<Algorithm, std::string, std::string>> {};
@@ -217,52 +215,6 @@ routes: [{name: api, limiters: [per-ip]}]
   EXPECT_EQ(fixture.store().cached_refusals(), 1U);
 }
 
-/// The Redis timeout of the failure tests, and the slack over it that a request may take when
-/// Redis fails: the decision itself and the event loop's turn on a busy machine (sanitizers slow
-/// everything several times over). The slack stays under the timeout, so a request that waited
-/// for two timeouts instead of one still fails.
-constexpr auto kTimeout = 100ms;
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-constexpr Duration kSlack = 90ms;
-#else
-constexpr Duration kSlack = 60ms;
-#endif
-constexpr std::string_view kTimeoutText = "100ms";
-
-/// The store section for `server` with the 100 ms timeout and `on_error`.
-std::string timing_out_after_100ms(const test::RedisServer& server, std::string_view on_error) {
-  return "url: \"" + server.url() + "\", timeout: " + std::string(kTimeoutText) +
-         ", on_error: " + std::string(on_error);
-}
-
-/// A sliding log: no window edge can fall inside a test and reset the count.
-const char* const kTwoPerHour = R"(
-upstream: http://127.0.0.1:9000
-limiters:
-  per-ip: {algorithm: sliding_log, limit: 2, window: 1h}
-routes: [{name: api, limiters: [per-ip]}]
-)";
-
-/// Through the store on Redis's clock, timed.
-std::pair<pipeline::Decision, Duration> timed(StoreFixture& fixture, const Request& request = {}) {
-  const auto started = std::chrono::steady_clock::now();
-  pipeline::Decision decision = fixture.redis(request, std::nullopt);
-  return {decision, std::chrono::steady_clock::now() - started};
-}
-
-/// Sends a request every 10 ms until the store answers again; how long that took.
-Duration time_to_recover(StoreFixture& fixture, Duration patience) {
-  const auto started = std::chrono::steady_clock::now();
-  while (std::chrono::steady_clock::now() - started < patience) {
-    fixture.loop().run_for(10ms);
-    timed(fixture, {.peer = "198.51.100.99"});
-    if (fixture.store().available()) {
-      break;
-    }
-  }
-  return std::chrono::steady_clock::now() - started;
-}
-
 class OnError : public ::testing::TestWithParam<std::string> {
  protected:
   /// What on_error makes of the nth request of a client allowed two per hour (the memory
@@ -306,62 +258,6 @@ TEST_P(OnError, RedisHungCostsTheTimeoutOnceThenRecoversWithinASecond) {
   EXPECT_EQ(timed(fixture).first.outcome, pipeline::Outcome::limited);
 }
 
-/// Connections Redis has accepted since it started (INFO stats), this one included.
-/// A number from Redis's `INFO section`: the digits after `field`; -1 when it is not there.
-long long redis_info(StoreFixture& fixture, std::string_view section, std::string_view field) {
-  long long value = -1;
-  fixture.loop().run([&]() -> io::Awaitable<void> {
-    auto connection = co_await RedisConnection::open(fixture.store().options().endpoint,
-                                                     fixture.store().options().url, 1s);
-    const std::array<std::string_view, 2> info{"INFO", section};
-    const RedisReply reply = co_await connection->command(info, 1s);
-    const std::size_t at = reply.value.text.find(field);
-    if (at != std::string::npos) {
-      value = std::stoll(reply.value.text.substr(at + field.size()));
-    }
-    connection->close();
-  });
-  return value;
-}
-
-long long connections_received(StoreFixture& fixture) {
-  return redis_info(fixture, "stats", "total_connections_received:");
-}
-
-TEST(RedisStore, ReplacesAConnectionWhoseCommandsOnlyTimeOut) {
-  test::RedisServer server;
-  StoreFixture fixture(kTwoPerHour, timing_out_after_100ms(server, "allow"));
-  EXPECT_EQ(timed(fixture).first.outcome, pipeline::Outcome::allowed);
-  const long long before = connections_received(fixture);
-  ASSERT_GT(before, 0);
-  server.pause();
-  // The first request times out and opens the breaker; the probes that follow time out too.
-  // The third timeout in a row on the loop's one connection replaces it.
-  const auto started = std::chrono::steady_clock::now();
-  while (fixture.store().errors() < RedisStore::kTimeoutsBeforeReplacing &&
-         std::chrono::steady_clock::now() - started < 10s) {
-    fixture.loop().run_for(10ms);
-    timed(fixture);
-  }
-  ASSERT_GE(fixture.store().errors(), RedisStore::kTimeoutsBeforeReplacing);
-  server.resume();
-  EXPECT_LT(time_to_recover(fixture, 3s), 1s);
-  // The new connection, and this count's own: without the replacement, only the latter.
-  EXPECT_GE(connections_received(fixture) - before, 2);
-}
-
-TEST(RedisStore, KeepsAConnectionThatTimedOutButAnswersAgain) {
-  test::RedisServer server;
-  StoreFixture fixture(kTwoPerHour, timing_out_after_100ms(server, "allow"));
-  EXPECT_EQ(timed(fixture).first.outcome, pipeline::Outcome::allowed);
-  const long long before = connections_received(fixture);
-  server.pause();
-  timed(fixture);  // one timeout: the breaker opens
-  server.resume();
-  EXPECT_LT(time_to_recover(fixture, 3s), 1s);
-  EXPECT_EQ(connections_received(fixture) - before, 1);  // only this count's own
-}
-
 TEST(RedisStore, RequestsInFlightWhenRedisHangsWaitNoLongerThanTheTimeout) {
   test::RedisServer server;
   StoreFixture fixture(kTwoPerHour, timing_out_after_100ms(server, "allow"));
@@ -402,155 +298,6 @@ TEST(RedisStore, RequestsInFlightWhenRedisHangsWaitNoLongerThanTheTimeout) {
   EXPECT_FALSE(fixture.store().available());
   EXPECT_LT(timed(fixture).second, kTimeout);  // the next one does not try
   server.resume();
-}
-
-/// FUNCTION FLUSH and SCRIPT FLUSH, from a connection of its own.
-void flush_code(StoreFixture& fixture) {
-  fixture.loop().run([&]() -> io::Awaitable<void> {
-    auto connection = co_await RedisConnection::open(fixture.store().options().endpoint,
-                                                     fixture.store().options().url, 1s);
-    for (const std::string_view what : {"FUNCTION", "SCRIPT"}) {
-      const std::array<std::string_view, 2> flush{what, "FLUSH"};
-      co_await connection->command(flush, 1s);
-    }
-    connection->close();
-  });
-}
-
-const char* const kHundredPerHour = R"(
-upstream: http://127.0.0.1:9000
-limiters:
-  per-ip: {algorithm: fixed_window, limit: 100, window: 1h}
-  per-route: {algorithm: token_bucket, rate: 1000/h, burst: 1000, key: route}
-routes: [{name: api, limiters: [per-ip, per-route]}]
-)";
-
-TEST(RedisStore, DecidesRequestsThatArriveTogetherInOneCallEachAndExactly) {
-  // 300 requests in flight at once on one loop, on one key limited to 100: batches of at most
-  // kMaxBatch, one FCALL each, and exactly 100 admitted.
-  test::RedisServer server;
-  StoreFixture fixture(kHundredPerHour, "url: \"" + server.url() + "\"");
-  const auto decisions = together(fixture, times(300, {}));
-  EXPECT_EQ(allowed_among(decisions), 100U);
-  EXPECT_EQ(fixture.store().errors(), 0U);
-  static_assert(RedisStore::kMaxBatch == 128);
-  EXPECT_EQ(redis_info(fixture, "commandstats", "cmdstat_fcall:calls="), 3);  // 128 + 128 + 44
-  // The route's bucket took only what was admitted (all or nothing across limiters).
-  EXPECT_EQ(fixture.redis({.peer = "198.51.100.20"}, std::nullopt).applied()[1].status.remaining,
-            1000U - 100 - 1);
-  // A lone request is sent at once, in a call of its own.
-  fixture.redis({.peer = "198.51.100.21"}, std::nullopt);
-  EXPECT_EQ(redis_info(fixture, "commandstats", "cmdstat_fcall:calls="), 5);
-}
-
-TEST(RedisStore, BoundsTheRequestsWaitingWhileRedisHangs) {
-  // Redis sleeps with its connection up and a long timeout: 3000 requests arrive at once. The
-  // ones that find kQueuedBatches batches waiting follow on_error at once (allow, counted as
-  // errors); the others wait for Redis and are decided when it wakes up.
-  test::RedisServer server;
-  StoreFixture fixture(kHundredPerHour, "url: \"" + server.url() + "\", timeout: 5s");
-  server.pause();
-  constexpr std::size_t kRequests = 3000;
-  std::vector<pipeline::Decision> decisions(kRequests);
-  std::vector<pipeline::Charges> charges(kRequests);
-  std::size_t done = 0;
-  const TimePoint now = limiter::SystemClock().now();
-  for (std::size_t i = 0; i < kRequests; ++i) {
-    net::co_spawn(fixture.loop().io(),
-                  decide_one(fixture, {.peer = "198.51.100.40"}, std::nullopt, now, decisions[i],
-                             charges[i], done),
-                  net::detached);
-  }
-  fixture.loop().run_for(200ms);
-  constexpr std::size_t kMostWaiting =
-      (RedisStore::kCallsInFlight + RedisStore::kQueuedBatches) * RedisStore::kMaxBatch;
-  EXPECT_GE(done, kRequests - kMostWaiting);
-  EXPECT_LT(done, kRequests);  // the first ones wait for Redis
-  EXPECT_EQ(fixture.store().errors(), done);
-  const std::size_t answered_at_once = done;
-  server.resume();
-  while (done < kRequests) {
-    fixture.loop().run_for(1ms);
-  }
-  // The first 100 of those that waited are admitted by Redis, the others limited; those that
-  // could not wait were let through uncounted.
-  EXPECT_EQ(allowed_among(decisions), answered_at_once + 100);
-  EXPECT_EQ(fixture.store().errors(), answered_at_once);
-}
-
-/// `what` FLUSH (FUNCTION or SCRIPT) from a connection of its own, counted in `flushed` when
-/// Redis says OK.
-io::Awaitable<void> flush_concurrently(StoreFixture& fixture, std::string what,
-                                       std::size_t& flushed) {
-  auto connection = co_await RedisConnection::open(fixture.store().options().endpoint,
-                                                   fixture.store().options().url, 1s);
-  const std::array<std::string_view, 2> flush{what, "FLUSH"};
-  const RedisReply reply = co_await connection->command(flush, 1s);
-  flushed += reply.value.text == "OK" ? 1U : 0U;
-  connection->close();
-}
-
-class CodeFlushed : public ::testing::TestWithParam<std::string> {};
-
-TEST_P(CodeFlushed, UnderLoadTheStoreLoadsItAgainAndDecidesEveryRequest) {
-  // A flush lands among 200 requests in flight, three times: the batch sent after it finds its
-  // code gone (Function not found, NOSCRIPT), loads it again, and is decided; nobody follows
-  // on_error.
-  const std::string& code = GetParam();
-  const auto server = redis_with(code);
-  StoreFixture fixture(kHundredPerHour, "url: \"" + server->url() + "\", on_error: deny");
-  ASSERT_EQ(fixture.store().uses_functions(), code == "functions");
-  std::size_t flushed = 0;
-  for (int wave = 0; wave < 3; ++wave) {
-    const auto decisions = together(
-        fixture, times(200, {.peer = "198.51.100." + std::to_string(30 + wave)}), std::nullopt,
-        flush_concurrently(fixture, code == "functions" ? "FUNCTION" : "SCRIPT", flushed));
-    EXPECT_EQ(allowed_among(decisions), 100U) << "wave " << wave;
-  }
-  EXPECT_EQ(flushed, 3U);
-  EXPECT_EQ(fixture.store().errors(), 0U);
-  // Loaded at the start, and again after a flush.
-  EXPECT_GE(redis_info(fixture, "commandstats",
-                       code == "functions" ? "cmdstat_function|load:calls="
-                                           : "cmdstat_script|load:calls="),
-            code == "functions" ? 2 : 4);
-}
-
-INSTANTIATE_TEST_SUITE_P(Redis, CodeFlushed, ::testing::Values("functions", "scripts"),
-                         [](const auto& test) { return test.param; });
-
-const char* const kOneAtATime = R"(
-upstream: http://127.0.0.1:9000
-limiters:
-  one: {algorithm: concurrency, limit: 1}
-routes: [{name: api, limiters: [one]}]
-)";
-
-TEST(RedisStore, ReleasesPermitsAfterTheCodeWasFlushed) {
-  test::RedisServer server;
-  StoreFixture fixture(kOneAtATime, "url: \"" + server.url() + "\"");
-  const pipeline::Decision first = fixture.redis({}, std::nullopt);
-  EXPECT_EQ(first.outcome, pipeline::Outcome::allowed);
-  EXPECT_EQ(fixture.redis({}, std::nullopt).outcome, pipeline::Outcome::limited);
-  // Redis forgets the code (FUNCTION FLUSH, a failover): the release must load it again.
-  flush_code(fixture);
-  fixture.store().release(0, first);
-  fixture.loop().run_for(200ms);
-  EXPECT_EQ(fixture.redis({}, std::nullopt).outcome, pipeline::Outcome::allowed);
-}
-
-TEST(RedisStore, GivesBackThePermitsOfADecisionThatTimedOut) {
-  test::RedisServer server;
-  StoreFixture fixture(kOneAtATime, timing_out_after_100ms(server, "allow"));
-  server.pause();
-  // Sent, unanswered: when Redis wakes up it takes the permit, then gives it back.
-  EXPECT_EQ(fixture.redis({}, std::nullopt).outcome,
-            pipeline::Outcome::allowed);  // on_error: allow
-  server.resume();
-  EXPECT_LT(time_to_recover(fixture, 3s), 1s);
-  const pipeline::Decision next = fixture.redis({}, std::nullopt);
-  EXPECT_EQ(next.outcome, pipeline::Outcome::allowed);  // the permit did not leak
-  EXPECT_EQ(fixture.redis({}, std::nullopt).outcome, pipeline::Outcome::limited);
 }
 
 TEST_P(OnError, RedisKilledFailsFastAndARestartedOneIsFoundWithinASecond) {
