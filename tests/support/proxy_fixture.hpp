@@ -12,6 +12,7 @@
 
 #include "config/load_config.hpp"
 #include "proxy/server/server.hpp"
+#include "tests/support/eventually.hpp"
 #include "tests/support/test_upstream.hpp"
 
 namespace sluice::test {
@@ -68,6 +69,9 @@ inline http::response<http::string_body> send_request(unsigned short port,
   return response;
 }
 
+/// Routes that forward every request, limiting none.
+inline const std::string kForwardAll = "routes: [{name: all}]";
+
 /// A Server on an ephemeral port in front of a TestUpstream, with `limiters_and_routes` (YAML).
 class ProxyFixture {
  public:
@@ -115,6 +119,14 @@ class ProxyFixture {
 
 inline http::request<http::string_body> get(std::string target) {
   return {http::verb::get, target, 11};
+}
+
+/// Whether a GET of `target` on the admin port shows `text` within 10 s.
+inline bool admin_shows(unsigned short admin_port, const std::string& target,
+                        const std::string& text) {
+  return holds_within(std::chrono::seconds(10), [&] {
+    return send_request(admin_port, get(target)).body().find(text) != std::string::npos;
+  });
 }
 
 inline http::request<http::string_body> post(std::string target) {

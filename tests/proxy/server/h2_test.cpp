@@ -110,20 +110,6 @@ std::string url(unsigned short port, const std::string& path) {
   return "http://127.0.0.1:" + std::to_string(port) + path;
 }
 
-/// Whether a GET of `target` on the admin port shows `text` within 3 s.
-bool admin_shows(unsigned short admin_port, const std::string& target, const std::string& text) {
-  const auto deadline = std::chrono::steady_clock::now() + 3s;
-  do {
-    if (send_request(admin_port, get(target)).body().find(text) != std::string::npos) {
-      return true;
-    }
-    std::this_thread::sleep_for(10ms);
-  } while (std::chrono::steady_clock::now() < deadline);
-  return false;
-}
-
-constexpr const char* kForwardAll = "routes: [{name: all}]";
-
 /// A ProxyFixture without an access log: these tests read responses, not log lines.
 class QuietProxy : public ProxyFixture {
  public:

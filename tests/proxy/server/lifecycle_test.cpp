@@ -23,17 +23,6 @@ bool answered_within(RawClient& client, std::chrono::milliseconds timeout) {
 
 constexpr std::string_view kKeepAliveGet = "GET / HTTP/1.1\r\nHost: a\r\n\r\n";
 
-/// Asks the admin port for `target` until the answer contains `text`, for up to 10 s.
-bool admin_shows(unsigned short admin_port, const std::string& target, const std::string& text) {
-  const auto deadline = std::chrono::steady_clock::now() + 10s;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (send_request(admin_port, get(target)).body().find(text) != std::string::npos) {
-      return true;
-    }
-  }
-  return false;
-}
-
 TEST(ConnectionLimit, NewConnectionsWaitUntilOneCloses) {
   ProxyFixture proxy("routes: [{name: all}]", "threads: 1\nmax_connections: 2");
   RawClient first(proxy.port());

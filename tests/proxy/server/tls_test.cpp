@@ -80,8 +80,6 @@ std::string server_files(const TestCertificates& files) {
   return "cert: " + files.server_cert() + ", key: " + files.server_key();
 }
 
-constexpr std::string_view kForwardAll = "routes: [{name: all}]";
-
 /// A Beast client over Asio's TLS stream, for what needs one connection kept across steps.
 class TlsClient {
  public:
