@@ -1,7 +1,3 @@
-// GCC 12 with the sanitizers at -O2 reports a false maybe-uninitialized inside Beast's
-// basic_parser (an empty boost::optional) once put() is inlined into a test's small caller.
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-
 #include "proxy/http/message_read.hpp"
 
 #include <gtest/gtest.h>
