@@ -248,8 +248,9 @@ YAML
 
 # Key flood: 2 million requests, each with an X-Client value no other request has, on a
 # limiter keyed on that header with max_keys 100,000 (store.max_keys: the bound on the keys of
-# each limiter). The limit is 3 per hour, so no key becomes fresh by itself during the test
-# and every new key must evict one. Beforehand a "victim" client uses up its 3: README says a
+# each limiter). The limit is 3 per hour, a token bucket refilling one every 20 min, so no key
+# becomes fresh by itself during the test and every new key must evict one (not a fixed window
+# of 1h: its windows start on the hour, and a run across the hour finds every key fresh). Beforehand a "victim" client uses up its 3: README says a
 # limited key is never evicted to make room, so after the flood it must still get 429.
 case_keyflood() {
   {
@@ -257,7 +258,7 @@ case_keyflood() {
     cat <<YAML
 store: {type: memory, max_keys: 100000}
 limiters:
-  flood: {algorithm: fixed_window, limit: 3, window: 1h, key: "header:X-Client"}
+  flood: {algorithm: token_bucket, rate: 3/h, burst: 3, key: "header:X-Client"}
 routes:
   - {name: flood, match: {path_prefix: /}, limiters: [flood], respond: {status: 200, body: "ok\n"}}
 YAML
@@ -480,7 +481,7 @@ store:
   redis: {url: "redis://127.0.0.1:$REDIS_PORT/0", timeout: 20ms, on_error: $mode}
 limiters:
   open: {algorithm: token_bucket, rate: 1000000/s, burst: 1000000, key: ip}
-  tight: {algorithm: fixed_window, limit: 3, window: 1h, key: "header:X-Client"}
+  tight: {algorithm: token_bucket, rate: 3/h, burst: 3, key: "header:X-Client"}
 routes:
   - {name: tight, match: {path_prefix: /tight}, limiters: [tight], respond: {status: 200, body: "ok\n"}}
   - {name: all, match: {path_prefix: /}, limiters: [open]}
@@ -661,7 +662,7 @@ upstream: "http://127.0.0.1:$NGINX_PORT"
 timeouts: {header: 10s, idle: 60s}
 limiters:
   open: {algorithm: token_bucket, rate: 1000000/s, burst: 1000000, key: ip}
-  used-up: {algorithm: fixed_window, limit: 1, window: 1h, key: ip}
+  used-up: {algorithm: token_bucket, rate: 1/h, burst: 1, key: ip}
   paced: {algorithm: token_bucket, rate: 400/s, burst: 1, key: ip, mode: delay, max_delay: 100ms}
 routes:
   - {name: ws, match: {path: /ws}, upstream: "http://127.0.0.1:$PY_PORT", limiters: [open]}
