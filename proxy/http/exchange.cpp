@@ -20,11 +20,30 @@ std::string_view name_of(UpstreamFailure failure) noexcept {
   return "unknown";
 }
 
+RelayOutcome failed_before_response(UpstreamFailure failure) noexcept {
+  return RelayOutcome{.failure = failure,
+                      .answer = failure == UpstreamFailure::timeout ? http::status::gateway_timeout
+                                                                    : http::status::bad_gateway};
+}
+
+namespace {
+
+/// Starts sending the answer in `downstream.own()` (to HEAD, its head alone); true when it is
+/// all out, else send_own() finishes it. Not a coroutine: the hot refusal path needs no frame.
+bool start_answer(Downstream& downstream, Exchange& exchange) {
+  downstream.own().to_head = exchange.request.method() == http::verb::head;
+  return downstream.send_own_now(exchange);
+}
+
+}  // namespace
+
 io::Awaitable<void> serve_exchange(Downstream& downstream, Exchange& exchange, LoopContext& loop) {
   ProxyState& proxy = loop.proxy;
   store::Store& store = *proxy.store;
   pipeline::Decision& decision = exchange.decision;
   pipeline::Pipeline& pipeline = exchange.generation.pipeline;
+  const RequestParser& request = exchange.request;
+  const config::LimitsHeaders limits_headers = exchange.config().limits_headers;
   decision = {};
   exchange.charges = {};  // prepare() adds to them
   const limiter::TimePoint now = proxy.clock.now();
@@ -47,14 +66,27 @@ io::Awaitable<void> serve_exchange(Downstream& downstream, Exchange& exchange, L
     co_return;
   }
   if (!exchange.forwards()) {
-    if (!downstream.answer_now(exchange)) {
-      co_await downstream.answer(exchange);
+    // A body left unread would be taken for the next request: only kept alive without one.
+    own_response(downstream.own(), decision, request.version(),
+                 exchange.keep_alive && request.is_done(), limits_headers);
+    if (!start_answer(downstream, exchange)) {
+      co_await downstream.send_own(exchange);
     }
     store.release(loop.index, decision);
     account(loop, exchange, decision.status, nullptr);
     co_return;
   }
-  const RelayOutcome outcome = co_await downstream.relay(exchange);
+  RelayOutcome outcome = co_await downstream.relay(exchange);
+  if (outcome.answer != http::status::unknown) {
+    // Whatever the client sent after its head may still be on its way: a connection closes.
+    problem_response(downstream.own(), outcome.answer, request.version(), false, &decision,
+                     limits_headers);
+    if (!start_answer(downstream, exchange)) {
+      co_await downstream.send_own(exchange);
+    }
+    outcome.status = static_cast<unsigned>(outcome.answer);
+    outcome.keep_alive = false;
+  }
   // The permits go back once the response is over, or the client has gone.
   store.release(loop.index, decision);
   account(loop, exchange, outcome.status, &outcome);

@@ -6,6 +6,7 @@
 #include "proxy/http/client_connection.hpp"
 #include "proxy/http/loop_context.hpp"
 #include "proxy/http/message_parser.hpp"
+#include "proxy/http/responses.hpp"
 #include "proxy/live/generation.hpp"
 #include "proxy/pipeline/pipeline.hpp"
 
@@ -20,8 +21,16 @@ struct RelayOutcome {
   bool keep_alive = false;  ///< The client connection may serve another request.
   unsigned status = 0;      ///< The status the client got; 0 if it went away first.
   UpstreamFailure failure = UpstreamFailure::none;
+  /// The client has had no response yet, and serve_exchange answers it with this (502 or 504
+  /// for an upstream that failed before its response head, 400 for a request body found
+  /// malformed once its head went upstream); `unknown` when the relay answered.
+  http::status answer = http::status::unknown;
   limiter::Duration upstream_time{};  ///< From sending the request to the response header.
 };
+
+/// A relay whose upstream failed before its response head: serve_exchange answers 502, or 504
+/// when it was too slow.
+RelayOutcome failed_before_response(UpstreamFailure failure) noexcept;
 
 /// One request and its response: what the pipeline decided, and what the relay and the
 /// accounting need to know of it. Lives in the codec's frame for one request; what it refers to,
@@ -61,11 +70,14 @@ class Downstream {
   /// Whether the client went away while the request was decided or held (an HTTP/2 reset):
   /// then nothing is answered, relayed or counted.
   virtual bool gone() const noexcept { return false; }
-  /// Gives the client the proxy's own answer to the decision (429, 403, 404, a route's
-  /// `respond`), in the codec's encoding, as far as it goes without waiting: true when it is
-  /// all out (the hot refusal path needs no coroutine frame), else answer() finishes it.
-  virtual bool answer_now(Exchange& exchange) = 0;
-  virtual io::Awaitable<void> answer(Exchange& exchange) = 0;
+  /// Where serve_exchange writes the proxy's own answers (429, 403, 404, a route's `respond`,
+  /// 502, 504), as HTTP/1.1 text; the codec sends it in its own encoding.
+  virtual OwnResponse& own() noexcept = 0;
+  /// Sends own() as far as it goes without waiting: true when it is all out (the hot refusal
+  /// path needs no coroutine frame), else send_own() finishes it. Either sets
+  /// `exchange.keep_alive`.
+  virtual bool send_own_now(Exchange& exchange) = 0;
+  virtual io::Awaitable<void> send_own(Exchange& exchange) = 0;
   /// Relays the request to its upstream and the response back.
   virtual io::Awaitable<RelayOutcome> relay(Exchange& exchange) = 0;
 

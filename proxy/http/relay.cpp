@@ -141,31 +141,6 @@ UpstreamFailure failure_of(const beast::error_code& ec) noexcept {
   return ec == beast::error::timeout ? UpstreamFailure::timeout : UpstreamFailure::broken;
 }
 
-/// Answers the client with a status of the proxy's own, and closes: 502 or 504 for an upstream
-/// that failed (`failure`), 400 for a request whose body turned out malformed.
-io::Awaitable<RelayOutcome> answer_and_close(io::Stream& client, http::status status,
-                                             UpstreamFailure failure, unsigned version,
-                                             bool to_head, const pipeline::Decision& decision,
-                                             const config::ProxyConfig& config) {
-  OwnResponse response;
-  problem_response(response, status, version, false, &decision, config.limits_headers);
-  response.to_head = to_head;
-  co_await net::async_write(client, response.buffers(), io::use_nothrow);
-  co_return RelayOutcome{.keep_alive = false,
-                         .status = static_cast<unsigned>(status),
-                         .failure = failure,
-                         .upstream_time = {}};
-}
-
-io::Awaitable<RelayOutcome> fail(io::Stream& client, UpstreamFailure failure, unsigned version,
-                                 bool to_head, const pipeline::Decision& decision,
-                                 const config::ProxyConfig& config) {
-  return answer_and_close(client,
-                          failure == UpstreamFailure::timeout ? http::status::gateway_timeout
-                                                              : http::status::bad_gateway,
-                          failure, version, to_head, decision, config);
-}
-
 /// A body that could not be read for what it holds, not for the connection it comes on.
 bool is_malformed(const beast::error_code& ec) noexcept {
   return ec.category() == beast::http::make_error_code(http::error::bad_chunk).category() &&
@@ -304,7 +279,6 @@ io::Awaitable<RelayOutcome> relay(ClientConnection& downstream, const Exchange& 
   const config::ProxyConfig& config = exchange.config();
   const config::Timeouts& timeouts = config.timeouts;
   const unsigned version = parser.version();
-  const bool to_head = parser.method() == http::verb::head;
   // RFC 9110 §7.8: ignored in HTTP/1.0; and `Connection: upgrade` without an Upgrade field (all
   // Beast's upgrade() looks at) asks for no protocol.
   const bool upgrade = parser.upgrade() && version >= kHttp11 &&
@@ -319,8 +293,7 @@ io::Awaitable<RelayOutcome> relay(ClientConnection& downstream, const Exchange& 
                                                    std::span<char>(*chunk), connection, sent_at);
   if (sent.client_gone) {
     if (sent.malformed) {  // a bad chunk, found after the head went upstream: still a 400
-      co_return co_await answer_and_close(client, http::status::bad_request, UpstreamFailure::none,
-                                          version, to_head, decision, config);
+      co_return RelayOutcome{.answer = http::status::bad_request};
     }
     co_return RelayOutcome{};
   }
@@ -339,7 +312,7 @@ io::Awaitable<RelayOutcome> relay(ClientConnection& downstream, const Exchange& 
     failure = UpstreamFailure::broken;
   }
   if (failure != UpstreamFailure::none) {
-    co_return co_await fail(client, failure, version, to_head, decision, config);
+    co_return failed_before_response(failure);
   }
   io::Stream& server = connection->stream;
   beast::flat_buffer& server_buffer = connection->buffer;
@@ -391,7 +364,7 @@ io::Awaitable<RelayOutcome> relay(ClientConnection& downstream, const Exchange& 
         co_await pump(Source{server, server_buffer, timeouts.upstream}, response,
                       Sink{client, timeouts.idle}, head, framing.chunked, std::span<char>(*chunk));
     if (pumped.read_failed && !pumped.head_sent) {  // a body broken from its start: 502 (504)
-      co_return co_await fail(client, failure_of(pumped.error), version, to_head, decision, config);
+      co_return failed_before_response(failure_of(pumped.error));
     }
     ec = pumped.error;
     upstream_failed = pumped.read_failed;

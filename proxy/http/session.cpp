@@ -49,22 +49,18 @@ class Http1Downstream final : public Downstream {
     return http::request_view(*client_.state, client_);
   }
 
-  bool answer_now(Exchange& exchange) override {
-    RequestState& state = *client_.state;
-    const RequestParser& parser = exchange.request;
-    // A body left unread would be taken for the next request: only keep alive without one.
-    own_response(state.own, exchange.decision, parser.version(),
-                 exchange.keep_alive && parser.is_done(), exchange.config().limits_headers);
-    state.own.to_head = parser.method() == http::verb::head;
+  OwnResponse& own() noexcept override { return client_.state->own; }
+  bool send_own_now(Exchange& exchange) override {
+    const OwnResponse& own = client_.state->own;
     // The refusal path is hot: a send that completes at once needs no coroutine frame.
-    sending_ = send_now(client_.stream, state.own.buffers());
+    sending_ = send_now(client_.stream, own.buffers());
     if (!sending_.finished) {
       return false;
     }
-    exchange.keep_alive = !sending_.error && state.own.keep_alive;
+    exchange.keep_alive = !sending_.error && own.keep_alive;
     return true;
   }
-  io::Awaitable<void> answer(Exchange& exchange) override {
+  io::Awaitable<void> send_own(Exchange& exchange) override {
     const OwnResponse& own = client_.state->own;
     const beast::error_code error = co_await send_rest(client_.stream, own.buffers(), sending_.sent,
                                                        exchange.config().timeouts.idle);
@@ -78,7 +74,7 @@ class Http1Downstream final : public Downstream {
  private:
   ClientConnection& client_;
   LoopContext& loop_;
-  io::SendStart sending_;  ///< How far answer_now's send went.
+  io::SendStart sending_;  ///< How far send_own_now's send went.
 };
 
 /// Points a connection at the request state it borrowed, for as long as it has it.

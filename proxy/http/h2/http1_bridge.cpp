@@ -15,22 +15,6 @@
 namespace sluice::http::h2 {
 namespace {
 
-/// Answers 502 or 504 (an upstream that failed before its response head) and closes.
-io::Awaitable<RelayOutcome> answer_failure(io::Stream& client, const Exchange& exchange,
-                                           UpstreamFailure failure) {
-  const bool timed_out = failure == UpstreamFailure::timeout;
-  OwnResponse response;
-  problem_response(response, timed_out ? http::status::gateway_timeout : http::status::bad_gateway,
-                   exchange.request.version(), false, &exchange.decision,
-                   exchange.config().limits_headers);
-  response.to_head = exchange.request.method() == http::verb::head;
-  co_await io::send(client, response.buffers(), exchange.config().timeouts.idle);
-  co_return RelayOutcome{.keep_alive = false,
-                         .status = timed_out ? 504u : 502u,
-                         .failure = failure,
-                         .upstream_time = {}};
-}
-
 /// Until `call` changed or `timeout` passed (false).
 io::Awaitable<bool> await_change(Call& call, limiter::Duration timeout) {
   const bool changed = co_await call.changed->wait_for(timeout);
@@ -137,7 +121,7 @@ io::Awaitable<RelayOutcome> relay_http1_to_http2(ClientConnection& downstream,
       upstream, loop.pool, exchange.generation.tls->upstream.get(), config.upstream_tls,
       timeouts.connect, connect_error);
   if (!session) {
-    co_return co_await answer_failure(client, exchange, UpstreamFailure::connect);
+    co_return failed_before_response(UpstreamFailure::connect);
   }
   HeadText& head = downstream.state->relay_head;
   head.clear();
@@ -148,7 +132,7 @@ io::Awaitable<RelayOutcome> relay_http1_to_http2(ClientConnection& downstream,
   const bool with_body = !parser.is_done();
   const auto started = std::chrono::steady_clock::now();
   if (!session->begin(call, fields.list(), with_body)) {
-    co_return co_await answer_failure(client, exchange, UpstreamFailure::broken);
+    co_return failed_before_response(UpstreamFailure::broken);
   }
   const io::ChunkPool::Lease chunk = loop.chunks.borrow();
   if (with_body) {
@@ -172,11 +156,11 @@ io::Awaitable<RelayOutcome> relay_http1_to_http2(ClientConnection& downstream,
     const bool changed = co_await await_change(*call, timeouts.upstream);
     if (!changed) {
       session->cancel(*call);
-      co_return co_await answer_failure(client, exchange, UpstreamFailure::timeout);
+      co_return failed_before_response(UpstreamFailure::timeout);
     }
   }
   if (!call->head_done) {
-    co_return co_await answer_failure(client, exchange, UpstreamFailure::broken);
+    co_return failed_before_response(UpstreamFailure::broken);
   }
   RelayOutcome outcome{.keep_alive = exchange.keep_alive && parser.is_done(),
                        .status = call->head.status(),

@@ -136,22 +136,6 @@ io::Awaitable<void> answer_own(Connection& connection, Stream& stream, RequestSt
   co_await await_close(connection, stream, timeout);  // the body is lent until it is sent
 }
 
-/// Answers an upstream that failed before its response head: 502, or 504 when it was too
-/// slow; for a gRPC call, UNAVAILABLE, or DEADLINE_EXCEEDED when the call's own deadline
-/// (`deadline_passed`) is what ran out.
-io::Awaitable<RelayOutcome> answer_failure(Connection& connection, Stream& stream,
-                                           RequestState& state, const Exchange& exchange, bool grpc,
-                                           bool deadline_passed, UpstreamFailure failure) {
-  const bool timed_out = failure == UpstreamFailure::timeout;
-  problem_response(state.own, timed_out ? http::status::gateway_timeout : http::status::bad_gateway,
-                   kHttp11, true, &exchange.decision, exchange.config().limits_headers);
-  state.own.to_head = exchange.request.method() == http::verb::head;
-  co_await answer_own(
-      connection, stream, state, grpc, exchange.config().timeouts.idle,
-      deadline_passed ? std::optional(GrpcStatus::deadline_exceeded) : std::nullopt);
-  co_return RelayOutcome{.status = timed_out ? 504u : 502u, .failure = failure};
-}
-
 /// Until the stream has body bytes to pass on, its body is over, or it closed; false when the
 /// client sent nothing for `timeout`.
 io::Awaitable<bool> await_body(Stream& stream, limiter::Duration timeout) {
@@ -308,7 +292,7 @@ io::Awaitable<RelayOutcome> relay_to_http1(Connection& connection, Stream& strea
   }
   stream.upstream = nullptr;
   if (failure != UpstreamFailure::none) {
-    co_return co_await answer_failure(connection, stream, state, exchange, false, false, failure);
+    co_return failed_before_response(failure);
   }
   RelayOutcome outcome{.upstream_time = std::chrono::steady_clock::now() - sent_at};
   ResponseParser& response = *server->response;
@@ -395,11 +379,11 @@ void add_limit_fields(FieldList& head, const pipeline::Decision& decision,
 /// it comes; the response's head, body and trailers as they come, each side's window reopened by
 /// what the other took. One coroutine waits for both sides on the client stream's signal. The
 /// response head must come within `timeouts.upstream`, or a gRPC call's grpc-timeout if shorter
-/// (then the call fails with DEADLINE_EXCEEDED, as its deadline says).
+/// (then `deadline_passed`: the call fails with DEADLINE_EXCEEDED, as its deadline says).
 io::Awaitable<RelayOutcome> relay_to_http2(Connection& connection,
                                            const std::shared_ptr<Stream>& client,
-                                           RequestState& state, const Exchange& exchange,
-                                           bool grpc) {
+                                           RequestState& state, const Exchange& exchange, bool grpc,
+                                           bool& deadline_passed) {
   Stream& stream = *client;
   LoopContext& loop = connection.loop();
   Session& session = connection.session();
@@ -425,8 +409,7 @@ io::Awaitable<RelayOutcome> relay_to_http2(Connection& connection,
     co_return RelayOutcome{};
   }
   if (!upstream_session) {
-    co_return co_await answer_failure(connection, stream, state, exchange, grpc, false,
-                                      UpstreamFailure::connect);
+    co_return failed_before_response(UpstreamFailure::connect);
   }
   HeadText& head = state.relay_head;
   head.clear();
@@ -441,8 +424,7 @@ io::Awaitable<RelayOutcome> relay_to_http2(Connection& connection,
   const auto call = std::make_shared<Call>(std::shared_ptr<io::Signal>(client, &client->changed));
   const bool with_body = !(stream.body_done && stream.body.empty());
   if (!upstream_session->begin(call, fields.list(), with_body)) {
-    co_return co_await answer_failure(connection, stream, state, exchange, grpc, false,
-                                      UpstreamFailure::broken);
+    co_return failed_before_response(UpstreamFailure::broken);
   }
   RelayOutcome outcome;
   std::string going_up;    // request body bytes lent to the upstream
@@ -503,8 +485,7 @@ io::Awaitable<RelayOutcome> relay_to_http2(Connection& connection,
     if (call->closed && !call->body_done) {  // the upstream reset it, or its connection went
       outcome.failure = UpstreamFailure::broken;
       if (!head_sent) {
-        co_return co_await answer_failure(connection, stream, state, exchange, grpc, false,
-                                          UpstreamFailure::broken);
+        co_return failed_before_response(UpstreamFailure::broken);
       }
       session.reset(stream, NGHTTP2_INTERNAL_ERROR);
       connection.flush();
@@ -523,8 +504,8 @@ io::Awaitable<RelayOutcome> relay_to_http2(Connection& connection,
       upstream_session->cancel(*call);
       outcome.failure = UpstreamFailure::timeout;
       if (!head_sent) {
-        co_return co_await answer_failure(connection, stream, state, exchange, grpc,
-                                          call_timeout.has_value(), UpstreamFailure::timeout);
+        deadline_passed = call_timeout.has_value();
+        co_return failed_before_response(UpstreamFailure::timeout);
       }
       session.reset(stream, NGHTTP2_CANCEL);
       connection.flush();
@@ -567,18 +548,19 @@ class StreamDownstream final : public Downstream {
   }
   bool gone() const noexcept override { return stream_->closed; }
 
-  bool answer_now(Exchange& exchange) override {
-    own_response(state_.own, exchange.decision, kHttp11, true, exchange.config().limits_headers);
-    state_.own.to_head = exchange.request.method() == http::verb::head;
+  OwnResponse& own() noexcept override { return state_.own; }
+  bool send_own_now(Exchange&) override {
     return false;  // the stream is answered once its frames went: always awaited
   }
-  io::Awaitable<void> answer(Exchange& exchange) override {
-    return answer_own(*connection_, *stream_, state_, grpc_, exchange.config().timeouts.idle);
+  io::Awaitable<void> send_own(Exchange& exchange) override {
+    return answer_own(
+        *connection_, *stream_, state_, grpc_, exchange.config().timeouts.idle,
+        deadline_passed_ ? std::optional(GrpcStatus::deadline_exceeded) : std::nullopt);
   }
 
   io::Awaitable<RelayOutcome> relay(Exchange& exchange) override {
     return exchange.upstream().http2
-               ? relay_to_http2(*connection_, stream_, state_, exchange, grpc_)
+               ? relay_to_http2(*connection_, stream_, state_, exchange, grpc_, deadline_passed_)
                : relay_to_http1(*connection_, *stream_, state_, exchange);
   }
 
@@ -587,6 +569,7 @@ class StreamDownstream final : public Downstream {
   const std::shared_ptr<Stream>& stream_;
   RequestState& state_;
   const bool grpc_;
+  bool deadline_passed_ = false;  ///< The gRPC call's own deadline ran out upstream.
 };
 
 }  // namespace

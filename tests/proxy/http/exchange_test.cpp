@@ -36,26 +36,33 @@ class RecordingDownstream final : public Downstream {
   }
   bool gone() const noexcept override { return gone_; }
 
-  bool answer_now(Exchange& exchange) override {
-    answered.push_back(exchange.decision.status);
-    exchange.keep_alive = false;
+  OwnResponse& own() noexcept override { return own_; }
+  bool send_own_now(Exchange& exchange) override {
+    // "HTTP/1.1 429 Too Many Requests": the status is the three digits after the first space.
+    const std::string_view head(own_.head.data(), own_.head.size());
+    answered.push_back(static_cast<unsigned>(std::stoul(std::string(head.substr(9, 3)))));
+    answered_keep_alive = own_.keep_alive;
+    exchange.keep_alive = own_.keep_alive;
     return true;
   }
-  io::Awaitable<void> answer(Exchange&) override {
+  io::Awaitable<void> send_own(Exchange&) override {
     ADD_FAILURE() << "answered at once: nothing to finish";
     co_return;
   }
   io::Awaitable<RelayOutcome> relay(Exchange&) override {
     ++relayed;
-    co_return RelayOutcome{.keep_alive = true, .status = 200};
+    co_return relay_outcome;
   }
 
-  std::vector<unsigned> answered;  ///< The status of each own answer.
+  RelayOutcome relay_outcome{.keep_alive = true, .status = 200};  ///< What each relay returns.
+  std::vector<unsigned> answered;    ///< The status of each own answer.
+  bool answered_keep_alive = false;  ///< The last own answer's.
   int relayed = 0;
   bool gone_ = false;
 
  private:
   const RequestParser& request_;
+  OwnResponse own_;
   pipeline::IpAddress peer_ = *pipeline::IpAddress::parse("192.0.2.7");
 };
 
@@ -145,7 +152,8 @@ TEST(ServeExchange, RelaysWhatThePipelineAdmitsAndAnswersWhatItLimits) {
   RecordingDownstream downstream(request.parser);
   EXPECT_TRUE(loop.serve(downstream, request.parser));
   EXPECT_TRUE(loop.serve(downstream, request.parser));
-  EXPECT_FALSE(loop.serve(downstream, request.parser));  // the answer's keep_alive
+  EXPECT_TRUE(loop.serve(downstream, request.parser));  // a 429 to a request without a body
+  EXPECT_TRUE(downstream.answered_keep_alive);
   EXPECT_EQ(downstream.relayed, 2);
   EXPECT_EQ(downstream.answered, std::vector<unsigned>{429});
   EXPECT_EQ(loop.counted("api", telemetry::MetricDecision::allowed), 2u);
@@ -170,6 +178,20 @@ TEST(ServeExchange, AnswersARouteThatRespondsAndARequestThatMatchesNone) {
   EXPECT_EQ(to_other.answered, std::vector<unsigned>{404});
   EXPECT_EQ(loop.counted("status", telemetry::MetricDecision::allowed), 1u);
   EXPECT_EQ(loop.counted("", telemetry::MetricDecision::no_route), 1u);
+}
+
+TEST(ServeExchange, AnswersAnUpstreamThatFailedBeforeItsResponseAndClosesTheConnection) {
+  ExchangeLoop loop("routes: [{name: api}]");
+  ParsedRequest request(kGet);
+  RecordingDownstream downstream(request.parser);
+  downstream.relay_outcome = failed_before_response(UpstreamFailure::connect);
+  EXPECT_FALSE(loop.serve(downstream, request.parser));
+  downstream.relay_outcome = failed_before_response(UpstreamFailure::timeout);
+  EXPECT_FALSE(loop.serve(downstream, request.parser));
+  EXPECT_EQ(downstream.relayed, 2);
+  EXPECT_EQ(downstream.answered, (std::vector<unsigned>{502, 504}));
+  EXPECT_FALSE(downstream.answered_keep_alive);
+  EXPECT_EQ(loop.counted("api", telemetry::MetricDecision::allowed), 2u);
 }
 
 TEST(ServeExchange, GivesAConcurrencyPermitBackWhenTheResponseIsOver) {
