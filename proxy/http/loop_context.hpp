@@ -23,6 +23,15 @@ namespace sluice::http {
 namespace h2 {
 class UpstreamSessions;
 }
+struct Exchange;
+struct LoopContext;
+struct RelayOutcome;
+
+/// Relays an HTTP/1.1 client's request to an HTTP/2 upstream (h2c://, h2://) and the response
+/// back: the HTTP/2 layer's (h2::relay_http1_to_http2), plugged in by the server, so that http/
+/// never includes h2/.
+using Http2Relay = io::Awaitable<RelayOutcome> (*)(ClientConnection& downstream,
+                                                   const Exchange& exchange, LoopContext& loop);
 
 /// What every event loop shares with the others: the configuration in force, where limits are
 /// counted, the counters and the process's switches. Owned by the server; the atomics are the
@@ -65,6 +74,9 @@ struct LoopContext {
   RequestStatePool& request_states;   ///< What its connections borrow while they are busy.
   /// This loop's sessions with HTTP/2 upstreams (h2c://, h2://), made on first use.
   std::shared_ptr<h2::UpstreamSessions> http2_upstreams;
+  /// How an HTTP/1.1 client's request goes to an HTTP/2 upstream; null without the HTTP/2 layer
+  /// (then such a request is answered 502).
+  Http2Relay relay_to_http2 = nullptr;
   /// By listener index: whether it speaks TLS, as bound at start (a reload cannot change it).
   std::vector<bool> tls_listeners;
 };

@@ -9,7 +9,6 @@
 #include <string>
 
 #include "proxy/http/beast_http.hpp"
-#include "proxy/http/h2/http1_bridge.hpp"
 #include "proxy/http/header_text.hpp"
 #include "proxy/http/message_read.hpp"
 #include "proxy/http/relay_heads.hpp"
@@ -269,7 +268,10 @@ io::Awaitable<UpstreamSend> send_upstream(ClientConnection& downstream, const Ex
 io::Awaitable<RelayOutcome> relay(ClientConnection& downstream, const Exchange& exchange,
                                   LoopContext& loop) {
   if (exchange.upstream().http2) {
-    co_return co_await h2::relay_http1_to_http2(downstream, exchange, loop);
+    if (loop.relay_to_http2 == nullptr) {
+      co_return failed_before_response(UpstreamFailure::connect);
+    }
+    co_return co_await loop.relay_to_http2(downstream, exchange, loop);
   }
   io::Stream& client = downstream.stream;
   beast::flat_buffer& client_buffer = downstream.state->buffer;

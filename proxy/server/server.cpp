@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "proxy/admin/admin.hpp"
+#include "proxy/http/h2/http1_bridge.hpp"
 #include "proxy/io/net.hpp"
 #include "proxy/io/socket_calls.hpp"
 #include "proxy/store/memory_store.hpp"
@@ -144,6 +145,7 @@ void Server::start() {
     loop->context = std::make_unique<http::LoopContext>(state_, i, *loop->pool, loop->chunks,
                                                         loop->request_states);
     loop->context->tls_listeners = tls_listeners_;
+    loop->context->relay_to_http2 = &http::h2::relay_http1_to_http2;
     loops_.push_back(std::move(loop));
   }
   open_store(config);
@@ -161,10 +163,10 @@ void Server::start() {
   for (std::size_t i = 0; i < loops_.size(); ++i) {
     Loop* loop = loops_[i].get();
     for (std::size_t listener = 0; listener < loop->acceptors.size(); ++listener) {
-      net::co_spawn(loop->io,
-                    accept_loop(*loop->acceptors[listener], *loop->context, &http::serve_client,
-                                listener, true),
-                    net::detached);
+      net::co_spawn(
+          loop->io,
+          accept_loop(*loop->acceptors[listener], *loop->context, &serve_client, listener, true),
+          net::detached);
     }
     net::co_spawn(loop->io, http::park_quiet(*loop->context), net::detached);
     loop->thread = std::thread([io = &loop->io] { io->run(); });

@@ -11,10 +11,10 @@
 
 #include "config/proxy_config.hpp"
 #include "limiter/clock.hpp"
-#include "proxy/http/connection_start.hpp"
 #include "proxy/http/session.hpp"
 #include "proxy/io/net.hpp"
 #include "proxy/pipeline/pipeline.hpp"
+#include "proxy/server/connection_start.hpp"
 #include "proxy/store/store.hpp"
 
 namespace sluice::server {

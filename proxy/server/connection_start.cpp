@@ -2,7 +2,7 @@
 // HTTP sent to a TLS port), and which protocol it speaks, HTTP/2 by ALPN or by its connection
 // preface, else HTTP/1.1; then it is handed to that protocol's server (as Beast's
 // detect_session hands a connection on).
-#include "proxy/http/connection_start.hpp"
+#include "proxy/server/connection_start.hpp"
 
 #include <sys/socket.h>
 
@@ -19,8 +19,14 @@
 #include "proxy/tls/contexts.hpp"
 #include "proxy/tls/peer.hpp"
 
-namespace sluice::http {
+namespace sluice::server {
 namespace {
+
+using http::ClientConnection;
+using http::LoopContext;
+using http::OpenConnection;
+using http::OpenPtr;
+namespace h2 = http::h2;
 
 /// What a new cleartext connection sent first: HTTP/2's connection preface (RFC 9113 §3.4,
 /// prior knowledge), something else (an HTTP/1.1 request line), or nothing yet. One
@@ -171,4 +177,4 @@ void serve_client(io::Socket socket, LoopContext& loop, std::size_t listener) {
                 net::detached);
 }
 
-}  // namespace sluice::http
+}  // namespace sluice::server
