@@ -15,11 +15,11 @@
 #include "proxy/http/responses.hpp"
 #include "proxy/http/tunnel.hpp"
 #include "proxy/http/upstream_pool.hpp"
+#include "proxy/http/upstream_request.hpp"
 #include "proxy/io/socket_calls.hpp"
 #include "proxy/io/socket_io.hpp"
 #include "proxy/io/spare_pool.hpp"
 #include "proxy/pipeline/http_text.hpp"
-#include "proxy/tls/contexts.hpp"
 
 namespace sluice::http {
 namespace {
@@ -136,132 +136,57 @@ io::Awaitable<Pumped> pump(Source in, Parser& parser, Sink out, const HeadText& 
   co_return Pumped{};
 }
 
-UpstreamFailure failure_of(const beast::error_code& ec) noexcept {
-  return ec == beast::error::timeout ? UpstreamFailure::timeout : UpstreamFailure::broken;
-}
-
 /// A body that could not be read for what it holds, not for the connection it comes on.
 bool is_malformed(const beast::error_code& ec) noexcept {
   return ec.category() == beast::http::make_error_code(http::error::bad_chunk).category() &&
          ec != http::error::partial_message && ec != http::error::end_of_stream;
 }
 
-/// How sending a request upstream ended.
-struct UpstreamSend {
-  UpstreamFailure failure = UpstreamFailure::none;
-  bool client_gone = false;  ///< The client went away before the request was sent whole,
-  bool malformed = false;    ///< or sent a body that is not valid (a bad chunk).
-};
+/// Writes an HTTP/1.1 client's request upstream: its head, then its body as the connection
+/// receives it, after a 100 (Continue) when the client waits for one.
+class ClientRequestWriter final : public RequestWriter {
+ public:
+  ClientRequestWriter(ClientConnection& downstream, const Exchange& exchange, std::span<char> chunk)
+      : downstream_(downstream), exchange_(exchange), chunk_(chunk) {}
 
-/// Sends the request (`head`, then the body from `client`) to `upstream` and reads the
-/// response's head into `connection->response`: on a parked connection when there is one, else
-/// a new one; a request without a body is sent again, once, on a new connection when a parked
-/// one turns out closed. Interim responses (100, 102, 103) are skipped. A coroutine of its own
-/// to keep the relay's frame small (see UpstreamConnection::response).
-io::Awaitable<UpstreamSend> send_upstream(ClientConnection& downstream, const Exchange& exchange,
-                                          LoopContext& loop, std::span<char> chunk,
-                                          UpstreamConnectionPtr& connection,
-                                          std::chrono::steady_clock::time_point& sent_at) {
-  io::Stream& client = downstream.stream;
-  beast::flat_buffer& client_buffer = downstream.state->buffer;
-  RequestParser& parser = exchange.request;
-  const config::Upstream& upstream = exchange.upstream();
-  const config::Timeouts& timeouts = exchange.config().timeouts;
-  const HeadText& head = downstream.state->relay_head;
-  // Without a body, a send that fails on a parked connection can be repeated on a new one: the
-  // upstream most likely closed it while idle and never saw the request. Only an idempotent
-  // request, though: the upstream may also have acted on it and died before answering, and a
-  // POST must not be made twice (nginx neither repeats POST, LOCK or PATCH once sent).
-  const bool repeatable = parser.is_done() && idempotent(parser.method());
-  for (bool first_try = true;; first_try = false) {
-    connection.reset();  // a stale parked connection is closed here
-    if (first_try) {
-      // A request that can be repeated skips the check for a closed parked connection: it is
-      // sent again on a new one if that fails.
-      connection = loop.pool.take_parked(upstream, /*check_open=*/!repeatable);
-    }
-    if (!connection) {
-      beast::error_code connect_error;
-      connection = co_await loop.pool.connect(upstream, exchange.generation.tls->upstream.get(),
-                                              exchange.config().upstream_tls, timeouts.connect,
-                                              connect_error);
-    }
-    if (!connection) {
-      co_return UpstreamSend{.failure = UpstreamFailure::connect};
-    }
-    io::Stream& server = connection->stream;
-    beast::flat_buffer& server_buffer = connection->buffer;
-    const bool may_retry = first_try && connection->reused && repeatable;
+  void connected(io::Stream*) noexcept override {}
+
+  io::Awaitable<RequestWritten> write(io::Stream& server, bool first_try) override {
+    io::Stream& client = downstream_.stream;
+    beast::flat_buffer& client_buffer = downstream_.state->buffer;
+    RequestParser& parser = exchange_.request;
+    const config::Timeouts& timeouts = exchange_.config().timeouts;
+    const HeadText& head = downstream_.state->relay_head;
     if (first_try && !parser.is_done() && expects_continue(parser)) {
       // The client waits for this before it sends the body.
       static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
       client.expires_after(timeouts.idle);
       auto [ec, n] = co_await net::async_write(client, net::buffer(kContinue), io::use_nothrow);
       if (ec) {
-        co_return UpstreamSend{.client_gone = true};
+        co_return RequestWritten{.error = ec, .client_failed = true};
       }
     }
-    sent_at = std::chrono::steady_clock::now();
-    bool client_failed = false;
-    bool sent_at_once = false;  // then the response's deadline counts from sent_at
-    beast::error_code send_error;
-    if (WholeMessage whole; whole.gather(parser, client_buffer, head, chunk)) {
+    if (WholeMessage whole; whole.gather(parser, client_buffer, head, chunk_)) {
       const io::SendStart start = send_now(server, whole.pieces);
-      send_error = start.error;
-      sent_at_once = start.finished;
-      if (!start.finished) {
-        send_error = co_await send_rest(server, whole.pieces, start.sent, timeouts.upstream);
+      if (start.finished) {
+        co_return RequestWritten{.error = start.error, .at_once = true};
       }
-    } else {
-      const Pumped pumped =
-          co_await pump(Source{client, client_buffer, timeouts.idle}, parser,
-                        Sink{server, timeouts.upstream}, head, parser.chunked(), chunk);
-      send_error = pumped.error;
-      client_failed = pumped.read_failed;
+      co_return RequestWritten{
+          .error = co_await send_rest(server, whole.pieces, start.sent, timeouts.upstream)};
     }
-    if (send_error) {
-      if (client_failed) {  // the client went away mid-body, or its body is malformed
-        co_return UpstreamSend{.client_gone = true, .malformed = is_malformed(send_error)};
-      }
-      if (may_retry) {
-        continue;
-      }
-      co_return UpstreamSend{.failure = failure_of(send_error)};
-    }
-    // Until the response header arrives.
-    beast::error_code header_error;
-    std::optional<ResponseParser>& response_parser = connection->response;
-    do {
-      response_parser.emplace(connection->response_head);
-      response_parser->header_limit(kMaxHeaderBytes);
-      response_parser->body_limit(boost::none);
-      if (parser.method() == http::verb::head) {
-        response_parser->skip(true);
-      }
-      if (sent_at_once) {
-        server.expires_at(sent_at + std::chrono::duration_cast<io::Stream::Clock::duration>(
-                                        timeouts.upstream));  // one clock reading fewer
-        sent_at_once = false;  // an interim response restarts the wait
-      } else {
-        server.expires_after(timeouts.upstream);
-      }
-      for (MessageRead read(server_buffer, *response_parser,
-                            MessageRead<false>::Until::header_done);
-           read.wants_bytes(header_error);) {
-        auto [error, n] = co_await server.async_read_some(read.room(), io::use_nothrow);
-        read.received(n, error, header_error);
-      }
-    } while (!header_error && response_parser->status() / 100 == 1 &&
-             response_parser->result() != http::status::switching_protocols);
-    if (!header_error) {
-      co_return UpstreamSend{};
-    }
-    if (may_retry && server_buffer.size() == 0 && header_error != beast::error::timeout) {
-      continue;
-    }
-    co_return UpstreamSend{.failure = failure_of(header_error)};
+    const Pumped pumped =
+        co_await pump(Source{client, client_buffer, timeouts.idle}, parser,
+                      Sink{server, timeouts.upstream}, head, parser.chunked(), chunk_);
+    co_return RequestWritten{.error = pumped.error,
+                             .client_failed = pumped.read_failed,
+                             .malformed = pumped.read_failed && is_malformed(pumped.error)};
   }
-}
+
+ private:
+  ClientConnection& downstream_;
+  const Exchange& exchange_;
+  std::span<char> chunk_;
+};
 
 }  // namespace
 
@@ -289,10 +214,13 @@ io::Awaitable<RelayOutcome> relay(ClientConnection& downstream, const Exchange& 
   head.clear();
   write_upstream_head(parser, downstream.peer_address_text, client.secure(), upgrade, head);
   const io::ChunkPool::Lease chunk = loop.chunks.borrow();
+  // Without a body, a request that fails on a parked connection can be sent again.
+  const bool repeatable = parser.is_done() && idempotent(parser.method());
+  ClientRequestWriter writer(downstream, exchange, std::span<char>(*chunk));
   UpstreamConnectionPtr connection;
   std::chrono::steady_clock::time_point sent_at;
-  const UpstreamSend sent = co_await send_upstream(downstream, exchange, loop,
-                                                   std::span<char>(*chunk), connection, sent_at);
+  const UpstreamRequest sent =
+      co_await request_upstream(loop, exchange, repeatable, writer, connection, sent_at);
   if (sent.client_gone) {
     if (sent.malformed) {  // a bad chunk, found after the head went upstream: still a 400
       co_return RelayOutcome{.answer = http::status::bad_request};

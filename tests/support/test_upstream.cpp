@@ -44,7 +44,7 @@ boost::asio::awaitable<void> TestUpstream::serve(tcp::socket socket) {
       const auto& request = parser.get();
       const std::string target(request.target());
       if (target == "/dies-once" && !died_once_.exchange(true)) {
-        co_return;  // closes the connection, the request unanswered
+        break;  // closes the connection, the request unanswered
       }
       if (target == "/slow") {
         boost::asio::steady_timer wait(io_, std::chrono::seconds(1));
@@ -76,6 +76,10 @@ boost::asio::awaitable<void> TestUpstream::serve(tcp::socket socket) {
   } catch (const boost::system::system_error&) {
     // the peer went away: normal for a test upstream
   }
+  // A FIN now, even if a child process a test started (curl) holds a copy of the descriptor:
+  // closing alone would leave the connection open as long as that copy.
+  boost::system::error_code ignored;
+  socket.shutdown(tcp::socket::shutdown_both, ignored);
 }
 
 boost::asio::awaitable<void> TestUpstream::send_bytes(tcp::socket& socket, std::uint64_t size,
@@ -154,6 +158,10 @@ boost::asio::awaitable<void> CannedUpstream::serve(tcp::socket socket) {
   } catch (const boost::system::system_error&) {
     // the peer went away: normal for a test upstream
   }
+  // A FIN now, even if a child process a test started (curl) holds a copy of the descriptor:
+  // closing alone would leave the connection open as long as that copy.
+  boost::system::error_code ignored;
+  socket.shutdown(tcp::socket::shutdown_both, ignored);
 }
 
 }  // namespace sluice::test

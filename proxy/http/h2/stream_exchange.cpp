@@ -13,6 +13,7 @@
 #include "proxy/http/relay.hpp"
 #include "proxy/http/relay_heads.hpp"
 #include "proxy/http/responses.hpp"
+#include "proxy/http/upstream_request.hpp"
 #include "proxy/io/socket_io.hpp"
 #include "proxy/pipeline/http_text.hpp"
 #include "proxy/tls/contexts.hpp"
@@ -148,78 +149,66 @@ io::Awaitable<bool> await_body(Stream& stream, limiter::Duration timeout) {
   co_return true;
 }
 
-/// How sending the request upstream ended.
-struct Sent {
-  UpstreamFailure failure = UpstreamFailure::none;
-  bool client_gone = false;  ///< Reset by the client, or silent for too long.
+/// Writes the stream's request to an HTTP/1.1 upstream: its head (in `state.relay_head`), then
+/// its body as the stream receives it, chunked when it has no Content-Length, reopening the
+/// stream's window by what went on.
+class StreamRequestWriter final : public RequestWriter {
+ public:
+  StreamRequestWriter(Connection& connection, Stream& stream, RequestState& state,
+                      const config::Timeouts& timeouts)
+      : connection_(connection), stream_(stream), state_(state), timeouts_(timeouts) {}
+
+  void connected(io::Stream* server) noexcept override { stream_.upstream = server; }
+
+  io::Awaitable<RequestWritten> write(io::Stream& server, bool) override {
+    static constexpr std::string_view kLastChunk = "0\r\n\r\n";
+    const RequestWritten client_gone{.error = {}, .client_failed = true};
+    if (stream_.closed) {
+      co_return client_gone;
+    }
+    const bool chunked = state_.parser->chunked();
+    const bool has_body = !(stream_.body_done && stream_.body.empty());
+    const HeadText& head = state_.relay_head;
+    std::array<net::const_buffer, 5> pieces{net::buffer(head.data(), head.size())};
+    std::size_t count = 1;
+    std::string piece;  // the body bytes on their way, swapped with the stream's buffer
+    ChunkSizeLine size_line{};
+    do {
+      if (has_body) {
+        const bool came = co_await await_body(stream_, timeouts_.idle);
+        if (!came || stream_.closed) {
+          co_return client_gone;
+        }
+        piece.clear();
+        piece.swap(stream_.body);
+        count = add_body_piece(pieces, count, piece, chunked, size_line);
+        if (chunked && stream_.body_done && stream_.body.empty()) {
+          pieces[count++] = net::buffer(kLastChunk);
+        }
+      }
+      const beast::error_code ec =
+          co_await io::send(server, std::span(pieces.data(), count), timeouts_.upstream);
+      if (!piece.empty()) {
+        // Passed on, or never will be (the upstream failed, or the reset stream closed it): the
+        // connection's window gets them back either way, else it would shrink for good.
+        connection_.session().consume(stream_, piece.size());
+        connection_.flush();
+      }
+      if (ec) {
+        co_return RequestWritten{.error = ec};
+      }
+      pieces = {};
+      count = 0;
+    } while (has_body && !(stream_.body_done && stream_.body.empty()));
+    co_return RequestWritten{};
+  }
+
+ private:
+  Connection& connection_;
+  Stream& stream_;
+  RequestState& state_;
+  const config::Timeouts& timeouts_;
 };
-
-/// Sends the request (its head in `state.relay_head`, its body as the stream receives it,
-/// chunked when it has no Content-Length) on `server`, reopening the stream's window by what
-/// went on.
-io::Awaitable<Sent> send_request(Connection& connection, Stream& stream, RequestState& state,
-                                 io::Stream& server, const config::Timeouts& timeouts) {
-  static constexpr std::string_view kLastChunk = "0\r\n\r\n";
-  const bool chunked = state.parser->chunked();
-  const bool has_body = !(stream.body_done && stream.body.empty());
-  const HeadText& head = state.relay_head;
-  std::array<net::const_buffer, 5> pieces{net::buffer(head.data(), head.size())};
-  std::size_t count = 1;
-  std::string piece;  // the body bytes on their way, swapped with the stream's buffer
-  ChunkSizeLine size_line{};
-  do {
-    if (has_body) {
-      const bool came = co_await await_body(stream, timeouts.idle);
-      if (!came || stream.closed) {
-        co_return Sent{.client_gone = true};
-      }
-      piece.clear();
-      piece.swap(stream.body);
-      count = add_body_piece(pieces, count, piece, chunked, size_line);
-      if (chunked && stream.body_done && stream.body.empty()) {
-        pieces[count++] = net::buffer(kLastChunk);
-      }
-    }
-    const beast::error_code ec =
-        co_await io::send(server, std::span(pieces.data(), count), timeouts.upstream);
-    if (!piece.empty()) {
-      // Passed on, or never will be (the upstream failed, or the reset stream closed it): the
-      // connection's window gets them back either way, else it would shrink for good.
-      connection.session().consume(stream, piece.size());
-      connection.flush();
-    }
-    if (ec) {
-      co_return Sent{.failure = ec == beast::error::timeout ? UpstreamFailure::timeout
-                                                            : UpstreamFailure::broken};
-    }
-    pieces = {};
-    count = 0;
-  } while (has_body && !(stream.body_done && stream.body.empty()));
-  co_return Sent{};
-}
-
-/// Reads the response's head into `connection->response`, skipping interim responses.
-io::Awaitable<beast::error_code> read_response_head(UpstreamConnection& connection,
-                                                    const RequestParser& request,
-                                                    limiter::Duration timeout) {
-  beast::error_code ec;
-  std::optional<ResponseParser>& response = connection.response;
-  do {
-    response.emplace(connection.response_head);
-    response->header_limit(kMaxHeaderBytes);
-    response->body_limit(boost::none);
-    if (request.method() == http::verb::head) {
-      response->skip(true);
-    }
-    connection.stream.expires_after(timeout);
-    for (MessageRead read(connection.buffer, *response, MessageRead<false>::Until::header_done);
-         read.wants_bytes(ec);) {
-      auto [error, n] = co_await connection.stream.async_read_some(read.room(), io::use_nothrow);
-      read.received(n, error, ec);
-    }
-  } while (!ec && response->status() / 100 == 1);
-  co_return ec;
-}
 
 /// Sends the request to its HTTP/1.1 upstream and the response back on the stream: on a parked
 /// connection when there is one (a request without a body that fails on it is sent again, once,
@@ -239,60 +228,25 @@ io::Awaitable<RelayOutcome> relay_to_http1(Connection& connection, Stream& strea
   write_upstream_head(request, connection.client().peer_address_text,
                       connection.client().stream.secure(), false, head);
   const bool repeatable = stream.body_done && stream.body.empty() && idempotent(request.method());
+  StreamRequestWriter writer(connection, stream, state, timeouts);
   UpstreamConnectionPtr server;
   std::chrono::steady_clock::time_point sent_at;
-  UpstreamFailure failure = UpstreamFailure::none;
-  for (bool first_try = true;; first_try = false) {
-    server.reset();
-    if (first_try) {
-      server = loop.pool.take_parked(upstream, /*check_open=*/!repeatable);
-    }
-    if (!server) {
-      beast::error_code ignored;
-      server =
-          co_await loop.pool.connect(upstream, exchange.generation.tls->upstream.get(),
-                                     exchange.config().upstream_tls, timeouts.connect, ignored);
-    }
-    if (!server) {
-      failure = UpstreamFailure::connect;
-      break;
-    }
-    if (stream.closed) {
-      co_return RelayOutcome{};
-    }
-    stream.upstream = &server->stream;
-    const bool may_retry = first_try && server->reused && repeatable;
-    sent_at = std::chrono::steady_clock::now();
-    const Sent sent = co_await send_request(connection, stream, state, server->stream, timeouts);
-    if (sent.client_gone) {
-      stream.upstream = nullptr;
+  UpstreamRequest sent =
+      co_await request_upstream(loop, exchange, repeatable, writer, server, sent_at);
+  stream.upstream = nullptr;
+  if (sent.client_gone || stream.closed) {
+    if (!stream.closed) {
       session.reset(stream, NGHTTP2_CANCEL);
       connection.flush();
-      co_return RelayOutcome{};
     }
-    if (sent.failure != UpstreamFailure::none) {
-      if (may_retry) {
-        continue;
-      }
-      failure = sent.failure;
-      break;
-    }
-    const beast::error_code ec = co_await read_response_head(*server, request, timeouts.upstream);
-    if (!ec && server->response->result() != http::status::switching_protocols) {
-      break;
-    }
-    if (stream.closed) {
-      co_return RelayOutcome{};
-    }
-    if (may_retry && server->buffer.size() == 0 && ec != beast::error::timeout) {
-      continue;
-    }
-    failure = ec == beast::error::timeout ? UpstreamFailure::timeout : UpstreamFailure::broken;
-    break;
+    co_return RelayOutcome{};
   }
-  stream.upstream = nullptr;
-  if (failure != UpstreamFailure::none) {
-    co_return failed_before_response(failure);
+  if (sent.failure == UpstreamFailure::none &&
+      server->response->result() == http::status::switching_protocols) {
+    sent.failure = UpstreamFailure::broken;  // HTTP/2 has no upgrade: none was asked for
+  }
+  if (sent.failure != UpstreamFailure::none) {
+    co_return failed_before_response(sent.failure);
   }
   RelayOutcome outcome{.upstream_time = std::chrono::steady_clock::now() - sent_at};
   ResponseParser& response = *server->response;

@@ -257,6 +257,23 @@ TEST(Http2Downstream, ReusesUpstreamConnectionsAcrossStreams) {
   EXPECT_EQ(proxy.upstream().connections(), 1);
 }
 
+TEST(Http2Downstream, RepeatsAGetButNeverAPostOnAConnectionTheUpstreamDropped) {
+  // As for an HTTP/1.1 client: a parked upstream connection takes a request the upstream reads
+  // and dies on; a GET is sent again on a new connection, a POST gets 502 and reaches the
+  // upstream once.
+  for (const std::string method : {"GET", "POST"}) {
+    SCOPED_TRACE(method);
+    QuietProxy proxy(kForwardAll, "threads: 1");  // one loop, one pool
+    ASSERT_EQ(curl("--http2-prior-knowledge -o /dev/null -w '%{http_code}' " +
+                   url(proxy.port(), "/warm")),
+              "200");  // parks a connection
+    EXPECT_EQ(curl("--http2-prior-knowledge -X " + method + " -o /dev/null -w '%{http_code}' " +
+                   url(proxy.port(), "/dies-once")),
+              method == "GET" ? "200" : "502");
+    EXPECT_EQ(proxy.upstream().requests(), method == "GET" ? 3 : 2);
+  }
+}
+
 TEST(Http2Downstream, StreamsADownloadWhole) {
   QuietProxy proxy(kForwardAll);
   const TempDirectory directory("sluice-h2");
