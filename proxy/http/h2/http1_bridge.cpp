@@ -109,31 +109,21 @@ io::Awaitable<RelayOutcome> relay_http1_to_http2(ClientConnection& downstream,
                                                  const Exchange& exchange, LoopContext& loop) {
   io::Stream& client = downstream.stream;
   RequestParser& parser = exchange.request;
-  const config::Upstream& upstream = exchange.upstream();
   const config::ProxyConfig& config = exchange.config();
   const config::Timeouts& timeouts = config.timeouts;
   const unsigned version = parser.version();
-  if (!loop.http2_upstreams) {
-    loop.http2_upstreams = std::make_shared<UpstreamSessions>();
-  }
-  beast::error_code connect_error;
-  const std::shared_ptr<UpstreamSession> session = co_await loop.http2_upstreams->session_for(
-      upstream, loop.pool, exchange.generation.tls->upstream.get(), config.upstream_tls,
-      timeouts.connect, connect_error);
-  if (!session) {
-    co_return failed_before_response(UpstreamFailure::connect);
-  }
   HeadText& head = downstream.state->relay_head;
-  head.clear();
-  write_upstream_head(parser, downstream.peer_address_text, client.secure(), false, head);
-  FieldList fields;
-  fields.read_request(std::string_view(head.data(), head.size()), upstream.tls ? "https" : "http");
-  const auto call = std::make_shared<Call>(std::make_shared<io::Signal>(client.get_executor()));
   const bool with_body = !parser.is_done();
-  const auto started = std::chrono::steady_clock::now();
-  if (!session->begin(call, fields.list(), with_body)) {
-    co_return failed_before_response(UpstreamFailure::broken);
+  FieldList fields;
+  const BegunCall begun =
+      co_await begin_call(loop, exchange, downstream, head, fields,
+                          std::make_shared<io::Signal>(client.get_executor()), with_body, false);
+  if (begun.failure != UpstreamFailure::none) {
+    co_return failed_before_response(begun.failure);
   }
+  UpstreamSession* const session = begun.session.get();
+  Call* const call = begun.call.get();
+  const auto started = std::chrono::steady_clock::now();
   const io::ChunkPool::Lease chunk = loop.chunks.borrow();
   if (with_body) {
     if (expects_continue(parser)) {

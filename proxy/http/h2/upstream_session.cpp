@@ -12,6 +12,8 @@
 #include <string_view>
 
 #include "config/url.hpp"
+#include "proxy/http/relay_heads.hpp"
+#include "proxy/tls/contexts.hpp"
 
 namespace sluice::http::h2 {
 namespace {
@@ -306,6 +308,36 @@ io::Awaitable<std::shared_ptr<UpstreamSession>> UpstreamSessions::session_for(
                        [&](const Entry& known) { return known.url == upstream.url; });
   entry->sessions.push_back(session);
   co_return session;
+}
+
+io::Awaitable<BegunCall> begin_call(LoopContext& loop, const Exchange& exchange,
+                                    const ClientConnection& client, HeadText& head,
+                                    FieldList& fields, std::shared_ptr<io::Signal> signal,
+                                    bool with_body, bool grpc) {
+  const config::Upstream& upstream = exchange.upstream();
+  const config::ProxyConfig& config = exchange.config();
+  if (!loop.http2_upstreams) {
+    loop.http2_upstreams = std::make_shared<UpstreamSessions>();
+  }
+  beast::error_code connect_error;
+  std::shared_ptr<UpstreamSession> session = co_await loop.http2_upstreams->session_for(
+      upstream, loop.pool, exchange.generation.tls->upstream.get(), config.upstream_tls,
+      config.timeouts.connect, connect_error);
+  if (!session) {
+    co_return BegunCall{.session = nullptr, .call = nullptr, .failure = UpstreamFailure::connect};
+  }
+  head.clear();
+  write_upstream_head(exchange.request, client.peer_address_text, client.stream.secure(), false,
+                      head);
+  fields.read_request(std::string_view(head.data(), head.size()), upstream.tls ? "https" : "http");
+  if (grpc) {
+    fields.add("te", "trailers");  // gRPC servers want it; the HTTP/1.1 relay drops TE
+  }
+  auto call = std::make_shared<Call>(std::move(signal));
+  if (!session->begin(call, fields.list(), with_body)) {
+    co_return BegunCall{.session = nullptr, .call = nullptr, .failure = UpstreamFailure::broken};
+  }
+  co_return BegunCall{.session = std::move(session), .call = std::move(call)};
 }
 
 }  // namespace sluice::http::h2

@@ -12,7 +12,10 @@
 #include <vector>
 
 #include "config/proxy_config.hpp"
+#include "proxy/http/client_connection.hpp"
+#include "proxy/http/exchange.hpp"
 #include "proxy/http/h2/translate.hpp"
+#include "proxy/http/loop_context.hpp"
 #include "proxy/http/upstream_pool.hpp"
 #include "proxy/io/signal.hpp"
 
@@ -117,5 +120,21 @@ class UpstreamSessions {
   };
   std::deque<Entry> entries_;
 };
+
+/// A call begun on one of the loop's sessions with an HTTP/2 upstream, or why there is none.
+struct BegunCall {
+  std::shared_ptr<UpstreamSession> session;
+  std::shared_ptr<Call> call;
+  UpstreamFailure failure = UpstreamFailure::none;
+};
+
+/// Begins the exchange's request as a call to its HTTP/2 upstream, on a session of the loop's
+/// with room (connected if need be): the request's fields as the HTTP/1.1 relay would send them
+/// (forwarding fields added, hop-by-hop ones dropped; written in `head`, then `fields`), plus
+/// `te: trailers` for a gRPC call, then its body if `with_body`. The call wakes `signal`.
+io::Awaitable<BegunCall> begin_call(LoopContext& loop, const Exchange& exchange,
+                                    const ClientConnection& client, HeadText& head,
+                                    FieldList& fields, std::shared_ptr<io::Signal> signal,
+                                    bool with_body, bool grpc);
 
 }  // namespace sluice::http::h2

@@ -1,0 +1,183 @@
+// An HTTP/2 stream relayed to an HTTP/2 upstream, gRPC calls included.
+#include "proxy/http/h2/stream_to_http2.hpp"
+
+#include <chrono>
+#include <optional>
+#include <string>
+
+#include "proxy/http/h2/stream_answers.hpp"
+#include "proxy/http/h2/upstream_session.hpp"
+#include "proxy/http/relay_heads.hpp"
+#include "proxy/http/responses.hpp"
+
+namespace sluice::http::h2 {
+namespace {
+
+/// grpc-timeout (gRPC over HTTP/2): up to 8 digits and a unit, H M S m u n; nullopt when
+/// absent or malformed.
+std::optional<limiter::Duration> grpc_timeout(std::string_view text) noexcept {
+  if (text.size() < 2 || text.size() > 9) {
+    return std::nullopt;
+  }
+  std::int64_t amount = 0;
+  for (const char digit : text.substr(0, text.size() - 1)) {
+    if (digit < '0' || digit > '9') {
+      return std::nullopt;
+    }
+    amount = amount * 10 + (digit - '0');
+  }
+  using namespace std::chrono;
+  switch (text.back()) {
+    case 'H':
+      return hours(amount);
+    case 'M':
+      return minutes(amount);
+    case 'S':
+      return seconds(amount);
+    case 'm':
+      return milliseconds(amount);
+    case 'u':
+      return microseconds(amount);
+    case 'n':
+      return duration_cast<limiter::Duration>(nanoseconds(amount));
+    default:
+      return std::nullopt;
+  }
+}
+
+/// The response head of `call` as the client gets it: the upstream's fields but the limit
+/// fields, which the proxy writes itself (as for an HTTP/1.1 upstream).
+void add_limit_fields(FieldList& head, const pipeline::Decision& decision,
+                      config::LimitsHeaders mode) {
+  if (!writes_limit_headers(decision, mode)) {
+    return;
+  }
+  head.erase_if([mode](std::string_view name) { return is_limit_field(name, mode); });
+  HeadText lines;
+  write_limit_headers(lines, decision, mode);
+  head.add_lines(std::string_view(lines.data(), lines.size()));
+}
+
+}  // namespace
+
+io::Awaitable<RelayOutcome> relay_to_http2(Connection& connection,
+                                           const std::shared_ptr<Stream>& client,
+                                           RequestState& state, const Exchange& exchange, bool grpc,
+                                           bool& deadline_passed) {
+  Stream& stream = *client;
+  LoopContext& loop = connection.loop();
+  Session& session = connection.session();
+  const config::Timeouts& timeouts = exchange.config().timeouts;
+  limiter::Duration deadline = timeouts.upstream;
+  const std::optional<limiter::Duration> call_timeout =
+      grpc ? grpc_timeout(state.request_head.value_of("grpc-timeout")) : std::nullopt;
+  if (call_timeout) {
+    deadline = std::min(deadline, *call_timeout);
+  }
+  const auto started = std::chrono::steady_clock::now();
+  const auto give_up_at = started + deadline;
+  // The call wakes the client stream's signal (an aliasing pointer keeps the stream).
+  const bool with_body = !(stream.body_done && stream.body.empty());
+  const BegunCall begun = co_await begin_call(
+      loop, exchange, connection.client(), state.relay_head, connection.response_fields(),
+      std::shared_ptr<io::Signal>(client, &client->changed), with_body, grpc);
+  if (stream.closed) {
+    if (begun.call) {
+      begun.session->cancel(*begun.call);
+    }
+    co_return RelayOutcome{};
+  }
+  if (begun.failure != UpstreamFailure::none) {
+    co_return failed_before_response(begun.failure);
+  }
+  UpstreamSession* const upstream_session = begun.session.get();
+  Call* const call = begun.call.get();
+  RelayOutcome outcome;
+  std::string going_up;    // request body bytes lent to the upstream
+  std::string going_down;  // response body bytes lent to the client
+  bool head_sent = false;
+  bool body_down = false;  // the response has a body (or trailers) to pass on
+  for (;;) {
+    if (stream.closed) {  // reset by the client, or its connection went
+      upstream_session->cancel(*call);
+      co_return outcome;
+    }
+    if (with_body && !call->out_done && call->out.empty()) {
+      if (!going_up.empty()) {
+        session.consume(stream, going_up.size());
+        connection.flush();
+        going_up.clear();
+      }
+      if (!stream.body.empty() || stream.body_done) {
+        going_up.swap(stream.body);
+        call->out = std::span<const char>(going_up);
+        call->out_done = stream.body_done && stream.body.empty();
+        upstream_session->resume(*call);
+      }
+    }
+    if (!head_sent && call->head_done) {
+      head_sent = true;
+      outcome.status = call->head.status();
+      outcome.upstream_time = std::chrono::steady_clock::now() - started;
+      add_limit_fields(call->head, exchange.decision, exchange.config().limits_headers);
+      body_down = !(call->body_done && call->body.empty());
+      stream.out = {};
+      stream.out_done = !body_down;
+      session.respond(stream, call->head.list(), body_down);
+      connection.flush();
+    }
+    if (head_sent && body_down && stream.out.empty() && !stream.out_done) {
+      if (!going_down.empty()) {
+        upstream_session->consume(*call, going_down.size());
+        going_down.clear();
+      }
+      if (!call->body.empty() || call->body_done) {
+        going_down.swap(call->body);
+        stream.out = std::span<const char>(going_down);
+        if (call->body_done && call->body.empty()) {
+          stream.out_done = true;
+          if (!call->trailers.list().empty()) {
+            stream.trailers = &call->trailers.list();
+          }
+        }
+        session.resume(stream);
+        connection.flush();
+      }
+    }
+    if (stream.out_done && stream.out.empty()) {
+      co_await await_close(connection, stream, timeouts.idle);  // until the last bytes went
+      co_return outcome;
+    }
+    if (call->closed && !call->body_done) {  // the upstream reset it, or its connection went
+      outcome.failure = UpstreamFailure::broken;
+      if (!head_sent) {
+        co_return failed_before_response(UpstreamFailure::broken);
+      }
+      session.reset(stream, NGHTTP2_INTERNAL_ERROR);
+      connection.flush();
+      co_return outcome;
+    }
+    const auto now = std::chrono::steady_clock::now();
+    const limiter::Duration wait =
+        head_sent && !call_timeout
+            ? timeouts.idle
+            : std::chrono::duration_cast<limiter::Duration>(give_up_at - now);
+    bool changed = false;
+    if (wait > limiter::Duration::zero()) {
+      changed = co_await stream.changed.wait_for(wait);
+    }
+    if (!changed) {
+      upstream_session->cancel(*call);
+      outcome.failure = UpstreamFailure::timeout;
+      if (!head_sent) {
+        deadline_passed = call_timeout.has_value();
+        co_return failed_before_response(UpstreamFailure::timeout);
+      }
+      session.reset(stream, NGHTTP2_CANCEL);
+      connection.flush();
+      co_return outcome;
+    }
+  }
+}
+
+}  // namespace sluice::http::h2
