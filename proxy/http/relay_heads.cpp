@@ -202,7 +202,7 @@ bool idempotent(http::verb method) noexcept {
 }
 
 bool expects_continue(const RequestParser& request) {
-  return request.version() >= 11 &&
+  return request.version() >= kHttp11 &&
          pipeline::equal_ignoring_case(
              pipeline::trim_whitespace(request.head().value_of(http::field::expect)),
              "100-continue");

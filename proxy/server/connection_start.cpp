@@ -14,7 +14,7 @@
 #include <utility>
 
 #include "proxy/http/h2/connection.hpp"
-#include "proxy/http/session.hpp"
+#include "proxy/http/http1_connection.hpp"
 #include "proxy/io/socket_io.hpp"
 #include "proxy/tls/contexts.hpp"
 #include "proxy/tls/peer.hpp"

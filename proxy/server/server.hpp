@@ -11,7 +11,7 @@
 
 #include "config/proxy_config.hpp"
 #include "limiter/clock.hpp"
-#include "proxy/http/session.hpp"
+#include "proxy/http/http1_connection.hpp"
 #include "proxy/io/net.hpp"
 #include "proxy/pipeline/pipeline.hpp"
 #include "proxy/server/connection_start.hpp"
@@ -58,7 +58,7 @@ class Server {
   /// Stops accepting, lets connections finish their request for up to `drain`, then stops.
   void stop(limiter::Duration drain);
   std::size_t open_connections() const noexcept { return state_.connections.load(); }
-  /// Of those, the ones parked between requests (see http/session.hpp).
+  /// Of those, the ones parked between requests (see http/http1_connection.hpp).
   std::size_t parked_connections() const noexcept { return state_.parked.load(); }
   /// Where the limiters count: memory or Redis, as the configuration says.
   store::Store* store() const noexcept { return store_.get(); }

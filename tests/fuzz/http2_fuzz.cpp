@@ -35,7 +35,7 @@ void require(bool condition, const char* what) {
 /// Answers what the session reports, as the proxy's streams would, without a socket.
 class Answering final : public h2::SessionEvents {
  public:
-  void on_request(const std::shared_ptr<h2::Stream>& stream) override {
+  void on_request(const std::shared_ptr<h2::RequestStream>& stream) override {
     require(session != nullptr, "a request before the session was made");
     sluice::http::HeadText head;
     h2::write_request_head(*stream, head);
@@ -83,8 +83,8 @@ class Answering final : public h2::SessionEvents {
   static constexpr std::string_view kBody = "hello";
   h2::Session* session = nullptr;
   h2::FieldList fields;
-  std::vector<std::shared_ptr<h2::Stream>> streams;
-  std::vector<std::shared_ptr<h2::Stream>> pending;
+  std::vector<std::shared_ptr<h2::RequestStream>> streams;
+  std::vector<std::shared_ptr<h2::RequestStream>> pending;
   unsigned answered = 0;
 };
 

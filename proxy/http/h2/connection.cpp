@@ -35,7 +35,7 @@ io::Awaitable<void> Connection::serve(std::shared_ptr<Connection> connection) {
   co_await connection->read_frames();
 }
 
-void Connection::on_request(const std::shared_ptr<Stream>& stream) {
+void Connection::on_request(const std::shared_ptr<RequestStream>& stream) {
   served_one_ = true;
   follow_reloads(open_->generation, loop_);  // each stream is served with the live config
   net::co_spawn(client().stream.get_executor(), serve_stream(shared_from_this(), stream),

@@ -23,7 +23,7 @@ class Connection final : public SessionEvents, public std::enable_shared_from_th
   /// on while its streams finish.
   static io::Awaitable<void> serve(std::shared_ptr<Connection> connection);
 
-  void on_request(const std::shared_ptr<Stream>& stream) override;
+  void on_request(const std::shared_ptr<RequestStream>& stream) override;
   void on_goaway_sent(std::uint32_t error_code) override;
 
   /// There are frames to send (a response, a window update): the writer wakes.
@@ -64,7 +64,7 @@ class Connection final : public SessionEvents, public std::enable_shared_from_th
 /// What every stream is: its request through the pipeline, then an answer of the proxy's own
 /// or the upstream's. Holds its connection while it runs.
 io::Awaitable<void> serve_stream(std::shared_ptr<Connection> connection,
-                                 std::shared_ptr<Stream> stream);
+                                 std::shared_ptr<RequestStream> stream);
 
 /// Serves `open` as an HTTP/2 connection, from its connection preface on, until it ends.
 io::Awaitable<void> serve_http2(OpenPtr open, LoopContext& loop);

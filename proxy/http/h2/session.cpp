@@ -34,7 +34,7 @@ struct Options {
 
 /// The stream is over: its coroutine is told, and when it was reset (not answered whole: the
 /// upstream connection is then still good for the next request), stops waiting on its upstream.
-void close(Stream& stream, std::uint32_t error_code) {
+void close(RequestStream& stream, std::uint32_t error_code) {
   stream.closed = true;
   stream.close_error = error_code;
   if (stream.upstream != nullptr && error_code != NGHTTP2_NO_ERROR) {
@@ -123,7 +123,7 @@ bool Session::alive() const noexcept {
          (nghttp2_session_want_read(session_) != 0 || nghttp2_session_want_write(session_) != 0);
 }
 
-void Session::respond(Stream& stream, std::span<const nghttp2_nv> fields, bool with_body) {
+void Session::respond(RequestStream& stream, std::span<const nghttp2_nv> fields, bool with_body) {
   if (stream.closed) {
     return;
   }
@@ -134,20 +134,20 @@ void Session::respond(Stream& stream, std::span<const nghttp2_nv> fields, bool w
                           with_body ? &body : nullptr);
 }
 
-void Session::resume(Stream& stream) {
+void Session::resume(RequestStream& stream) {
   if (!stream.closed) {
     nghttp2_session_resume_data(session_, stream.id);
   }
 }
 
-void Session::consume(Stream& stream, std::size_t count) {
+void Session::consume(RequestStream& stream, std::size_t count) {
   if (!abandoned_) {
     // A closed stream's bytes still count against the connection's window.
     nghttp2_session_consume(session_, stream.id, count);
   }
 }
 
-void Session::reset(Stream& stream, std::uint32_t error_code) {
+void Session::reset(RequestStream& stream, std::uint32_t error_code) {
   if (!stream.closed) {
     nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, stream.id, error_code);
   }
@@ -159,7 +159,7 @@ void Session::go_away() {
                         nullptr, 0);
 }
 
-Stream* Session::find(std::int32_t stream_id) noexcept {
+RequestStream* Session::find(std::int32_t stream_id) noexcept {
   const auto found = streams_.find(stream_id);
   return found == streams_.end() ? nullptr : found->second.get();
 }
@@ -167,8 +167,8 @@ Stream* Session::find(std::int32_t stream_id) noexcept {
 int Session::on_begin_headers(nghttp2_session*, const nghttp2_frame* frame, void* self) {
   auto& session = *static_cast<Session*>(self);
   if (frame->hd.type == NGHTTP2_HEADERS && frame->headers.cat == NGHTTP2_HCAT_REQUEST) {
-    session.streams_.emplace(frame->hd.stream_id,
-                             std::make_shared<Stream>(session.executor_, frame->hd.stream_id));
+    session.streams_.emplace(frame->hd.stream_id, std::make_shared<RequestStream>(
+                                                      session.executor_, frame->hd.stream_id));
     session.header_block_stream_ = frame->hd.stream_id;
   }
   return 0;
@@ -178,7 +178,7 @@ int Session::on_header(nghttp2_session*, const nghttp2_frame* frame, const std::
                        std::size_t name_length, const std::uint8_t* value, std::size_t value_length,
                        std::uint8_t, void* self) {
   auto& session = *static_cast<Session*>(self);
-  Stream* stream = session.find(frame->hd.stream_id);
+  RequestStream* stream = session.find(frame->hd.stream_id);
   if (stream == nullptr || frame->headers.cat != NGHTTP2_HCAT_REQUEST) {
     return 0;  // trailers of a request are not passed on to HTTP/1.1
   }
@@ -220,12 +220,12 @@ int Session::on_frame_received(nghttp2_session*, const nghttp2_frame* frame, voi
   if (found == session.streams_.end()) {
     return 0;
   }
-  Stream& stream = *found->second;
+  RequestStream& stream = *found->second;
   const bool ends = (frame->hd.flags & NGHTTP2_FLAG_END_STREAM) != 0;
   if (frame->hd.type == NGHTTP2_HEADERS && frame->headers.cat == NGHTTP2_HCAT_REQUEST) {
     session.header_block_stream_ = 0;
     stream.body_done = ends;
-    const std::shared_ptr<Stream> request = found->second;  // the events may close it
+    const std::shared_ptr<RequestStream> request = found->second;  // the events may close it
     session.events_.on_request(request);
     return 0;
   }
@@ -252,7 +252,7 @@ int Session::on_frame_sent(nghttp2_session*, const nghttp2_frame* frame, void* s
     session.events_.on_goaway_sent(frame->goaway.error_code);
   } else if ((frame->hd.type == NGHTTP2_HEADERS || frame->hd.type == NGHTTP2_DATA) &&
              (frame->hd.flags & NGHTTP2_FLAG_END_STREAM) != 0) {
-    if (Stream* stream = session.find(frame->hd.stream_id)) {
+    if (RequestStream* stream = session.find(frame->hd.stream_id)) {
       stream->answered = true;
       stream->changed.notify();
     }
@@ -263,7 +263,7 @@ int Session::on_frame_sent(nghttp2_session*, const nghttp2_frame* frame, void* s
 int Session::on_data(nghttp2_session*, std::uint8_t, std::int32_t stream_id,
                      const std::uint8_t* data, std::size_t length, void* self) {
   auto& session = *static_cast<Session*>(self);
-  Stream* stream = session.find(stream_id);
+  RequestStream* stream = session.find(stream_id);
   if (stream == nullptr || stream->discard_body) {
     // Not wanted: its window reopens at once, so the client can finish sending it.
     nghttp2_session_consume(session.session_, stream_id, length);
@@ -284,7 +284,7 @@ int Session::on_stream_closed(nghttp2_session*, std::int32_t stream_id, std::uin
   if (found == session.streams_.end()) {
     return 0;
   }
-  Stream& stream = *found->second;
+  RequestStream& stream = *found->second;
   close(stream, error_code);
   if (!stream.body.empty()) {
     // Received and never passed on: the connection's window gets it back.
@@ -298,7 +298,7 @@ int Session::on_stream_closed(nghttp2_session*, std::int32_t stream_id, std::uin
 ssize_t Session::read_body(nghttp2_session* session, std::int32_t stream_id, std::uint8_t* into,
                            std::size_t length, std::uint32_t* flags, nghttp2_data_source* source,
                            void*) {
-  Stream& stream = *static_cast<Stream*>(source->ptr);
+  RequestStream& stream = *static_cast<RequestStream*>(source->ptr);
   const std::size_t count = std::min(length, stream.out.size());
   if (count > 0) {
     std::memcpy(into, stream.out.data(), count);

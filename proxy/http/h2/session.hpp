@@ -29,8 +29,8 @@ inline std::string_view text_of(const std::uint8_t* bytes, std::size_t length) n
 /// apart, regular fields as HTTP/1.1 field lines), its body as it arrives, and the response body
 /// on its way out. Shared by the Session, which fills it from frames, and the coroutine that
 /// serves it, which the Session wakes (`changed`) when something happened to it.
-struct Stream {
-  explicit Stream(const io::Executor& executor, std::int32_t stream_id)
+struct RequestStream {
+  explicit RequestStream(const io::Executor& executor, std::int32_t stream_id)
       : id(stream_id), changed(executor) {}
 
   const std::int32_t id;
@@ -75,7 +75,7 @@ struct SessionLimits {
 /// Told by a Session when a request's header block is over, and when it sends GOAWAY.
 class SessionEvents {
  public:
-  virtual void on_request(const std::shared_ptr<Stream>& stream) = 0;
+  virtual void on_request(const std::shared_ptr<RequestStream>& stream) = 0;
   virtual void on_goaway_sent(std::uint32_t error_code) = 0;
 
  protected:
@@ -113,13 +113,13 @@ class Session {
 
   /// Starts the response of `stream`: `fields` (:status first), then a body from `stream.out`
   /// if `with_body`, else the stream ends with the header.
-  void respond(Stream& stream, std::span<const nghttp2_nv> fields, bool with_body);
+  void respond(RequestStream& stream, std::span<const nghttp2_nv> fields, bool with_body);
   /// More of the response body is in `stream.out`, or it is done.
-  void resume(Stream& stream);
+  void resume(RequestStream& stream);
   /// `count` bytes of its request body were passed on: its window may reopen by as much.
-  void consume(Stream& stream, std::size_t count);
+  void consume(RequestStream& stream, std::size_t count);
   /// Ends the stream with RST_STREAM and `error_code`.
-  void reset(Stream& stream, std::uint32_t error_code);
+  void reset(RequestStream& stream, std::uint32_t error_code);
   /// GOAWAY: no new streams; the open ones finish.
   void go_away();
   /// The connection is gone: every stream is closed and told, and nothing more is sent.
@@ -141,7 +141,7 @@ class Session {
                            std::size_t length, std::uint32_t* flags, nghttp2_data_source* source,
                            void* self);
 
-  Stream* find(std::int32_t stream_id) noexcept;
+  RequestStream* find(std::int32_t stream_id) noexcept;
 
   SessionEvents& events_;
   io::Executor executor_;
@@ -151,7 +151,7 @@ class Session {
   /// connection), 0 if none.
   std::int32_t header_block_stream_ = 0;
   bool abandoned_ = false;
-  std::unordered_map<std::int32_t, std::shared_ptr<Stream>> streams_;
+  std::unordered_map<std::int32_t, std::shared_ptr<RequestStream>> streams_;
 };
 
 }  // namespace sluice::http::h2

@@ -31,7 +31,8 @@ GrpcStatus grpc_status(const pipeline::Decision& decision, unsigned http_status)
   }
 }
 
-io::Awaitable<void> await_close(Connection& connection, Stream& stream, limiter::Duration timeout) {
+io::Awaitable<void> await_close(Connection& connection, RequestStream& stream,
+                                limiter::Duration timeout) {
   while (!stream.closed) {
     if (stream.answered && !stream.body_done) {
       connection.session().reset(stream, NGHTTP2_NO_ERROR);
@@ -47,7 +48,7 @@ io::Awaitable<void> await_close(Connection& connection, Stream& stream, limiter:
   }
 }
 
-io::Awaitable<void> answer_own(Connection& connection, Stream& stream, RequestState& state,
+io::Awaitable<void> answer_own(Connection& connection, RequestStream& stream, RequestState& state,
                                bool grpc, limiter::Duration timeout,
                                std::optional<GrpcStatus> grpc_code) {
   Session& session = connection.session();
@@ -79,7 +80,7 @@ io::Awaitable<void> answer_own(Connection& connection, Stream& stream, RequestSt
   co_await await_close(connection, stream, timeout);  // the body is lent until it is sent
 }
 
-io::Awaitable<bool> await_body(Stream& stream, limiter::Duration timeout) {
+io::Awaitable<bool> await_body(RequestStream& stream, limiter::Duration timeout) {
   while (stream.body.empty() && !stream.body_done && !stream.closed) {
     const bool changed = co_await stream.changed.wait_for(timeout);
     if (!changed) {

@@ -21,18 +21,19 @@ GrpcStatus grpc_status(const pipeline::Decision& decision, unsigned http_status)
 /// stream answered whole while its client still sends a body it no longer needs is reset with
 /// NO_ERROR (RFC 9113 §8.1), after the answer's last frame: else it would hold a place among
 /// the connection's streams until the client ends the body.
-io::Awaitable<void> await_close(Connection& connection, Stream& stream, limiter::Duration timeout);
+io::Awaitable<void> await_close(Connection& connection, RequestStream& stream,
+                                limiter::Duration timeout);
 
 /// Answers the stream with `state.own` (as the HTTP/1 session would answer), the gRPC way
 /// for a gRPC call: HTTP 200 and a trailers-only response whose grpc-status says why
 /// (`grpc_code`, or what the decision and status say). The request's body is not wanted:
 /// dropped as it comes.
-io::Awaitable<void> answer_own(Connection& connection, Stream& stream, RequestState& state,
+io::Awaitable<void> answer_own(Connection& connection, RequestStream& stream, RequestState& state,
                                bool grpc, limiter::Duration timeout,
                                std::optional<GrpcStatus> grpc_code = std::nullopt);
 
 /// Until the stream has body bytes to pass on, its body is over, or it closed; false when the
 /// client sent nothing for `timeout`.
-io::Awaitable<bool> await_body(Stream& stream, limiter::Duration timeout);
+io::Awaitable<bool> await_body(RequestStream& stream, limiter::Duration timeout);
 
 }  // namespace sluice::http::h2

@@ -16,7 +16,7 @@ namespace {
 
 /// Writes the HTTP/1.1 head of the stream's request into `state.buffer` and parses it as the
 /// HTTP/1 session parses one: the same checks, and a RequestParser for the rest of the proxy.
-bool parse_request(const Stream& stream, RequestState& state, beast::error_code& ec) {
+bool parse_request(const RequestStream& stream, RequestState& state, beast::error_code& ec) {
   HeadText& text = state.relay_head;
   text.clear();
   write_request_head(stream, text);
@@ -37,7 +37,7 @@ bool parse_request(const Stream& stream, RequestState& state, beast::error_code&
 class StreamDownstream final : public Downstream {
  public:
   StreamDownstream(const std::shared_ptr<Connection>& connection,
-                   const std::shared_ptr<Stream>& stream, RequestState& state)
+                   const std::shared_ptr<RequestStream>& stream, RequestState& state)
       : connection_(connection),
         stream_(stream),
         state_(state),
@@ -66,7 +66,7 @@ class StreamDownstream final : public Downstream {
 
  private:
   const std::shared_ptr<Connection>& connection_;
-  const std::shared_ptr<Stream>& stream_;
+  const std::shared_ptr<RequestStream>& stream_;
   RequestState& state_;
   const bool grpc_;
   bool deadline_passed_ = false;  ///< The gRPC call's own deadline ran out upstream.
@@ -75,9 +75,9 @@ class StreamDownstream final : public Downstream {
 }  // namespace
 
 io::Awaitable<void> serve_stream(std::shared_ptr<Connection> connection,
-                                 std::shared_ptr<Stream> stream) {
+                                 std::shared_ptr<RequestStream> stream) {
   LoopContext& loop = connection->loop();
-  Stream& s = *stream;
+  RequestStream& s = *stream;
   const std::shared_ptr<const live::Generation> generation = connection->generation();
   const config::Timeouts& timeouts = generation->config->timeouts;
   const RequestStatePool::Lease lease = loop.request_states.borrow();

@@ -19,7 +19,7 @@ namespace {
 /// stream's window by what went on.
 class StreamRequestWriter final : public RequestWriter {
  public:
-  StreamRequestWriter(Connection& connection, Stream& stream, RequestState& state,
+  StreamRequestWriter(Connection& connection, RequestStream& stream, RequestState& state,
                       const config::Timeouts& timeouts)
       : connection_(connection), stream_(stream), state_(state), timeouts_(timeouts) {}
 
@@ -70,14 +70,14 @@ class StreamRequestWriter final : public RequestWriter {
 
  private:
   Connection& connection_;
-  Stream& stream_;
+  RequestStream& stream_;
   RequestState& state_;
   const config::Timeouts& timeouts_;
 };
 
 }  // namespace
 
-io::Awaitable<RelayOutcome> relay_to_http1(Connection& connection, Stream& stream,
+io::Awaitable<RelayOutcome> relay_to_http1(Connection& connection, RequestStream& stream,
                                            RequestState& state, const Exchange& exchange) {
   LoopContext& loop = connection.loop();
   const io::ChunkPool::Lease chunk_lease = loop.chunks.borrow();

@@ -10,7 +10,7 @@ namespace sluice::http::h2 {
 /// a parked connection when there is one (a request without a body that fails on it is sent
 /// again, once, on a new one, as for an HTTP/1.1 client), its body through the loop's chunk as
 /// the client's window lets it go.
-io::Awaitable<RelayOutcome> relay_to_http1(Connection& connection, Stream& stream,
+io::Awaitable<RelayOutcome> relay_to_http1(Connection& connection, RequestStream& stream,
                                            RequestState& state, const Exchange& exchange);
 
 }  // namespace sluice::http::h2

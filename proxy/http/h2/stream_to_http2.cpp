@@ -61,10 +61,10 @@ void add_limit_fields(FieldList& head, const pipeline::Decision& decision,
 }  // namespace
 
 io::Awaitable<RelayOutcome> relay_to_http2(Connection& connection,
-                                           const std::shared_ptr<Stream>& client,
+                                           const std::shared_ptr<RequestStream>& client,
                                            RequestState& state, const Exchange& exchange, bool grpc,
                                            bool& deadline_passed) {
-  Stream& stream = *client;
+  RequestStream& stream = *client;
   LoopContext& loop = connection.loop();
   Session& session = connection.session();
   const config::Timeouts& timeouts = exchange.config().timeouts;

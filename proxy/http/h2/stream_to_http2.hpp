@@ -15,7 +15,7 @@ namespace sluice::http::h2 {
 /// response head must come within `timeouts.upstream`, or a gRPC call's grpc-timeout if shorter
 /// (then `deadline_passed`: the call fails with DEADLINE_EXCEEDED, as its deadline says).
 io::Awaitable<RelayOutcome> relay_to_http2(Connection& connection,
-                                           const std::shared_ptr<Stream>& client,
+                                           const std::shared_ptr<RequestStream>& client,
                                            RequestState& state, const Exchange& exchange, bool grpc,
                                            bool& deadline_passed);
 

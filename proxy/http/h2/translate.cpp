@@ -33,7 +33,7 @@ char lower(char c) noexcept {
 
 }  // namespace
 
-void write_request_head(const Stream& stream, HeadText& head) {
+void write_request_head(const RequestStream& stream, HeadText& head) {
   write_request_line(head, stream.method,
                      stream.path.empty() ? std::string_view(stream.authority) : stream.path);
   const bool authority = !stream.authority.empty();

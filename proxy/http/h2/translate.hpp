@@ -20,7 +20,7 @@ namespace sluice::http::h2 {
 /// fields, the cookie crumbs joined, and its framing: its Content-Length, none when the header
 /// block ended the stream, else chunked. nghttp2 has already refused what HTTP/2 forbids
 /// (connection-specific fields, CR or LF in a value, missing pseudo-header fields).
-void write_request_head(const Stream& stream, HeadText& head);
+void write_request_head(const RequestStream& stream, HeadText& head);
 
 /// Header fields for nghttp2, made from HTTP/1.1 heads (as the proxy's own answers and the
 /// relay write them): pseudo-header fields first, names in lower case, and without the fields

@@ -12,7 +12,7 @@
 #include <string>
 #include <thread>
 
-#include "proxy/http/session.hpp"
+#include "proxy/http/http1_connection.hpp"
 #include "tests/support/eventually.hpp"
 #include "tests/support/proxy_fixture.hpp"
 

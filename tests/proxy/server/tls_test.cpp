@@ -15,7 +15,7 @@
 #include <thread>
 
 #include "config/load_config.hpp"
-#include "proxy/http/session.hpp"
+#include "proxy/http/http1_connection.hpp"
 #include "proxy/live/reloader.hpp"
 #include "proxy/server/server.hpp"
 #include "proxy/tls/peer.hpp"

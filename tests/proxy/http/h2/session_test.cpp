@@ -25,9 +25,11 @@ using namespace std::chrono_literals;
 /// Records every request the Session passes on.
 class Recorder final : public SessionEvents {
  public:
-  void on_request(const std::shared_ptr<Stream>& stream) override { streams.push_back(stream); }
+  void on_request(const std::shared_ptr<RequestStream>& stream) override {
+    streams.push_back(stream);
+  }
   void on_goaway_sent(std::uint32_t error_code) override { goaways.push_back(error_code); }
-  std::vector<std::shared_ptr<Stream>> streams;
+  std::vector<std::shared_ptr<RequestStream>> streams;
   std::vector<std::uint32_t> goaways;  ///< The error codes of the GOAWAY frames it sent.
 };
 
@@ -256,7 +258,7 @@ class H2Session : public testing::Test {
   }
 
   /// Whether `stream` was notified since its last wait (forgets it, as a wait would).
-  bool notified(Stream& stream) {
+  bool notified(RequestStream& stream) {
     bool woken = false;
     boost::asio::co_spawn(
         io, [&]() -> io::Awaitable<void> { woken = co_await stream.changed.wait_for(0ms); },
@@ -267,7 +269,7 @@ class H2Session : public testing::Test {
   }
 
   /// The one request the server has seen.
-  Stream& only_stream() {
+  RequestStream& only_stream() {
     EXPECT_EQ(events.streams.size(), 1U);
     return *events.streams.at(0);
   }
@@ -315,7 +317,7 @@ TEST_F(H2Session, PassesOnARequestsFieldsWithItsCookieCrumbsJoined) {
                                           {"x-tier", "gold"},
                                           {"cookie", "b=2"}});
   pump();
-  Stream& stream = only_stream();
+  RequestStream& stream = only_stream();
   EXPECT_EQ(stream.id, id);
   EXPECT_EQ(stream.method, "GET");
   EXPECT_EQ(stream.scheme, "https");
@@ -342,7 +344,7 @@ TEST_F(H2Session, MarksAHeaderListPastTheLimitTooLargeAndKeepsWhatCameBefore) {
                   {"x-big", std::string(200, 'v')},
                   {"x-after", "dropped"}});
   pump();
-  Stream& stream = only_stream();
+  RequestStream& stream = only_stream();
   EXPECT_TRUE(stream.too_large);
   EXPECT_EQ(stream.path, "/");
   EXPECT_EQ(stream.fields, "x-first: kept\r\n");
@@ -369,7 +371,7 @@ TEST_F(H2Session, KeepsTheClientsWindowShutUntilTheBodyIsConsumed) {
                                           {"content-length", "120000"}},
                                          &body, Client::Ending::kept_open);
   pump();
-  Stream& stream = only_stream();
+  RequestStream& stream = only_stream();
   EXPECT_EQ(stream.body, body);
   EXPECT_FALSE(stream.body_done) << "more is to come";
   EXPECT_TRUE(notified(stream));
@@ -419,7 +421,7 @@ TEST_F(H2Session, TrailersEndTheRequestBodyAndAreNotPassedOn) {
                   {"te", "trailers"}},
                  &body, Client::Ending::trailers);
   pump();
-  Stream& stream = only_stream();
+  RequestStream& stream = only_stream();
   EXPECT_EQ(stream.body, body);
   EXPECT_TRUE(stream.body_done);
   EXPECT_TRUE(notified(stream));
@@ -430,7 +432,7 @@ TEST_F(H2Session, TrailersEndTheRequestBodyAndAreNotPassedOn) {
 TEST_F(H2Session, SendsAResponseBodyAsItIsLentAndEndsItWhenItIsDone) {
   const std::int32_t id = client.get("/download");
   pump();
-  Stream& stream = only_stream();
+  RequestStream& stream = only_stream();
   const Client::Fields head{{":status", "200"}, {"content-type", "text/plain"}};
   server().respond(stream, Client::list_of(head), true);
   pump();
@@ -469,7 +471,7 @@ TEST_F(H2Session, SendsALentBodyNoFasterThanTheClientsWindowAllows) {
   client.restart_with_manual_window(1000);
   const std::int32_t id = client.get();
   pump();
-  Stream& stream = only_stream();
+  RequestStream& stream = only_stream();
   const std::string body(5000, 'b');
   stream.out = body;
   stream.out_done = true;
@@ -492,7 +494,7 @@ TEST_F(H2Session, SendsALentBodyNoFasterThanTheClientsWindowAllows) {
 TEST_F(H2Session, AClientResetClosesTheStreamWithItsCodeAndTellsIt) {
   const std::int32_t id = client.get("/slow");
   pump();
-  Stream& stream = only_stream();
+  RequestStream& stream = only_stream();
   EXPECT_FALSE(notified(stream));
   nghttp2_submit_rst_stream(client.session, NGHTTP2_FLAG_NONE, id, NGHTTP2_CANCEL);
   pump();
@@ -509,7 +511,7 @@ TEST_F(H2Session, AClientResetClosesTheStreamWithItsCodeAndTellsIt) {
 TEST_F(H2Session, ResetsAStreamWithTheCodeGiven) {
   const std::int32_t id = client.get();
   pump();
-  Stream& stream = only_stream();
+  RequestStream& stream = only_stream();
   server().reset(stream, NGHTTP2_INTERNAL_ERROR);
   pump();
   EXPECT_TRUE(client.seen[id].closed);

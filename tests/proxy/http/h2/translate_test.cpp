@@ -18,7 +18,7 @@ std::string text_of(const HeadText& head) { return {head.data(), head.size()}; }
 class TranslateRequest : public testing::Test {
  protected:
   boost::asio::io_context io;  // before the stream, which takes its executor
-  Stream stream{io.get_executor(), 1};
+  RequestStream stream{io.get_executor(), 1};
 
   std::string head() {
     HeadText text;

@@ -1,4 +1,4 @@
-#include "proxy/http/session.hpp"
+#include "proxy/http/http1_connection.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
