@@ -7,43 +7,6 @@
 #include "proxy/tls/contexts.hpp"
 
 namespace sluice::http {
-namespace {
-
-/// Reads the response's head into `connection.response`, skipping interim responses; a HEAD's
-/// response has no body, whatever its fields say. Its deadline counts from `sent_at` when the
-/// request went at once, else from now.
-io::Awaitable<beast::error_code> read_response_head(UpstreamConnection& connection,
-                                                    const RequestParser& request,
-                                                    limiter::Duration timeout,
-                                                    std::chrono::steady_clock::time_point sent_at,
-                                                    bool sent_at_once) {
-  beast::error_code ec;
-  std::optional<ResponseParser>& response = connection.response;
-  do {
-    response.emplace(connection.response_head);
-    response->header_limit(kMaxHeaderBytes);
-    response->body_limit(boost::none);
-    if (request.method() == http::verb::head) {
-      response->skip(true);
-    }
-    if (sent_at_once) {
-      connection.stream.expires_at(
-          sent_at + std::chrono::duration_cast<io::Stream::Clock::duration>(timeout));
-      sent_at_once = false;  // an interim response restarts the wait
-    } else {
-      connection.stream.expires_after(timeout);
-    }
-    for (MessageRead read(connection.buffer, *response, MessageRead<false>::Until::header_done);
-         read.wants_bytes(ec);) {
-      auto [error, n] = co_await connection.stream.async_read_some(read.room(), io::use_nothrow);
-      read.received(n, error, ec);
-    }
-  } while (!ec && response->status() / 100 == 1 &&
-           response->result() != http::status::switching_protocols);
-  co_return ec;
-}
-
-}  // namespace
 
 UpstreamFailure failure_of(const beast::error_code& ec) noexcept {
   return ec == beast::error::timeout ? UpstreamFailure::timeout : UpstreamFailure::broken;
@@ -90,8 +53,32 @@ io::Awaitable<UpstreamRequest> request_upstream(LoopContext& loop, const Exchang
       writer.connected(nullptr);
       co_return UpstreamRequest{.failure = failure_of(written.error)};
     }
-    const beast::error_code header_error = co_await read_response_head(
-        *connection, exchange.request, timeouts.upstream, sent_at, written.at_once);
+    // The response's head, interim responses skipped; a HEAD's response has no body, whatever
+    // its fields say. Read here rather than in a coroutine of its own: a frame fewer per request.
+    beast::error_code header_error;
+    bool sent_at_once = written.at_once;  // then the deadline counts from sent_at
+    std::optional<ResponseParser>& response = connection->response;
+    do {
+      response.emplace(connection->response_head);
+      response->header_limit(kMaxHeaderBytes);
+      response->body_limit(boost::none);
+      if (exchange.request.method() == http::verb::head) {
+        response->skip(true);
+      }
+      if (sent_at_once) {
+        connection->stream.expires_at(
+            sent_at + std::chrono::duration_cast<io::Stream::Clock::duration>(timeouts.upstream));
+        sent_at_once = false;  // an interim response restarts the wait
+      } else {
+        connection->stream.expires_after(timeouts.upstream);
+      }
+      for (MessageRead read(connection->buffer, *response, MessageRead<false>::Until::header_done);
+           read.wants_bytes(header_error);) {
+        auto [error, n] = co_await connection->stream.async_read_some(read.room(), io::use_nothrow);
+        read.received(n, error, header_error);
+      }
+    } while (!header_error && response->status() / 100 == 1 &&
+             response->result() != http::status::switching_protocols);
     if (!header_error) {
       co_return UpstreamRequest{};
     }
