@@ -29,6 +29,8 @@ using beast::http::response_parser;
 using beast::http::response_serializer;
 using beast::http::status;
 using beast::http::string_body;
+using beast::http::string_to_field;
+using beast::http::string_to_verb;
 using beast::http::verb;
 using beast::http::write;
 

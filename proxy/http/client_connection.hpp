@@ -5,6 +5,7 @@
 #include <memory>
 #include <string>
 
+#include "proxy/http/request_head.hpp"
 #include "proxy/http/request_state.hpp"
 #include "proxy/io/stream.hpp"
 #include "proxy/pipeline/ip_address.hpp"
@@ -36,14 +37,13 @@ struct ClientConnection {
   bool parked = false;  ///< Its lingering wait was ended: it is to wait without its state.
 };
 
-/// What the pipeline sees of the request whose head `state` has parsed, from `client`.
-inline pipeline::RequestView request_view(const RequestState& state,
+/// What the pipeline sees of a request, from `client`.
+inline pipeline::RequestView request_view(const RequestHead& request,
                                           const ClientConnection& client) noexcept {
-  const RequestParser& parser = *state.parser;
-  return {.method = parser.method_string(),
-          .target = parser.target(),
-          .host = state.request_head.value_of(http::field::host),
-          .headers = state.request_head.headers(),
+  return {.method = request.method_string,
+          .target = request.target,
+          .host = request.head().value_of(http::field::host),
+          .headers = request.head().headers(),
           .peer = client.peer,
           .certificate = client.certificate.get()};
 }

@@ -31,7 +31,7 @@ namespace {
 /// Starts sending the answer in `downstream.own()` (to HEAD, its head alone); true when it is
 /// all out, else send_own() finishes it. Not a coroutine: the hot refusal path needs no frame.
 bool start_answer(Downstream& downstream, Exchange& exchange) {
-  downstream.own().to_head = exchange.request.method() == http::verb::head;
+  downstream.own().to_head = exchange.request.method == http::verb::head;
   return downstream.send_own_now(exchange);
 }
 
@@ -42,7 +42,7 @@ io::Awaitable<void> serve_exchange(Downstream& downstream, Exchange& exchange, L
   store::Store& store = *proxy.store;
   pipeline::Decision& decision = exchange.decision;
   pipeline::Pipeline& pipeline = exchange.generation.pipeline;
-  const RequestParser& request = exchange.request;
+  const RequestHead& request = exchange.request;
   const config::LimitsHeaders limits_headers = exchange.config().limits_headers;
   decision = {};
   exchange.charges = {};  // prepare() adds to them
@@ -66,9 +66,8 @@ io::Awaitable<void> serve_exchange(Downstream& downstream, Exchange& exchange, L
     co_return;
   }
   if (!exchange.forwards()) {
-    // A body left unread would be taken for the next request: only kept alive without one.
-    own_response(downstream.own(), decision, request.version(),
-                 exchange.keep_alive && request.is_done(), limits_headers);
+    own_response(downstream.own(), decision, request.version,
+                 exchange.keep_alive && !downstream.body_unread(), limits_headers);
     if (!start_answer(downstream, exchange)) {
       co_await downstream.send_own(exchange);
     }
@@ -79,7 +78,7 @@ io::Awaitable<void> serve_exchange(Downstream& downstream, Exchange& exchange, L
   RelayOutcome outcome = co_await downstream.relay(exchange);
   if (outcome.answer != http::status::unknown) {
     // Whatever the client sent after its head may still be on its way: a connection closes.
-    problem_response(downstream.own(), outcome.answer, request.version(), false, &decision,
+    problem_response(downstream.own(), outcome.answer, request.version, false, &decision,
                      limits_headers);
     if (!start_answer(downstream, exchange)) {
       co_await downstream.send_own(exchange);

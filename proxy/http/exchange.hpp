@@ -5,7 +5,7 @@
 
 #include "proxy/http/client_connection.hpp"
 #include "proxy/http/loop_context.hpp"
-#include "proxy/http/message_parser.hpp"
+#include "proxy/http/request_head.hpp"
 #include "proxy/http/responses.hpp"
 #include "proxy/live/generation.hpp"
 #include "proxy/pipeline/pipeline.hpp"
@@ -37,8 +37,8 @@ RelayOutcome failed_before_response(UpstreamFailure failure) noexcept;
 /// in the connection's (or the stream's) RequestState.
 struct Exchange {
   const live::Generation&
-      generation;          ///< The configuration the request is served with, to the end.
-  RequestParser& request;  ///< Its head parsed; its body still to come.
+      generation;              ///< The configuration the request is served with, to the end.
+  const RequestHead& request;  ///< Its head; its body still with the codec.
   pipeline::Decision& decision;
   pipeline::Charges& charges;       ///< What the store is asked to count.
   pipeline::ChargeResult& charged;  ///< What it answered.
@@ -70,6 +70,9 @@ class Downstream {
   /// Whether the client went away while the request was decided or held (an HTTP/2 reset):
   /// then nothing is answered, relayed or counted.
   virtual bool gone() const noexcept { return false; }
+  /// Whether some of the request's body has not been read: an answer that leaves it unread
+  /// ends an HTTP/1.1 connection (the rest would be taken for the next request).
+  virtual bool body_unread() const noexcept { return false; }
   /// Where serve_exchange writes the proxy's own answers (429, 403, 404, a route's `respond`,
   /// 502, 504), as HTTP/1.1 text; the codec sends it in its own encoding.
   virtual OwnResponse& own() noexcept = 0;

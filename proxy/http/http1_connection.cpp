@@ -43,11 +43,13 @@ http::status refusal_for(const RequestParser& parser, const beast::error_code& e
 /// answer written to the connection, the relay over it.
 class Http1Downstream final : public Downstream {
  public:
-  Http1Downstream(ClientConnection& client, LoopContext& loop) : client_(client), loop_(loop) {}
+  Http1Downstream(ClientConnection& client, const RequestHead& request, LoopContext& loop)
+      : client_(client), request_(request), loop_(loop) {}
 
   pipeline::RequestView request_view() const noexcept override {
-    return http::request_view(*client_.state, client_);
+    return http::request_view(request_, client_);
   }
+  bool body_unread() const noexcept override { return !client_.state->parser->is_done(); }
 
   OwnResponse& own() noexcept override { return client_.state->own; }
   bool send_own_now(Exchange& exchange) override {
@@ -73,6 +75,7 @@ class Http1Downstream final : public Downstream {
 
  private:
   ClientConnection& client_;
+  const RequestHead& request_;
   LoopContext& loop_;
   io::SendStart sending_;  ///< How far send_own_now's send went.
 };
@@ -167,15 +170,16 @@ io::Awaitable<void> serve_requests(OpenPtr open, LoopContext& loop, bool first) 
         co_await answer(stream, state.own, timeouts.idle);
         co_return;
       }
+      const RequestHead request = head_of(parser);
       Exchange exchange{
           .generation = *generation,
-          .request = parser,
+          .request = request,
           .decision = state.decision,
           .charges = state.charges,
           .charged = state.charged,
           .keep_alive = parser.keep_alive() && !proxy.draining.load(std::memory_order_relaxed),
           .started = std::chrono::steady_clock::now()};
-      Http1Downstream downstream(client, loop);
+      Http1Downstream downstream(client, request, loop);
       co_await serve_exchange(downstream, exchange, loop);
       if (!exchange.keep_alive) {
         co_return;

@@ -282,6 +282,19 @@ inline bool valid_chunk_size_line(std::string_view line) noexcept {
   }
 }
 
+/// Whether a field value holds only what Beast's HTTP/1.1 parser lets through: no control
+/// character but HTAB (RFC 9110 §5.5; obs-text, bytes above 0x7F, is kept as Beast keeps it).
+/// For values that came another way than through Beast (an HTTP/2 stream's).
+inline bool valid_field_value(std::string_view value) noexcept {
+  for (const char c : value) {
+    const auto byte = static_cast<unsigned char>(c);
+    if ((byte < 0x20 && c != '\t') || byte == 0x7f) {
+      return false;
+    }
+  }
+  return true;
+}
+
 /// Whether every byte of a request-target may be there (RFC 9112 §3.2, RFC 3986 §3.3-3.4): a
 /// visible ASCII character (Beast lets bytes above 0x7F through), and no '#': a fragment is no
 /// part of a request-target; clients strip it, so one that arrives is a broken client or a probe

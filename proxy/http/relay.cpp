@@ -154,10 +154,10 @@ class ClientRequestWriter final : public RequestWriter {
   io::Awaitable<RequestWritten> write(io::Stream& server, bool first_try) override {
     io::Stream& client = downstream_.stream;
     beast::flat_buffer& client_buffer = downstream_.state->buffer;
-    RequestParser& parser = exchange_.request;
+    RequestParser& parser = *downstream_.state->parser;
     const config::Timeouts& timeouts = exchange_.config().timeouts;
     const HeadText& head = downstream_.state->relay_head;
-    if (first_try && !parser.is_done() && expects_continue(parser)) {
+    if (first_try && !parser.is_done() && expects_continue(exchange_.request)) {
       // The client waits for this before it sends the body.
       static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
       client.expires_after(timeouts.idle);
@@ -200,7 +200,7 @@ io::Awaitable<RelayOutcome> relay(ClientConnection& downstream, const Exchange& 
   }
   io::Stream& client = downstream.stream;
   beast::flat_buffer& client_buffer = downstream.state->buffer;
-  RequestParser& parser = exchange.request;
+  RequestParser& parser = *downstream.state->parser;
   HeadText& head = downstream.state->relay_head;
   const pipeline::Decision& decision = exchange.decision;
   const config::ProxyConfig& config = exchange.config();
@@ -212,7 +212,8 @@ io::Awaitable<RelayOutcome> relay(ClientConnection& downstream, const Exchange& 
                        !parser.head().value_of(http::field::upgrade).empty();
   bool keep_alive = exchange.keep_alive;
   head.clear();
-  write_upstream_head(parser, downstream.peer_address_text, client.secure(), upgrade, head);
+  write_upstream_head(exchange.request, downstream.peer_address_text, client.secure(), upgrade,
+                      head);
   const io::ChunkPool::Lease chunk = loop.chunks.borrow();
   // Without a body, a request that fails on a parked connection can be sent again.
   const bool repeatable = parser.is_done() && idempotent(parser.method());

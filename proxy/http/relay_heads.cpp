@@ -107,14 +107,30 @@ bool is_forwarding_field(std::string_view name) noexcept {
          pipeline::equal_ignoring_case(name, "X-Forwarded-Host");
 }
 
+/// HTTP/1.1 text: the head an HTTP/1.1 upstream gets.
+class UpstreamHeadText final : public UpstreamHeadOut {
+ public:
+  explicit UpstreamHeadText(HeadText& head) noexcept : head_(head) {}
+  void start(std::string_view method, std::string_view target, std::string_view) override {
+    write_request_line(head_, method, target);
+  }
+  void field(std::string_view name, std::string_view value) override {
+    write_field(head_, name, value);
+  }
+  void end() override { end_head(head_); }
+
+ private:
+  HeadText& head_;
+};
+
 }  // namespace
 
-void write_upstream_head(const RequestParser& request, std::string_view client_address, bool secure,
-                         bool upgrade, HeadText& head) {
-  write_request_line(head, request.method_string(), request.target());
+void write_upstream_head(const RequestHead& request, std::string_view client_address, bool secure,
+                         bool upgrade, UpstreamHeadOut& out) {
   const HeadFields& fields = request.head();
-  const ConnectionOptions options(fields);
   const std::string_view host = fields.value_of(http::field::host);
+  out.start(request.method_string, request.target, pipeline::trim_whitespace(host));
+  const ConnectionOptions options(fields);
   bool request_id = false;
   for (std::size_t index = 0; index < fields.size(); ++index) {
     const http::field id = fields.id(index);
@@ -124,33 +140,41 @@ void write_upstream_head(const RequestParser& request, std::string_view client_a
       continue;
     }
     request_id = request_id || pipeline::equal_ignoring_case(field.name, "X-Request-Id");
-    write_field(head, field.name, field.value);
+    out.field(field.name, field.value);
   }
   if (const std::string_view forwarded_for = fields.value_of("X-Forwarded-For");
       forwarded_for.empty()) {
-    write_field(head, "X-Forwarded-For", client_address);
+    out.field("X-Forwarded-For", client_address);
   } else {
-    fmt::format_to(std::back_inserter(head), "X-Forwarded-For: {}, {}\r\n", forwarded_for,
-                   client_address);
+    fmt::basic_memory_buffer<char, 256> joined;
+    fmt::format_to(std::back_inserter(joined), "{}, {}", forwarded_for, client_address);
+    out.field("X-Forwarded-For", std::string_view(joined.data(), joined.size()));
   }
-  append(head, secure ? "X-Forwarded-Proto: https\r\n" : "X-Forwarded-Proto: http\r\n");
+  out.field("X-Forwarded-Proto", secure ? "https" : "http");
   if (!host.empty()) {
-    write_field(head, "X-Forwarded-Host", host);
+    out.field("X-Forwarded-Host", host);
   }
   if (!request_id) {
     const RequestId id = new_request_id();
-    write_field(head, "X-Request-Id", std::string_view(id.data(), id.size()));
+    out.field("X-Request-Id", std::string_view(id.data(), id.size()));
   }
-  if (request.chunked()) {
-    append(head, "Transfer-Encoding: chunked\r\n");
-  } else if (const auto length = request.content_length()) {
-    write_field(head, "Content-Length", *length);
+  if (request.chunked) {
+    out.field("Transfer-Encoding", "chunked");
+  } else if (request.content_length) {
+    const fmt::format_int length(*request.content_length);
+    out.field("Content-Length", std::string_view(length.data(), length.size()));
   }
   if (upgrade) {
-    write_field(head, "Upgrade", fields.value_of(http::field::upgrade));
-    append(head, "Connection: upgrade\r\n");
+    out.field("Upgrade", fields.value_of(http::field::upgrade));
+    out.field("Connection", "upgrade");
   }
-  end_head(head);
+  out.end();
+}
+
+void write_upstream_head(const RequestHead& request, std::string_view client_address, bool secure,
+                         bool upgrade, HeadText& head) {
+  UpstreamHeadText out(head);
+  write_upstream_head(request, client_address, secure, upgrade, out);
 }
 
 void write_client_head(const ResponseParser& response, unsigned version, ClientFraming framing,
@@ -201,8 +225,8 @@ bool idempotent(http::verb method) noexcept {
   }
 }
 
-bool expects_continue(const RequestParser& request) {
-  return request.version() >= kHttp11 &&
+bool expects_continue(const RequestHead& request) {
+  return request.version >= kHttp11 &&
          pipeline::equal_ignoring_case(
              pipeline::trim_whitespace(request.head().value_of(http::field::expect)),
              "100-continue");

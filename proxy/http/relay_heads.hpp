@@ -12,15 +12,35 @@
 #include "proxy/http/beast_http.hpp"
 #include "proxy/http/header_text.hpp"
 #include "proxy/http/message_parser.hpp"
+#include "proxy/http/request_head.hpp"
 #include "proxy/pipeline/pipeline.hpp"
 
 namespace sluice::http {
+
+/// Where write_upstream_head puts a request head: HTTP/1.1 text for an HTTP/1.1 upstream, a
+/// field list for an HTTP/2 one (h2::UpstreamFields).
+class UpstreamHeadOut {
+ public:
+  /// First of all: the request's method and target, and its authority (the Host field's
+  /// value, which also comes as a field).
+  virtual void start(std::string_view method, std::string_view target,
+                     std::string_view authority) = 0;
+  virtual void field(std::string_view name, std::string_view value) = 0;
+  /// Last: the head is whole.
+  virtual void end() = 0;
+
+ protected:
+  ~UpstreamHeadOut() = default;
+};
 
 /// The request head as the upstream gets it: HTTP/1.1, persistent, end-to-end fields only, plus
 /// the forwarding fields (the proxy's replace the client's, but X-Forwarded-For is appended
 /// to) and the framing: one Content-Length, or chunked. `Expect` is dropped: the proxy has
 /// answered it.
-void write_upstream_head(const RequestParser& request, std::string_view client_address, bool secure,
+void write_upstream_head(const RequestHead& request, std::string_view client_address, bool secure,
+                         bool upgrade, UpstreamHeadOut& out);
+/// The same as HTTP/1.1 text.
+void write_upstream_head(const RequestHead& request, std::string_view client_address, bool secure,
                          bool upgrade, HeadText& head);
 
 /// How a response's body goes to the client, and the fields that say so.
@@ -63,7 +83,7 @@ inline std::size_t add_body_piece(std::span<net::const_buffer> pieces, std::size
 
 /// Whether the client waits for a 100 (Continue) before it sends the body; an HTTP/1.0 client
 /// does not know interim responses, and its expectation is ignored (RFC 9110 §10.1.1).
-bool expects_continue(const RequestParser& request);
+bool expects_continue(const RequestHead& request);
 
 /// RFC 9110 §9.2.2: methods whose effect is the same if a request is made once or more (one
 /// that failed on a kept-alive upstream connection may be sent again on a new one).

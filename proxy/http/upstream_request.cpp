@@ -62,7 +62,7 @@ io::Awaitable<UpstreamRequest> request_upstream(LoopContext& loop, const Exchang
       response.emplace(connection->response_head);
       response->header_limit(kMaxHeaderBytes);
       response->body_limit(boost::none);
-      if (exchange.request.method() == http::verb::head) {
+      if (exchange.request.method == http::verb::head) {
         response->skip(true);
       }
       if (sent_at_once) {

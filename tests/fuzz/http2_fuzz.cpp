@@ -1,12 +1,13 @@
 // Bytes from an HTTP/2 client, after its connection preface, through the proxy's glue around
 // nghttp2 (h2::Session) as a connection feeds it what each read returns: frames, HPACK, flow
 // control, the stream states its callbacks build. The first input byte sets how the rest is
-// split into reads. Every request that completes is turned into the HTTP/1.1 head the rest of
-// the proxy reads (write_request_head) and answered: alternately with a small body lent through
+// split into reads. Every request that completes is read as the exchange reads it
+// (read_request_head), written as an HTTP/2 upstream would get it, and answered: alternately
+// with a small body lent through
 // the stream, a body lent in two pieces, or a reset; request bodies are consumed as they come,
 // so windows reopen. What the session sends is drained after every read, as the writer would.
 // Checks: no crash, leak or undefined behaviour; an open stream is never past the stream cap;
-// a stream's head is a request line, fields and a blank line.
+// a request read is one the upstream's field list can start with its pseudo-header fields.
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -16,6 +17,7 @@
 #include <string_view>
 #include <vector>
 
+#include "proxy/http/h2/request_head.hpp"
 #include "proxy/http/h2/session.hpp"
 #include "proxy/http/h2/translate.hpp"
 
@@ -37,11 +39,14 @@ class Answering final : public h2::SessionEvents {
  public:
   void on_request(const std::shared_ptr<h2::RequestStream>& stream) override {
     require(session != nullptr, "a request before the session was made");
-    sluice::http::HeadText head;
-    h2::write_request_head(*stream, head);
-    const std::string_view text(head.data(), head.size());
-    require(text.ends_with("\r\n\r\n"), "a head ends with a blank line");
-    require(text.find(" HTTP/1.1\r\n") != std::string_view::npos, "a head starts with a request");
+    if (!stream->too_large &&
+        h2::read_request_head(*stream, head_fields, head) == sluice::http::status::ok) {
+      require(!head.target.empty() && !head.method_string.empty(), "a request has a target");
+      h2::UpstreamFields upstream(fields, "http");
+      sluice::http::write_upstream_head(head, "192.0.2.1", false, false, upstream);
+      require(fields.list().size() >= 4 && fields.list()[0].namelen == 7,
+              "pseudo-header fields come first");
+    }
     fields.read("HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\n\r\n");
     switch (answered++ % 3) {
       case 0:
@@ -83,6 +88,8 @@ class Answering final : public h2::SessionEvents {
   static constexpr std::string_view kBody = "hello";
   h2::Session* session = nullptr;
   h2::FieldList fields;
+  sluice::http::HeadFields head_fields;
+  sluice::http::RequestHead head;
   std::vector<std::shared_ptr<h2::RequestStream>> streams;
   std::vector<std::shared_ptr<h2::RequestStream>> pending;
   unsigned answered = 0;

@@ -108,7 +108,7 @@ bool has_field(Call& call, std::string_view wanted) {
 io::Awaitable<RelayOutcome> relay_http1_to_http2(ClientConnection& downstream,
                                                  const Exchange& exchange, LoopContext& loop) {
   io::Stream& client = downstream.stream;
-  RequestParser& parser = exchange.request;
+  RequestParser& parser = *downstream.state->parser;
   const config::ProxyConfig& config = exchange.config();
   const config::Timeouts& timeouts = config.timeouts;
   const unsigned version = parser.version();
@@ -116,7 +116,7 @@ io::Awaitable<RelayOutcome> relay_http1_to_http2(ClientConnection& downstream,
   const bool with_body = !parser.is_done();
   FieldList fields;
   const BegunCall begun =
-      co_await begin_call(loop, exchange, downstream, head, fields,
+      co_await begin_call(loop, exchange, downstream, fields,
                           std::make_shared<io::Signal>(client.get_executor()), with_body, false);
   if (begun.failure != UpstreamFailure::none) {
     co_return failed_before_response(begun.failure);
@@ -126,7 +126,7 @@ io::Awaitable<RelayOutcome> relay_http1_to_http2(ClientConnection& downstream,
   const auto started = std::chrono::steady_clock::now();
   const io::ChunkPool::Lease chunk = loop.chunks.borrow();
   if (with_body) {
-    if (expects_continue(parser)) {
+    if (expects_continue(exchange.request)) {
       static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
       const std::array<net::const_buffer, 1> interim{net::buffer(kContinue)};
       const beast::error_code failed = co_await io::send(client, interim, timeouts.idle);

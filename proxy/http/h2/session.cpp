@@ -206,7 +206,7 @@ int Session::on_header(nghttp2_session*, const nghttp2_frame* frame, const std::
     }
     stream->cookie += content;
   } else {
-    stream->fields.append(field).append(": ").append(content).append("\r\n");
+    stream->add_field(field, content);
   }
   return 0;
 }

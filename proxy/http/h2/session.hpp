@@ -8,6 +8,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -26,7 +27,7 @@ inline std::string_view text_of(const std::uint8_t* bytes, std::size_t length) n
 }
 
 /// One request stream of an HTTP/2 connection: its request as received (pseudo-header fields
-/// apart, regular fields as HTTP/1.1 field lines), its body as it arrives, and the response body
+/// apart, then the regular fields), its body as it arrives, and the response body
 /// on its way out. Shared by the Session, which fills it from frames, and the coroutine that
 /// serves it, which the Session wakes (`changed`) when something happened to it.
 struct RequestStream {
@@ -36,8 +37,14 @@ struct RequestStream {
   const std::int32_t id;
   io::Signal changed;  ///< Body bytes came, the body ended, the response drained, or it closed.
 
+  /// A regular field as received: where its name and value are in `field_text`.
+  struct ReceivedField {
+    std::uint32_t name, name_length, value, value_length;
+  };
+
   std::string method, scheme, authority, path;
-  std::string fields;  ///< The regular fields as `name: value\r\n` lines, cookie aside.
+  std::string field_text;             ///< The regular fields' names and values, one after another,
+  std::vector<ReceivedField> fields;  ///< in the order they came, cookie aside.
   std::string cookie;  ///< Cookie crumbs joined with "; ", as HTTP/1.1 wants (RFC 9113 §8.2.3).
   std::size_t header_bytes = 0;  ///< As SETTINGS_MAX_HEADER_LIST_SIZE counts them.
   bool too_large = false;        ///< Its header list went past the limit: answered 431.
@@ -56,6 +63,21 @@ struct RequestStream {
   /// The upstream connection it is relaying from, if any: closed when the stream is reset, so
   /// that its coroutine stops waiting on it.
   io::Stream* upstream = nullptr;
+
+  /// Keeps a regular field (`name` in lower case, as HTTP/2 sends it).
+  void add_field(std::string_view name, std::string_view value) {
+    const auto at = static_cast<std::uint32_t>(field_text.size());
+    field_text.append(name).append(value);
+    fields.push_back({at, static_cast<std::uint32_t>(name.size()),
+                      at + static_cast<std::uint32_t>(name.size()),
+                      static_cast<std::uint32_t>(value.size())});
+  }
+  std::string_view name_of(const ReceivedField& field) const noexcept {
+    return std::string_view(field_text).substr(field.name, field.name_length);
+  }
+  std::string_view value_of(const ReceivedField& field) const noexcept {
+    return std::string_view(field_text).substr(field.value, field.value_length);
+  }
 
   bool answered = false;  ///< The response's END_STREAM went out: it is whole.
   bool closed = false;    ///< The stream is over (answered whole, reset, or the connection went).

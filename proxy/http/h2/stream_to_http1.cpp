@@ -20,8 +20,12 @@ namespace {
 class StreamRequestWriter final : public RequestWriter {
  public:
   StreamRequestWriter(Connection& connection, RequestStream& stream, RequestState& state,
-                      const config::Timeouts& timeouts)
-      : connection_(connection), stream_(stream), state_(state), timeouts_(timeouts) {}
+                      const Exchange& exchange)
+      : connection_(connection),
+        stream_(stream),
+        state_(state),
+        exchange_(exchange),
+        timeouts_(exchange.config().timeouts) {}
 
   void connected(io::Stream* server) noexcept override { stream_.upstream = server; }
 
@@ -31,7 +35,7 @@ class StreamRequestWriter final : public RequestWriter {
     if (stream_.closed) {
       co_return client_gone;
     }
-    const bool chunked = state_.parser->chunked();
+    const bool chunked = exchange_.request.chunked;
     const bool has_body = !(stream_.body_done && stream_.body.empty());
     const HeadText& head = state_.relay_head;
     std::array<net::const_buffer, 5> pieces{net::buffer(head.data(), head.size())};
@@ -72,6 +76,7 @@ class StreamRequestWriter final : public RequestWriter {
   Connection& connection_;
   RequestStream& stream_;
   RequestState& state_;
+  const Exchange& exchange_;
   const config::Timeouts& timeouts_;
 };
 
@@ -85,13 +90,13 @@ io::Awaitable<RelayOutcome> relay_to_http1(Connection& connection, RequestStream
   Session& session = connection.session();
   const config::Upstream& upstream = exchange.upstream();
   const config::Timeouts& timeouts = exchange.config().timeouts;
-  const RequestParser& request = *state.parser;
+  const RequestHead& request = exchange.request;
   HeadText& head = state.relay_head;
   head.clear();
   write_upstream_head(request, connection.client().peer_address_text,
                       connection.client().stream.secure(), false, head);
-  const bool repeatable = stream.body_done && stream.body.empty() && idempotent(request.method());
-  StreamRequestWriter writer(connection, stream, state, timeouts);
+  const bool repeatable = stream.body_done && stream.body.empty() && idempotent(request.method);
+  StreamRequestWriter writer(connection, stream, state, exchange);
   UpstreamConnectionPtr server;
   std::chrono::steady_clock::time_point sent_at;
   UpstreamRequest sent =

@@ -78,9 +78,9 @@ io::Awaitable<RelayOutcome> relay_to_http2(Connection& connection,
   const auto give_up_at = started + deadline;
   // The call wakes the client stream's signal (an aliasing pointer keeps the stream).
   const bool with_body = !(stream.body_done && stream.body.empty());
-  const BegunCall begun = co_await begin_call(
-      loop, exchange, connection.client(), state.relay_head, connection.response_fields(),
-      std::shared_ptr<io::Signal>(client, &client->changed), with_body, grpc);
+  const BegunCall begun =
+      co_await begin_call(loop, exchange, connection.client(), connection.response_fields(),
+                          std::shared_ptr<io::Signal>(client, &client->changed), with_body, grpc);
   if (stream.closed) {
     if (begun.call) {
       begun.session->cancel(*begun.call);

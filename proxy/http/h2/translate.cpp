@@ -14,48 +14,11 @@ bool connection_specific(std::string_view name) noexcept {
          name == "transfer-encoding" || name == "upgrade";
 }
 
-bool has_field(std::string_view lines, std::string_view name) noexcept {
-  for (std::size_t start = 0; start < lines.size();) {
-    const std::size_t end = lines.find("\r\n", start);
-    const std::string_view line = lines.substr(start, end - start);
-    if (line.size() > name.size() && line.compare(0, name.size(), name) == 0 &&
-        line[name.size()] == ':') {
-      return true;
-    }
-    start = end == std::string_view::npos ? lines.size() : end + 2;
-  }
-  return false;
-}
-
 char lower(char c) noexcept {
   return static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
 }
 
 }  // namespace
-
-void write_request_head(const RequestStream& stream, HeadText& head) {
-  write_request_line(head, stream.method,
-                     stream.path.empty() ? std::string_view(stream.authority) : stream.path);
-  const bool authority = !stream.authority.empty();
-  if (authority) {
-    write_field(head, "host", stream.authority);  // :authority wins over a Host field
-  }
-  for (std::size_t start = 0; start < stream.fields.size();) {
-    const std::size_t end = stream.fields.find("\r\n", start) + 2;
-    const std::string_view line(stream.fields.data() + start, end - start);
-    if (!(authority && line.starts_with("host:"))) {
-      append(head, line);
-    }
-    start = end;
-  }
-  if (!stream.cookie.empty()) {
-    write_field(head, "cookie", stream.cookie);
-  }
-  if (!stream.body_done && !has_field(stream.fields, "content-length")) {
-    append(head, "transfer-encoding: chunked\r\n");
-  }
-  end_head(head);
-}
 
 void FieldList::clear() noexcept {
   text_.clear();
@@ -75,28 +38,17 @@ void FieldList::read(std::string_view head, std::initializer_list<std::string_vi
   read_fields(head.substr(std::min(head.find("\r\n"), head.size())), skip);
 }
 
-void FieldList::read_request(std::string_view head, std::string_view scheme) {
-  clear();
-  const std::size_t line_end = std::min(head.find("\r\n"), head.size());
-  const std::string_view line = head.substr(0, line_end);
-  const std::size_t first_space = line.find(' ');
-  const std::size_t last_space = line.rfind(' ');
-  const std::string_view lines = head.substr(line_end);
-  std::string_view authority;
-  for (std::size_t at = lines.find("\r\n"); at != std::string_view::npos;) {
-    const std::size_t next = lines.find("\r\n", at + 2);
-    const std::string_view field = lines.substr(at + 2, next - at - 2);
-    if (field.size() > 5 && pipeline::equal_ignoring_case(field.substr(0, 5), "host:")) {
-      authority = pipeline::trim_whitespace(field.substr(5));
-      break;
-    }
-    at = next;
-  }
-  add(":method", line.substr(0, first_space));
-  add(":scheme", scheme);
-  add(":authority", authority);
-  add(":path", line.substr(first_space + 1, last_space - first_space - 1));
-  read_fields(lines, {"host"});
+void UpstreamFields::start(std::string_view method, std::string_view target,
+                           std::string_view authority) {
+  fields_.clear();
+  fields_.add(":method", method);
+  fields_.add(":scheme", scheme_);
+  fields_.add(":authority", authority);
+  fields_.add(":path", target);
+}
+
+void UpstreamFields::field(std::string_view name, std::string_view value) {
+  fields_.add_http1(name, value);
 }
 
 void FieldList::read_fields(std::string_view head, std::initializer_list<std::string_view> skip) {
@@ -109,22 +61,30 @@ void FieldList::read_fields(std::string_view head, std::initializer_list<std::st
     if (line.empty() || colon == std::string_view::npos) {
       break;  // the blank line that ends the head
     }
-    const std::size_t name_at = text_.size();
-    std::transform(line.begin(), line.begin() + static_cast<std::ptrdiff_t>(colon),
-                   std::back_inserter(text_), lower);
-    const std::string_view name(text_.data() + name_at, colon);
-    if (connection_specific(name) || std::find(skip.begin(), skip.end(), name) != skip.end()) {
-      text_.resize(name_at);
-      continue;
-    }
     std::string_view value = line.substr(colon + 1);
     while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) {
       value.remove_prefix(1);
     }
-    const std::size_t value_at = text_.size();
-    text_ += value;
-    fields_.push_back(Field{name_at, colon, value_at, value.size()});
+    add_lowered(line.substr(0, colon), value, skip);
   }
+}
+
+void FieldList::add_lowered(std::string_view name, std::string_view value,
+                            std::initializer_list<std::string_view> skip) {
+  const std::size_t name_at = text_.size();
+  std::transform(name.begin(), name.end(), std::back_inserter(text_), lower);
+  const std::string_view lowered(text_.data() + name_at, name.size());
+  if (connection_specific(lowered) || std::find(skip.begin(), skip.end(), lowered) != skip.end()) {
+    text_.resize(name_at);
+    return;
+  }
+  const std::size_t value_at = text_.size();
+  text_ += value;
+  fields_.push_back(Field{name_at, name.size(), value_at, value.size()});
+}
+
+void FieldList::add_http1(std::string_view name, std::string_view value) {
+  add_lowered(name, value, {"host"});
 }
 
 void FieldList::add_lines(std::string_view lines) { read_fields("\r\n" + std::string(lines), {}); }

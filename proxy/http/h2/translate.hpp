@@ -12,15 +12,9 @@
 
 #include "proxy/http/h2/session.hpp"
 #include "proxy/http/header_text.hpp"
+#include "proxy/http/relay_heads.hpp"
 
 namespace sluice::http::h2 {
-
-/// The request of `stream` as the HTTP/1.1 head the rest of the proxy reads (the pipeline, the
-/// relay, the access log): its request line from :method and :path, Host from :authority, its
-/// fields, the cookie crumbs joined, and its framing: its Content-Length, none when the header
-/// block ended the stream, else chunked. nghttp2 has already refused what HTTP/2 forbids
-/// (connection-specific fields, CR or LF in a value, missing pseudo-header fields).
-void write_request_head(const RequestStream& stream, HeadText& head);
 
 /// Header fields for nghttp2, made from HTTP/1.1 heads (as the proxy's own answers and the
 /// relay write them): pseudo-header fields first, names in lower case, and without the fields
@@ -31,15 +25,15 @@ class FieldList {
   /// A response's: `head` is a status line, field lines and a blank line; `skip` names fields
   /// (in lower case) to leave out besides the connection-specific ones.
   void read(std::string_view head, std::initializer_list<std::string_view> skip = {});
-  /// A request's, for an HTTP/2 upstream: `head` is a request line, field lines and a blank
-  /// line, as write_upstream_head writes it; its Host becomes :authority.
-  void read_request(std::string_view head, std::string_view scheme);
   /// Forgets every field and the status (trailers have none).
   void clear() noexcept;
   /// Adds a field; `name` in lower case.
   void add(std::string_view name, std::string_view value);
   /// Adds the field lines of `lines` (`Name: value\r\n` each, up to a blank line or the end).
   void add_lines(std::string_view lines);
+  /// Adds a field of an HTTP/1.1 head: its name in lower case; left out if it belongs to one
+  /// HTTP/1.1 connection, or is Host (:authority in HTTP/2).
+  void add_http1(std::string_view name, std::string_view value);
   /// Leaves out the fields whose name `drop` picks.
   template <class Predicate>
   void erase_if(Predicate drop) {
@@ -59,12 +53,31 @@ class FieldList {
   };
   /// Adds the field lines of `lines` (each `Name: value\r\n`) up to the blank line.
   void read_fields(std::string_view lines, std::initializer_list<std::string_view> skip);
+  /// Adds a field, its name lower-cased, unless it is connection-specific or in `skip`.
+  void add_lowered(std::string_view name, std::string_view value,
+                   std::initializer_list<std::string_view> skip);
 
   std::string text_;
   std::vector<Field> fields_;
   std::vector<nghttp2_nv> list_;
   unsigned status_ = 0;
   std::array<char, 3> status_text_{};
+};
+
+/// The request head an HTTP/2 upstream gets, as write_upstream_head writes it for an HTTP/1.1
+/// one (the same forwarding fields, the same fields dropped), into `fields`: pseudo-header
+/// fields first, the Host field as :authority.
+class UpstreamFields final : public UpstreamHeadOut {
+ public:
+  UpstreamFields(FieldList& fields, std::string_view scheme) noexcept
+      : fields_(fields), scheme_(scheme) {}
+  void start(std::string_view method, std::string_view target, std::string_view authority) override;
+  void field(std::string_view name, std::string_view value) override;
+  void end() override {}
+
+ private:
+  FieldList& fields_;
+  std::string_view scheme_;
 };
 
 /// grpc-message's value: percent-encoded as gRPC's HTTP/2 protocol asks (bytes outside

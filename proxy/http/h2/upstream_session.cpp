@@ -311,9 +311,8 @@ io::Awaitable<std::shared_ptr<UpstreamSession>> UpstreamSessions::session_for(
 }
 
 io::Awaitable<BegunCall> begin_call(LoopContext& loop, const Exchange& exchange,
-                                    const ClientConnection& client, HeadText& head,
-                                    FieldList& fields, std::shared_ptr<io::Signal> signal,
-                                    bool with_body, bool grpc) {
+                                    const ClientConnection& client, FieldList& fields,
+                                    std::shared_ptr<io::Signal> signal, bool with_body, bool grpc) {
   const config::Upstream& upstream = exchange.upstream();
   const config::ProxyConfig& config = exchange.config();
   if (!loop.http2_upstreams) {
@@ -326,10 +325,9 @@ io::Awaitable<BegunCall> begin_call(LoopContext& loop, const Exchange& exchange,
   if (!session) {
     co_return BegunCall{.session = nullptr, .call = nullptr, .failure = UpstreamFailure::connect};
   }
-  head.clear();
+  UpstreamFields out(fields, upstream.tls ? "https" : "http");
   write_upstream_head(exchange.request, client.peer_address_text, client.stream.secure(), false,
-                      head);
-  fields.read_request(std::string_view(head.data(), head.size()), upstream.tls ? "https" : "http");
+                      out);
   if (grpc) {
     fields.add("te", "trailers");  // gRPC servers want it; the HTTP/1.1 relay drops TE
   }

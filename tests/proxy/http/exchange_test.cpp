@@ -24,11 +24,11 @@ using namespace std::chrono_literals;
 /// A client side that records what the exchange asked of it.
 class RecordingDownstream final : public Downstream {
  public:
-  explicit RecordingDownstream(const RequestParser& request) : request_(request) {}
+  explicit RecordingDownstream(const RequestHead& request) : request_(request) {}
 
   pipeline::RequestView request_view() const noexcept override {
-    return {.method = request_.method_string(),
-            .target = request_.target(),
+    return {.method = request_.method_string,
+            .target = request_.target,
             .host = request_.head().value_of(http::field::host),
             .headers = request_.head().headers(),
             .peer = peer_,
@@ -61,7 +61,7 @@ class RecordingDownstream final : public Downstream {
   bool gone_ = false;
 
  private:
-  const RequestParser& request_;
+  const RequestHead& request_;
   OwnResponse own_;
   pipeline::IpAddress peer_ = *pipeline::IpAddress::parse("192.0.2.7");
 };
@@ -85,12 +85,12 @@ class ExchangeLoop {
 
   /// Serves `request` (a whole HTTP/1.1 head) through `downstream` to the end; the exchange's
   /// keep_alive after it.
-  bool serve(RecordingDownstream& downstream, const RequestParser& parser) {
+  bool serve(RecordingDownstream& downstream, const RequestHead& request) {
     pipeline::Decision decision;
     pipeline::Charges charges;
     pipeline::ChargeResult charged;
     Exchange exchange{.generation = *live_.current(),
-                      .request = const_cast<RequestParser&>(parser),
+                      .request = request,
                       .decision = decision,
                       .charges = charges,
                       .charged = charged,
@@ -137,9 +137,11 @@ struct ParsedRequest {
     boost::beast::error_code ec;
     parser.put(boost::asio::buffer(text.data(), text.size()), ec);
     EXPECT_FALSE(ec) << ec.message();
+    request = head_of(parser);
   }
   HeadFields head;
   RequestParser parser;
+  RequestHead request;
 };
 
 constexpr std::string_view kGet = "GET /api/x HTTP/1.1\r\nHost: a\r\n\r\n";
@@ -149,10 +151,10 @@ TEST(ServeExchange, RelaysWhatThePipelineAdmitsAndAnswersWhatItLimits) {
       "limiters: {two: {algorithm: fixed_window, limit: 2, window: 1m}}\n"
       "routes: [{name: api, limiters: [two]}]");
   ParsedRequest request(kGet);
-  RecordingDownstream downstream(request.parser);
-  EXPECT_TRUE(loop.serve(downstream, request.parser));
-  EXPECT_TRUE(loop.serve(downstream, request.parser));
-  EXPECT_TRUE(loop.serve(downstream, request.parser));  // a 429 to a request without a body
+  RecordingDownstream downstream(request.request);
+  EXPECT_TRUE(loop.serve(downstream, request.request));
+  EXPECT_TRUE(loop.serve(downstream, request.request));
+  EXPECT_TRUE(loop.serve(downstream, request.request));  // a 429 to a request without a body
   EXPECT_TRUE(downstream.answered_keep_alive);
   EXPECT_EQ(downstream.relayed, 2);
   EXPECT_EQ(downstream.answered, std::vector<unsigned>{429});
@@ -160,7 +162,7 @@ TEST(ServeExchange, RelaysWhatThePipelineAdmitsAndAnswersWhatItLimits) {
   EXPECT_EQ(loop.counted("api", telemetry::MetricDecision::limited), 1u);
   // The next window admits again: the exchange reads the loop's clock.
   loop.clock().advance(1min);
-  EXPECT_TRUE(loop.serve(downstream, request.parser));
+  EXPECT_TRUE(loop.serve(downstream, request.request));
   EXPECT_EQ(downstream.relayed, 3);
 }
 
@@ -168,11 +170,11 @@ TEST(ServeExchange, AnswersARouteThatRespondsAndARequestThatMatchesNone) {
   ExchangeLoop loop(
       "routes:\n  - {name: status, match: {path: /status}, respond: {status: 200, body: ok}}");
   ParsedRequest status("GET /status HTTP/1.1\r\nHost: a\r\n\r\n");
-  RecordingDownstream to_status(status.parser);
-  loop.serve(to_status, status.parser);
+  RecordingDownstream to_status(status.request);
+  loop.serve(to_status, status.request);
   ParsedRequest other(kGet);
-  RecordingDownstream to_other(other.parser);
-  loop.serve(to_other, other.parser);
+  RecordingDownstream to_other(other.request);
+  loop.serve(to_other, other.request);
   EXPECT_EQ(to_status.relayed + to_other.relayed, 0);
   EXPECT_EQ(to_status.answered, std::vector<unsigned>{200});
   EXPECT_EQ(to_other.answered, std::vector<unsigned>{404});
@@ -183,11 +185,11 @@ TEST(ServeExchange, AnswersARouteThatRespondsAndARequestThatMatchesNone) {
 TEST(ServeExchange, AnswersAnUpstreamThatFailedBeforeItsResponseAndClosesTheConnection) {
   ExchangeLoop loop("routes: [{name: api}]");
   ParsedRequest request(kGet);
-  RecordingDownstream downstream(request.parser);
+  RecordingDownstream downstream(request.request);
   downstream.relay_outcome = failed_before_response(UpstreamFailure::connect);
-  EXPECT_FALSE(loop.serve(downstream, request.parser));
+  EXPECT_FALSE(loop.serve(downstream, request.request));
   downstream.relay_outcome = failed_before_response(UpstreamFailure::timeout);
-  EXPECT_FALSE(loop.serve(downstream, request.parser));
+  EXPECT_FALSE(loop.serve(downstream, request.request));
   EXPECT_EQ(downstream.relayed, 2);
   EXPECT_EQ(downstream.answered, (std::vector<unsigned>{502, 504}));
   EXPECT_FALSE(downstream.answered_keep_alive);
@@ -199,9 +201,9 @@ TEST(ServeExchange, GivesAConcurrencyPermitBackWhenTheResponseIsOver) {
       "limiters: {one: {algorithm: concurrency, limit: 1, key: ip}}\n"
       "routes: [{name: api, limiters: [one]}]");
   ParsedRequest request(kGet);
-  RecordingDownstream downstream(request.parser);
+  RecordingDownstream downstream(request.request);
   for (int i = 0; i < 3; ++i) {
-    loop.serve(downstream, request.parser);  // each over before the next: one in flight
+    loop.serve(downstream, request.request);  // each over before the next: one in flight
   }
   EXPECT_EQ(downstream.relayed, 3);
   EXPECT_TRUE(downstream.answered.empty());
@@ -212,15 +214,15 @@ TEST(ServeExchange, AClientGoneBeforeItsAnswerGetsNothingAndIsNotCounted) {
       "limiters: {one: {algorithm: concurrency, limit: 1, key: ip}}\n"
       "routes: [{name: api, limiters: [one]}]");
   ParsedRequest request(kGet);
-  RecordingDownstream gone(request.parser);
+  RecordingDownstream gone(request.request);
   gone.gone_ = true;
-  loop.serve(gone, request.parser);
+  loop.serve(gone, request.request);
   EXPECT_EQ(gone.relayed, 0);
   EXPECT_TRUE(gone.answered.empty());
   EXPECT_EQ(loop.counted("api", telemetry::MetricDecision::allowed), 0u);
   // Its permit came back: the next request is admitted.
-  RecordingDownstream next(request.parser);
-  loop.serve(next, request.parser);
+  RecordingDownstream next(request.request);
+  loop.serve(next, request.request);
   EXPECT_EQ(next.relayed, 1);
 }
 
@@ -230,10 +232,10 @@ TEST(ServeExchange, HoldsADelayedRequestThenRelaysIt) {
       "1s}}\n"
       "routes: [{name: api, limiters: [slow]}]");
   ParsedRequest request(kGet);
-  RecordingDownstream downstream(request.parser);
-  loop.serve(downstream, request.parser);  // admitted at once
+  RecordingDownstream downstream(request.request);
+  loop.serve(downstream, request.request);  // admitted at once
   EXPECT_EQ(loop.last_outcome, pipeline::Outcome::allowed);
-  loop.serve(downstream, request.parser);  // the same instant: held 1 ms, then relayed
+  loop.serve(downstream, request.request);  // the same instant: held 1 ms, then relayed
   EXPECT_EQ(loop.last_outcome, pipeline::Outcome::delayed);
   EXPECT_EQ(downstream.relayed, 2);
   EXPECT_EQ(loop.counted("api", telemetry::MetricDecision::delayed), 1u);

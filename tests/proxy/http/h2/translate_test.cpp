@@ -1,130 +1,15 @@
-// HTTP/2 requests as the HTTP/1.1 heads the rest of the proxy reads, HTTP/1.1 response heads as
-// HTTP/2 fields, and grpc-message's encoding: exact outputs.
+// HTTP/1.1 response heads as HTTP/2 fields, a request's head as an HTTP/2 upstream gets it,
+// and grpc-message's encoding: exact outputs.
 #include "proxy/http/h2/translate.hpp"
 
 #include <gtest/gtest.h>
 
-#include <boost/asio/io_context.hpp>
 #include <string>
 #include <utility>
 #include <vector>
 
 namespace sluice::http::h2 {
 namespace {
-
-std::string text_of(const HeadText& head) { return {head.data(), head.size()}; }
-
-/// A stream as the Session fills it, without a Session.
-class TranslateRequest : public testing::Test {
- protected:
-  boost::asio::io_context io;  // before the stream, which takes its executor
-  RequestStream stream{io.get_executor(), 1};
-
-  std::string head() {
-    HeadText text;
-    write_request_head(stream, text);
-    return text_of(text);
-  }
-};
-
-TEST_F(TranslateRequest, PseudoHeaderFieldsMakeTheRequestLineAndHost) {
-  stream.method = "GET";
-  stream.scheme = "https";
-  stream.authority = "api.test:8443";
-  stream.path = "/items?page=2";
-  stream.fields = "accept: */*\r\nx-tier: gold\r\n";
-  stream.body_done = true;
-  EXPECT_EQ(head(),
-            "GET /items?page=2 HTTP/1.1\r\n"
-            "host: api.test:8443\r\n"
-            "accept: */*\r\n"
-            "x-tier: gold\r\n"
-            "\r\n");
-}
-
-TEST_F(TranslateRequest, AuthorityWinsOverAHostFieldWhichIsDropped) {
-  stream.method = "GET";
-  stream.authority = "from-authority.test";
-  stream.path = "/";
-  stream.fields = "host: from-host.test\r\naccept: */*\r\nx-host: kept\r\n";
-  stream.body_done = true;
-  EXPECT_EQ(head(),
-            "GET / HTTP/1.1\r\n"
-            "host: from-authority.test\r\n"
-            "accept: */*\r\n"
-            "x-host: kept\r\n"
-            "\r\n");
-}
-
-TEST_F(TranslateRequest, AHostFieldStaysWhenThereIsNoAuthority) {
-  stream.method = "GET";
-  stream.path = "/";
-  stream.fields = "host: only-host.test\r\n";
-  stream.body_done = true;
-  EXPECT_EQ(head(), "GET / HTTP/1.1\r\nhost: only-host.test\r\n\r\n");
-}
-
-TEST_F(TranslateRequest, CookieCrumbsGoAsOneFieldAfterTheOthers) {
-  stream.method = "GET";
-  stream.authority = "a";
-  stream.path = "/";
-  stream.fields = "accept: */*\r\n";
-  stream.cookie = "a=1; b=2; c=3";  // as the Session joins them
-  stream.body_done = true;
-  EXPECT_EQ(head(),
-            "GET / HTTP/1.1\r\n"
-            "host: a\r\n"
-            "accept: */*\r\n"
-            "cookie: a=1; b=2; c=3\r\n"
-            "\r\n");
-}
-
-TEST_F(TranslateRequest, KeepsAContentLength) {
-  stream.method = "POST";
-  stream.authority = "a";
-  stream.path = "/upload";
-  stream.fields = "content-length: 300000\r\ncontent-type: application/octet-stream\r\n";
-  stream.body_done = false;
-  EXPECT_EQ(head(),
-            "POST /upload HTTP/1.1\r\n"
-            "host: a\r\n"
-            "content-length: 300000\r\n"
-            "content-type: application/octet-stream\r\n"
-            "\r\n");
-}
-
-TEST_F(TranslateRequest, HasNoFramingWhenTheHeaderBlockEndedTheStream) {
-  stream.method = "POST";
-  stream.authority = "a";
-  stream.path = "/empty";
-  stream.body_done = true;
-  EXPECT_EQ(head(), "POST /empty HTTP/1.1\r\nhost: a\r\n\r\n");
-}
-
-TEST_F(TranslateRequest, IsChunkedWhenABodyFollowsWithoutALength) {
-  stream.method = "POST";
-  stream.authority = "a";
-  stream.path = "/upload";
-  stream.fields = "x-content-length: 5\r\n";  // another field's name ending so is no length
-  stream.body_done = false;
-  EXPECT_EQ(head(),
-            "POST /upload HTTP/1.1\r\n"
-            "host: a\r\n"
-            "x-content-length: 5\r\n"
-            "transfer-encoding: chunked\r\n"
-            "\r\n");
-}
-
-TEST_F(TranslateRequest, AConnectRequestTargetsItsAuthority) {
-  stream.method = "CONNECT";
-  stream.authority = "db.internal:5432";
-  stream.body_done = false;
-  EXPECT_EQ(head(),
-            "CONNECT db.internal:5432 HTTP/1.1\r\n"
-            "host: db.internal:5432\r\n"
-            "transfer-encoding: chunked\r\n"
-            "\r\n");
-}
 
 /// The fields for nghttp2, as (name, value) pairs.
 std::vector<std::pair<std::string, std::string>> pairs_of(FieldList& fields) {
@@ -217,16 +102,15 @@ TEST(FieldList, KeepsEveryFieldWhenTheTextOutgrowsItsStorage) {
   EXPECT_EQ(pairs_of(fields), expected);
 }
 
-TEST(FieldList, ReadsARequestHeadAsPseudoHeaderFieldsFirstHostAsAuthority) {
+TEST(UpstreamFields, PutsPseudoHeaderFieldsFirstAndLeavesOutHostAndFraming) {
   FieldList fields;
-  fields.read_request(
-      "POST /test.Echo/Unary?x=1 HTTP/1.1\r\n"
-      "content-type: application/grpc\r\n"
-      "Host: api.example:8080\r\n"
-      "Transfer-Encoding: chunked\r\n"
-      "X-Forwarded-For: 10.0.0.1\r\n"
-      "\r\n",
-      "https");
+  UpstreamFields out(fields, "https");
+  out.start("POST", "/test.Echo/Unary?x=1", "api.example:8080");
+  out.field("content-type", "application/grpc");
+  out.field("Host", "api.example:8080");
+  out.field("Transfer-Encoding", "chunked");
+  out.field("X-Forwarded-For", "10.0.0.1");
+  out.end();
   EXPECT_EQ(fields.status(), 0U) << "a request has no :status";
   EXPECT_EQ(pairs_of(fields), (Pairs{{":method", "POST"},
                                      {":scheme", "https"},
