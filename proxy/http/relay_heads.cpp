@@ -107,29 +107,13 @@ bool is_forwarding_field(std::string_view name) noexcept {
          pipeline::equal_ignoring_case(name, "X-Forwarded-Host");
 }
 
-/// HTTP/1.1 text: the head an HTTP/1.1 upstream gets.
-class UpstreamHeadText final : public UpstreamHeadOut {
- public:
-  explicit UpstreamHeadText(HeadText& head) noexcept : head_(head) {}
-  void start(std::string_view method, std::string_view target, std::string_view) override {
-    write_request_line(head_, method, target);
-  }
-  void field(std::string_view name, std::string_view value) override {
-    write_field(head_, name, value);
-  }
-  void end() override { end_head(head_); }
-
- private:
-  HeadText& head_;
-};
-
 }  // namespace
 
 void write_upstream_head(const RequestHead& request, std::string_view client_address, bool secure,
-                         bool upgrade, UpstreamHeadOut& out) {
+                         bool upgrade, HeadOut& out) {
   const HeadFields& fields = request.head();
   const std::string_view host = fields.value_of(http::field::host);
-  out.start(request.method_string, request.target, pipeline::trim_whitespace(host));
+  out.request(request.method_string, request.target, pipeline::trim_whitespace(host));
   const ConnectionOptions options(fields);
   bool request_id = false;
   for (std::size_t index = 0; index < fields.size(); ++index) {
@@ -173,16 +157,16 @@ void write_upstream_head(const RequestHead& request, std::string_view client_add
 
 void write_upstream_head(const RequestHead& request, std::string_view client_address, bool secure,
                          bool upgrade, HeadText& head) {
-  UpstreamHeadText out(head);
+  HeadTextOut out(head);
   write_upstream_head(request, client_address, secure, upgrade, out);
 }
 
 void write_client_head(const ResponseParser& response, unsigned version, ClientFraming framing,
                        bool keep_alive, bool switching, const pipeline::Decision& decision,
-                       config::LimitsHeaders limits_headers, HeadText& head) {
+                       config::LimitsHeaders limits_headers, HeadOut& out) {
   const std::string_view reason = response.reason();
-  write_status_line(
-      head, version, response.status(),
+  out.response(
+      version, response.status(),
       reason.empty() ? std::string_view(http::obsolete_reason(response.result())) : reason);
   const HeadFields& fields = response.head();
   const ConnectionOptions options(fields);
@@ -193,22 +177,32 @@ void write_client_head(const ResponseParser& response, unsigned version, ClientF
     if ((id == http::field::transfer_encoding && framing.codings) ||
         !(dropped(id, field.name, options) ||
           (limits && is_limit_field(field.name, limits_headers)))) {
-      write_field(head, field.name, field.value);
+      out.field(field.name, field.value);
     }
   }
-  write_limit_headers(head, decision, limits_headers);
+  HeadText own;  // the proxy's own lines, inline: no heap
+  write_limit_headers(own, decision, limits_headers);
   if (switching) {
-    write_field(head, "Upgrade", fields.value_of(http::field::upgrade));
-    append(head, "Connection: upgrade\r\n");
+    write_field(own, "Upgrade", fields.value_of(http::field::upgrade));
+    append(own, "Connection: upgrade\r\n");
   } else {
     if (framing.chunked && !framing.codings) {
-      append(head, "Transfer-Encoding: chunked\r\n");
+      append(own, "Transfer-Encoding: chunked\r\n");
     } else if (framing.length) {
-      write_field(head, "Content-Length", *framing.length);
+      write_field(own, "Content-Length", *framing.length);
     }
-    write_persistence(head, version, keep_alive);
+    write_persistence(own, version, keep_alive);
   }
-  end_head(head);
+  out.lines(std::string_view(own.data(), own.size()));
+  out.end();
+}
+
+void write_client_head(const ResponseParser& response, unsigned version, ClientFraming framing,
+                       bool keep_alive, bool switching, const pipeline::Decision& decision,
+                       config::LimitsHeaders limits_headers, HeadText& head) {
+  HeadTextOut out(head);
+  write_client_head(response, version, framing, keep_alive, switching, decision, limits_headers,
+                    out);
 }
 
 bool idempotent(http::verb method) noexcept {

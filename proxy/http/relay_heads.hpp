@@ -17,20 +17,45 @@
 
 namespace sluice::http {
 
-/// Where write_upstream_head puts a request head: HTTP/1.1 text for an HTTP/1.1 upstream, a
-/// field list for an HTTP/2 one (h2::UpstreamFields).
-class UpstreamHeadOut {
+/// Where a relayed head is written: HTTP/1.1 text for an HTTP/1.1 peer (HeadTextOut), a field
+/// list for an HTTP/2 one (h2::FieldListOut). What passes between codecs is fields, never text
+/// to be parsed again.
+class HeadOut {
  public:
-  /// First of all: the request's method and target, and its authority (the Host field's
+  /// A request head's start: its method and target, and its authority (the Host field's
   /// value, which also comes as a field).
-  virtual void start(std::string_view method, std::string_view target,
-                     std::string_view authority) = 0;
+  virtual void request(std::string_view method, std::string_view target,
+                       std::string_view authority) = 0;
+  /// A response head's start.
+  virtual void response(unsigned version, unsigned status, std::string_view reason) = 0;
   virtual void field(std::string_view name, std::string_view value) = 0;
+  /// Field lines the proxy wrote itself (`Name: value\r\n` each): its limit fields, the framing.
+  virtual void lines(std::string_view text) = 0;
   /// Last: the head is whole.
   virtual void end() = 0;
 
  protected:
-  ~UpstreamHeadOut() = default;
+  ~HeadOut() = default;
+};
+
+/// A head as HTTP/1.1 text.
+class HeadTextOut final : public HeadOut {
+ public:
+  explicit HeadTextOut(HeadText& head) noexcept : head_(head) {}
+  void request(std::string_view method, std::string_view target, std::string_view) override {
+    write_request_line(head_, method, target);
+  }
+  void response(unsigned version, unsigned status, std::string_view reason) override {
+    write_status_line(head_, version, status, reason);
+  }
+  void field(std::string_view name, std::string_view value) override {
+    write_field(head_, name, value);
+  }
+  void lines(std::string_view text) override { append(head_, text); }
+  void end() override { end_head(head_); }
+
+ private:
+  HeadText& head_;
 };
 
 /// The request head as the upstream gets it: HTTP/1.1, persistent, end-to-end fields only, plus
@@ -38,7 +63,7 @@ class UpstreamHeadOut {
 /// to) and the framing: one Content-Length, or chunked. `Expect` is dropped: the proxy has
 /// answered it.
 void write_upstream_head(const RequestHead& request, std::string_view client_address, bool secure,
-                         bool upgrade, UpstreamHeadOut& out);
+                         bool upgrade, HeadOut& out);
 /// The same as HTTP/1.1 text.
 void write_upstream_head(const RequestHead& request, std::string_view client_address, bool secure,
                          bool upgrade, HeadText& head);
@@ -54,6 +79,10 @@ struct ClientFraming {
 /// The response head as the client gets it: its own HTTP version, the upstream's end-to-end
 /// fields, the proxy's limit fields (in place of any the upstream sent) and the framing the
 /// body is re-sent in.
+void write_client_head(const ResponseParser& response, unsigned version, ClientFraming framing,
+                       bool keep_alive, bool switching, const pipeline::Decision& decision,
+                       config::LimitsHeaders limits_headers, HeadOut& out);
+/// The same as HTTP/1.1 text.
 void write_client_head(const ResponseParser& response, unsigned version, ClientFraming framing,
                        bool keep_alive, bool switching, const pipeline::Decision& decision,
                        config::LimitsHeaders limits_headers, HeadText& head);

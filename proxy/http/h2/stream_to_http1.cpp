@@ -123,11 +123,10 @@ io::Awaitable<RelayOutcome> relay_to_http1(Connection& connection, RequestStream
   if (const auto length = response.content_length()) {
     framing.length = *length;
   }
-  head.clear();
-  write_client_head(response, kHttp11, framing, true, false, exchange.decision,
-                    exchange.config().limits_headers, head);
   FieldList& fields = connection.response_fields();
-  fields.read(std::string_view(head.data(), head.size()));
+  FieldListOut out(fields);
+  write_client_head(response, kHttp11, framing, true, false, exchange.decision,
+                    exchange.config().limits_headers, out);
   stream.out = {};
   stream.out_done = response.is_done();
   session.respond(stream, fields.list(), !response.is_done());

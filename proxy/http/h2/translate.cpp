@@ -35,10 +35,10 @@ void FieldList::read(std::string_view head, std::initializer_list<std::string_vi
     status = status * 10 + static_cast<unsigned>(head[i] - '0');
   }
   set_status(status);
-  read_fields(head.substr(std::min(head.find("\r\n"), head.size())), skip);
+  read_fields(head.substr(std::min(head.find("\r\n") + 2, head.size())), skip);
 }
 
-void UpstreamFields::start(std::string_view method, std::string_view target,
+void FieldListOut::request(std::string_view method, std::string_view target,
                            std::string_view authority) {
   fields_.clear();
   fields_.add(":method", method);
@@ -47,16 +47,20 @@ void UpstreamFields::start(std::string_view method, std::string_view target,
   fields_.add(":path", target);
 }
 
-void UpstreamFields::field(std::string_view name, std::string_view value) {
+void FieldListOut::response(unsigned, unsigned status, std::string_view) {
+  fields_.clear();
+  fields_.set_status(status);
+}
+
+void FieldListOut::field(std::string_view name, std::string_view value) {
   fields_.add_http1(name, value);
 }
 
-void FieldList::read_fields(std::string_view head, std::initializer_list<std::string_view> skip) {
-  std::size_t line_end = head.find("\r\n");
-  while (line_end != std::string_view::npos) {
-    const std::size_t start = line_end + 2;
-    line_end = head.find("\r\n", start);
-    const std::string_view line = head.substr(start, line_end - start);
+void FieldList::read_fields(std::string_view lines, std::initializer_list<std::string_view> skip) {
+  while (!lines.empty()) {
+    const std::size_t line_end = std::min(lines.find("\r\n"), lines.size());
+    const std::string_view line = lines.substr(0, line_end);
+    lines.remove_prefix(std::min(line_end + 2, lines.size()));
     const std::size_t colon = line.find(':');
     if (line.empty() || colon == std::string_view::npos) {
       break;  // the blank line that ends the head
@@ -87,7 +91,7 @@ void FieldList::add_http1(std::string_view name, std::string_view value) {
   add_lowered(name, value, {"host"});
 }
 
-void FieldList::add_lines(std::string_view lines) { read_fields("\r\n" + std::string(lines), {}); }
+void FieldList::add_lines(std::string_view lines) { read_fields(lines, {}); }
 
 void FieldList::add(std::string_view name, std::string_view value) {
   const std::size_t name_at = text_.size();

@@ -51,7 +51,7 @@ class FieldList {
   struct Field {
     std::size_t name, name_length, value, value_length;
   };
-  /// Adds the field lines of `lines` (each `Name: value\r\n`) up to the blank line.
+  /// Adds the field lines of `lines` (each `Name: value\r\n`) up to a blank line or the end.
   void read_fields(std::string_view lines, std::initializer_list<std::string_view> skip);
   /// Adds a field, its name lower-cased, unless it is connection-specific or in `skip`.
   void add_lowered(std::string_view name, std::string_view value,
@@ -64,15 +64,18 @@ class FieldList {
   std::array<char, 3> status_text_{};
 };
 
-/// The request head an HTTP/2 upstream gets, as write_upstream_head writes it for an HTTP/1.1
-/// one (the same forwarding fields, the same fields dropped), into `fields`: pseudo-header
-/// fields first, the Host field as :authority.
-class UpstreamFields final : public UpstreamHeadOut {
+/// A relayed head as HTTP/2 fields, into `fields`: pseudo-header fields first (a request's Host
+/// field as :authority), names in lower case, without the fields that belong to one HTTP/1.1
+/// connection. `scheme`: a request's :scheme.
+class FieldListOut final : public HeadOut {
  public:
-  UpstreamFields(FieldList& fields, std::string_view scheme) noexcept
+  explicit FieldListOut(FieldList& fields, std::string_view scheme = {}) noexcept
       : fields_(fields), scheme_(scheme) {}
-  void start(std::string_view method, std::string_view target, std::string_view authority) override;
+  void request(std::string_view method, std::string_view target,
+               std::string_view authority) override;
+  void response(unsigned version, unsigned status, std::string_view reason) override;
   void field(std::string_view name, std::string_view value) override;
+  void lines(std::string_view text) override { fields_.add_lines(text); }
   void end() override {}
 
  private:

@@ -325,7 +325,7 @@ io::Awaitable<BegunCall> begin_call(LoopContext& loop, const Exchange& exchange,
   if (!session) {
     co_return BegunCall{.session = nullptr, .call = nullptr, .failure = UpstreamFailure::connect};
   }
-  UpstreamFields out(fields, upstream.tls ? "https" : "http");
+  FieldListOut out(fields, upstream.tls ? "https" : "http");
   write_upstream_head(exchange.request, client.peer_address_text, client.stream.secure(), false,
                       out);
   if (grpc) {

@@ -102,10 +102,10 @@ TEST(FieldList, KeepsEveryFieldWhenTheTextOutgrowsItsStorage) {
   EXPECT_EQ(pairs_of(fields), expected);
 }
 
-TEST(UpstreamFields, PutsPseudoHeaderFieldsFirstAndLeavesOutHostAndFraming) {
+TEST(FieldListOut, PutsARequestsPseudoHeaderFieldsFirstAndLeavesOutHostAndFraming) {
   FieldList fields;
-  UpstreamFields out(fields, "https");
-  out.start("POST", "/test.Echo/Unary?x=1", "api.example:8080");
+  FieldListOut out(fields, "https");
+  out.request("POST", "/test.Echo/Unary?x=1", "api.example:8080");
   out.field("content-type", "application/grpc");
   out.field("Host", "api.example:8080");
   out.field("Transfer-Encoding", "chunked");
@@ -118,6 +118,21 @@ TEST(UpstreamFields, PutsPseudoHeaderFieldsFirstAndLeavesOutHostAndFraming) {
                                      {":path", "/test.Echo/Unary?x=1"},
                                      {"content-type", "application/grpc"},
                                      {"x-forwarded-for", "10.0.0.1"}}));
+}
+
+TEST(FieldListOut, PutsAResponsesStatusFirstAndTakesTheProxysOwnLines) {
+  FieldList fields;
+  fields.add("x-left-over", "1");  // from the last message: a response starts afresh
+  FieldListOut out(fields);
+  out.response(11, 200, "OK");
+  out.field("Content-Type", "text/plain");
+  out.field("Connection", "keep-alive");
+  out.lines("RateLimit: \"api\";r=4;t=60\r\nContent-Length: 5\r\nConnection: keep-alive\r\n");
+  out.end();
+  EXPECT_EQ(pairs_of(fields), (Pairs{{":status", "200"},
+                                     {"content-type", "text/plain"},
+                                     {"ratelimit", "\"api\";r=4;t=60"},
+                                     {"content-length", "5"}}));
 }
 
 TEST(FieldList, AddsFieldLinesAndLeavesOutTheOnesItIsTold) {
