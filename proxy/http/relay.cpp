@@ -10,7 +10,7 @@
 
 #include "proxy/http/beast_http.hpp"
 #include "proxy/http/header_text.hpp"
-#include "proxy/http/message_read.hpp"
+#include "proxy/http/http1_body.hpp"
 #include "proxy/http/relay_heads.hpp"
 #include "proxy/http/responses.hpp"
 #include "proxy/http/tunnel.hpp"
@@ -24,121 +24,11 @@
 namespace sluice::http {
 namespace {
 
-constexpr std::size_t kRelayBuffer = io::kChunkBytes;
-
-/// A message whose reading needs no wait, the usual one: no body, or a body of known length
-/// that arrived whole with its header. Its head and body, gathered for one write without a
-/// coroutine of pump's; any other message is left untouched for pump.
-struct WholeMessage {
-  std::array<net::const_buffer, 2> pieces{};
-
-  template <class Parser>
-  bool gather(Parser& parser, beast::flat_buffer& buffer, const HeadText& head,
-              std::span<char> chunk) {
-    pieces[0] = net::buffer(head.data(), head.size());
-    if (parser.is_done()) {
-      return true;
-    }
-    const auto length = parser.content_length_remaining();
-    if (parser.chunked() || !length || *length > buffer.size() || *length > chunk.size()) {
-      return false;
-    }
-    parser.body_into(chunk);
-    beast::error_code ec;
-    buffer.consume(parser.put(buffer.data(), ec));
-    // A body of known length that is all there parses in one go; anything else is a surprise
-    // that pump must not inherit half done.
-    BOOST_ASSERT(!ec && parser.is_done());
-    pieces[1] = net::buffer(chunk.data(), chunk.size() - parser.room_left());
-    return !ec && parser.is_done();
-  }
-};
-
-/// The side a message is read from: its stream, what was read from it and not parsed yet, and
-/// the deadline of each read.
-struct Source {
-  io::Stream& stream;
-  beast::flat_buffer& buffer;
-  limiter::Duration timeout;
-};
-
-/// The side a message is written to, and the deadline of each write.
-struct Sink {
-  io::Stream& stream;
-  limiter::Duration timeout;
-};
-
-/// How a pump ended: clear, or the error and which side it came from.
-struct Pumped {
-  beast::error_code error;
-  bool read_failed = false;  ///< The source failed (else the sink, if `error`).
-  bool head_sent = false;    ///< The source failed after the head went out: too late to answer.
-};
-
-/// Streams a message from `in` (its parser, past the header) to `out`, after `head`. Each write
-/// carries what is ready: the head (the first time), a body piece in its chunk framing when
-/// `chunked`, and the last chunk once the body is over. Each read and write has its own
-/// deadline, so a large body may take as long as it keeps moving; a piece is passed on as soon
-/// as it arrives (a streamed response is not held back).
-template <class Parser>
-io::Awaitable<Pumped> pump(Source in, Parser& parser, Sink out, const HeadText& head, bool chunked,
-                           std::span<char> chunk) {
-  static constexpr std::string_view kLastChunk = "0\r\n\r\n";
-  const bool has_body = !parser.is_done();
-  // Beast reads no more than the buffer's free capacity (at least 512 bytes): without room, a
-  // body would move 512 bytes per system call.
-  if (has_body && in.buffer.capacity() < kRelayBuffer) {
-    in.buffer.reserve(std::min(kRelayBuffer, in.buffer.max_size()));
-  }
-  ChunkSizeLine size_line{};
-  bool head_sent = false;
-  do {
-    std::size_t piece = 0;
-    if (!parser.is_done()) {
-      parser.body_into(chunk);
-      beast::error_code ec;
-      // A body piece that came in with what was read before is parsed without waiting.
-      MessageRead read(in.buffer, parser, MessageRead<Parser::is_request::value>::Until::progress);
-      if (read.wants_bytes(ec)) {
-        in.stream.expires_after(in.timeout);
-        do {
-          auto [error, n] = co_await in.stream.async_read_some(read.room(), io::use_nothrow);
-          read.received(n, error, ec);
-        } while (read.wants_bytes(ec));
-      }
-      if (ec && ec != http::error::need_buffer) {
-        co_return Pumped{.error = ec, .read_failed = true, .head_sent = head_sent};
-      }
-      piece = chunk.size() - parser.room_left();
-    }
-    std::array<net::const_buffer, 5> pieces{};  // unused ones stay empty
-    std::size_t count = 0;
-    if (!head_sent) {
-      pieces[count++] = net::buffer(head.data(), head.size());
-    }
-    count =
-        add_body_piece(pieces, count, std::string_view(chunk.data(), piece), chunked, size_line);
-    if (chunked && has_body && parser.is_done()) {
-      pieces[count++] = net::buffer(kLastChunk.data(), kLastChunk.size());
-    }
-    if (count > 0) {
-      const io::SendStart start = send_now(out.stream, pieces);
-      beast::error_code ec = start.error;
-      if (!start.finished) {
-        ec = co_await send_rest(out.stream, pieces, start.sent, out.timeout);
-      }
-      if (ec) {
-        co_return Pumped{.error = ec};
-      }
-      head_sent = true;
-    }
-  } while (!parser.is_done());
-  co_return Pumped{};
-}
-
 /// A body that could not be read for what it holds, not for the connection it comes on.
-bool is_malformed(const beast::error_code& ec) noexcept {
-  return ec.category() == beast::http::make_error_code(http::error::bad_chunk).category() &&
+bool is_malformed(const Carried& carried) noexcept {
+  const beast::error_code& ec = carried.error;
+  return carried.source_failed &&
+         ec.category() == beast::http::make_error_code(http::error::bad_chunk).category() &&
          ec != http::error::partial_message && ec != http::error::end_of_stream;
 }
 
@@ -166,20 +56,19 @@ class ClientRequestWriter final : public RequestWriter {
         co_return RequestWritten{.error = ec, .client_failed = true};
       }
     }
-    if (WholeMessage whole; whole.gather(parser, client_buffer, head, chunk_)) {
-      const io::SendStart start = send_now(server, whole.pieces);
-      if (start.finished) {
-        co_return RequestWritten{.error = start.error, .at_once = true};
-      }
-      co_return RequestWritten{
-          .error = co_await send_rest(server, whole.pieces, start.sent, timeouts.upstream)};
+    MessageBodySource body(client, client_buffer, parser, chunk_, timeouts.idle);
+    SocketBodySink upstream(server, &head, parser.chunked(), timeouts.upstream);
+    BodyCarry carry(body, upstream);
+    if (carry.now()) {
+      co_return RequestWritten{.error = carry.result().error,
+                               .client_failed = carry.result().source_failed,
+                               .malformed = is_malformed(carry.result()),
+                               .at_once = true};
     }
-    const Pumped pumped =
-        co_await pump(Source{client, client_buffer, timeouts.idle}, parser,
-                      Sink{server, timeouts.upstream}, head, parser.chunked(), chunk_);
-    co_return RequestWritten{.error = pumped.error,
-                             .client_failed = pumped.read_failed,
-                             .malformed = pumped.read_failed && is_malformed(pumped.error)};
+    co_await carry.rest();
+    co_return RequestWritten{.error = carry.result().error,
+                             .client_failed = carry.result().source_failed,
+                             .malformed = is_malformed(carry.result())};
   }
 
  private:
@@ -281,25 +170,19 @@ io::Awaitable<RelayOutcome> relay(ClientConnection& downstream, const Exchange& 
   keep_alive = keep_alive && !until_close;
   write_client_head(response, version, framing, keep_alive, false, decision, config.limits_headers,
                     head);
-  bool upstream_failed = false;
-  beast::error_code ec;
-  if (WholeMessage whole;
-      !framing.chunked && whole.gather(response, server_buffer, head, std::span<char>(*chunk))) {
-    const io::SendStart start = send_now(client, whole.pieces);
-    ec = start.error;
-    if (!start.finished) {
-      ec = co_await send_rest(client, whole.pieces, start.sent, timeouts.idle);
-    }
-  } else {
-    const Pumped pumped =
-        co_await pump(Source{server, server_buffer, timeouts.upstream}, response,
-                      Sink{client, timeouts.idle}, head, framing.chunked, std::span<char>(*chunk));
-    if (pumped.read_failed && !pumped.head_sent) {  // a body broken from its start: 502 (504)
-      co_return failed_before_response(failure_of(pumped.error));
-    }
-    ec = pumped.error;
-    upstream_failed = pumped.read_failed;
+  MessageBodySource body(server, server_buffer, response, std::span<char>(*chunk),
+                         timeouts.upstream);
+  SocketBodySink to_client(client, &head, framing.chunked && !response.is_done(), timeouts.idle);
+  BodyCarry carry(body, to_client);
+  if (!carry.now()) {
+    co_await carry.rest();
   }
+  const Carried& carried = carry.result();
+  if (carried.source_failed && !carried.started) {  // a body broken from its start: 502 (504)
+    co_return failed_before_response(failure_of(carried.error));
+  }
+  const beast::error_code& ec = carried.error;
+  const bool upstream_failed = carried.source_failed;
   // Bytes after the response were not asked for: never taken for the next one (RFC 9112 §6.3).
   if (!ec && response.keep_alive() && response.is_done() && server_buffer.size() == 0) {
     loop.pool.give_back(exchange.upstream(), std::move(connection));
