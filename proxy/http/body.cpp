@@ -28,8 +28,16 @@ bool BodyCarry::now() {
         }
         break;
       }
-      case Stage::sending:
-        return false;
+      case Stage::sending: {
+        beast::error_code ec;
+        if (!sink_.sent_now(ec)) {
+          return false;
+        }
+        if (piece_sent(ec)) {
+          return true;
+        }
+        break;
+      }
       case Stage::over:
         return true;
     }
@@ -38,6 +46,7 @@ bool BodyCarry::now() {
 
 io::Awaitable<void> BodyCarry::rest() {
   while (!now()) {
+    // now() stopped waiting for a piece, or for a send to finish.
     if (stage_ == Stage::piece_wanted) {
       const beast::error_code ec = co_await source_.next(piece_);
       if (ec) {

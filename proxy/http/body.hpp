@@ -51,6 +51,10 @@ class BodySink {
   /// failed: `ec`), else send_rest() finishes it.
   virtual bool send_now(const BodyPiece& piece, beast::error_code& ec) = 0;
   virtual io::Awaitable<beast::error_code> send_rest() = 0;
+  /// Whether the send that send_now began has finished since (`ec` if it failed), for a sink
+  /// whose sends finish as its peer takes the bytes (an HTTP/2 stream's): a loop that carries
+  /// two bodies at once asks instead of waiting in send_rest(). False: it cannot tell.
+  virtual bool sent_now(beast::error_code&) { return false; }
 
  protected:
   ~BodySink() = default;
@@ -71,7 +75,8 @@ class BodyCarry {
  public:
   BodyCarry(BodySource& source, BodySink& sink) noexcept : source_(source), sink_(sink) {}
 
-  /// Carries what goes without a wait; true when the body is over (or failed).
+  /// Carries what goes without a wait; true when the body is over (or failed). Called again
+  /// after something changed, it goes on where it stopped.
   bool now();
   /// Carries the rest, waiting as need be.
   io::Awaitable<void> rest();

@@ -5,59 +5,17 @@
 #include <chrono>
 #include <string>
 
+#include "proxy/http/h2/call_body.hpp"
 #include "proxy/http/h2/upstream_session.hpp"
-#include "proxy/http/message_read.hpp"
+#include "proxy/http/http1_body.hpp"
 #include "proxy/http/relay_heads.hpp"
 #include "proxy/http/responses.hpp"
+#include "proxy/http/upstream_request.hpp"
 #include "proxy/io/socket_io.hpp"
 #include "proxy/tls/contexts.hpp"
 
 namespace sluice::http::h2 {
 namespace {
-
-/// Until `call` changed or `timeout` passed (false).
-io::Awaitable<bool> await_change(Call& call, limiter::Duration timeout) {
-  const bool changed = co_await call.changed->wait_for(timeout);
-  co_return changed;
-}
-
-/// Sends the client's body to the call as it reads it: each piece read into `chunk` is lent
-/// until the upstream has taken it all. False when the client went away or sent a malformed
-/// body, or the call ended first.
-io::Awaitable<bool> send_body(ClientConnection& downstream, RequestParser& parser, Call& call,
-                              UpstreamSession& session, std::span<char> chunk,
-                              const config::Timeouts& timeouts) {
-  io::Stream& client = downstream.stream;
-  beast::flat_buffer& buffer = downstream.state->buffer;
-  while (!parser.is_done()) {
-    parser.body_into(chunk);
-    beast::error_code ec;
-    MessageRead read(buffer, parser, MessageRead<true>::Until::progress);
-    if (read.wants_bytes(ec)) {
-      client.expires_after(timeouts.idle);
-      do {
-        auto [error, n] = co_await client.async_read_some(read.room(), io::use_nothrow);
-        read.received(n, error, ec);
-      } while (read.wants_bytes(ec));
-    }
-    if (ec && ec != http::error::need_buffer) {
-      co_return false;
-    }
-    call.out = std::span<const char>(chunk.data(), chunk.size() - parser.room_left());
-    call.out_done = parser.is_done();
-    session.resume(call);
-    while (!call.out.empty() && !call.closed) {
-      const bool changed = co_await await_change(call, timeouts.upstream);
-      if (!changed) {
-        co_return false;
-      }
-    }
-    if (call.closed) {
-      co_return false;
-    }
-  }
-  co_return true;
-}
 
 /// The response head of `call` for an HTTP/1.x client: its status line, the upstream's fields
 /// but the limit fields (the proxy's own instead), and the framing.
@@ -82,16 +40,6 @@ void write_client_head(Call& call, unsigned version, bool chunked, bool keep_ali
   }
   write_persistence(head, version, keep_alive);
   end_head(head);
-}
-
-/// The chunked body's end: the last chunk, the call's trailers as trailer fields, a blank line.
-void write_last_chunk(Call& call, HeadText& out) {
-  append(out, "0\r\n");
-  for (const nghttp2_nv& field : call.trailers.list()) {
-    write_field(out, std::string_view(reinterpret_cast<const char*>(field.name), field.namelen),
-                std::string_view(reinterpret_cast<const char*>(field.value), field.valuelen));
-  }
-  end_head(out);
 }
 
 bool has_field(Call& call, std::string_view wanted) {
@@ -135,15 +83,17 @@ io::Awaitable<RelayOutcome> relay_http1_to_http2(ClientConnection& downstream,
         co_return RelayOutcome{};
       }
     }
-    const bool sent =
-        co_await send_body(downstream, parser, *call, *session, std::span<char>(*chunk), timeouts);
-    if (!sent && !call->closed) {  // the client went away, or its body is malformed
+    MessageBodySource body(client, downstream.state->buffer, parser, std::span<char>(*chunk),
+                           timeouts.idle);
+    CallBodySink upstream(*session, *call, timeouts.upstream);
+    const Carried sent = co_await carry(body, upstream);
+    if (sent.error && !call->closed) {  // the client went away, or its body is malformed
       session->cancel(*call);
       co_return RelayOutcome{};
     }
   }
   while (!call->head_done && !call->closed) {
-    const bool changed = co_await await_change(*call, timeouts.upstream);
+    const bool changed = co_await call->changed->wait_for(timeouts.upstream);
     if (!changed) {
       session->cancel(*call);
       co_return failed_before_response(UpstreamFailure::timeout);
@@ -171,47 +121,17 @@ io::Awaitable<RelayOutcome> relay_http1_to_http2(ClientConnection& downstream,
     session->cancel(*call);
     co_return RelayOutcome{.status = outcome.status};
   }
-  std::string piece;
-  ChunkSizeLine size_line{};
-  while (!no_body) {
-    while (call->body.empty() && !call->body_done && !call->closed) {
-      const bool changed = co_await await_change(*call, timeouts.upstream);
-      if (!changed) {
-        session->cancel(*call);
-        outcome.failure = UpstreamFailure::timeout;
-        outcome.keep_alive = false;
-        co_return outcome;
+  if (!no_body) {
+    CallBodySource body(*session, *call, timeouts.upstream);
+    SocketBodySink to_client(client, nullptr, chunked, timeouts.idle);
+    const Carried carried = co_await carry(body, to_client);
+    if (carried.error) {
+      if (carried.source_failed) {  // the upstream reset the call, or went silent
+        outcome.failure = failure_of(carried.error);
       }
-    }
-    if (call->body.empty() && !call->body_done) {  // reset by the upstream mid-body
-      outcome.failure = UpstreamFailure::broken;
-      outcome.keep_alive = false;
-      co_return outcome;
-    }
-    piece.clear();
-    piece.swap(call->body);
-    const bool last = call->body_done && call->body.empty();
-    HeadText last_chunk;
-    if (last && chunked) {
-      write_last_chunk(*call, last_chunk);
-    }
-    std::array<net::const_buffer, 4> pieces{};
-    std::size_t count = add_body_piece(pieces, 0, piece, chunked, size_line);
-    if (last_chunk.size() > 0) {
-      pieces[count++] = net::buffer(last_chunk.data(), last_chunk.size());
-    }
-    beast::error_code failed;
-    if (count > 0) {
-      failed = co_await io::send(client, std::span(pieces.data(), count), timeouts.idle);
-    }
-    if (failed) {
       session->cancel(*call);
       outcome.keep_alive = false;
       co_return outcome;
-    }
-    session->consume(*call, piece.size());
-    if (last) {
-      break;
     }
   }
   if (no_body && !call->body_done) {

@@ -6,7 +6,8 @@
 #include <string>
 
 #include "proxy/http/h2/stream_answers.hpp"
-#include "proxy/http/message_read.hpp"
+#include "proxy/http/h2/stream_body.hpp"
+#include "proxy/http/http1_body.hpp"
 #include "proxy/http/relay_heads.hpp"
 #include "proxy/http/upstream_request.hpp"
 #include "proxy/io/socket_io.hpp"
@@ -30,46 +31,12 @@ class StreamRequestWriter final : public RequestWriter {
   void connected(io::Stream* server) noexcept override { stream_.upstream = server; }
 
   io::Awaitable<RequestWritten> write(io::Stream& server, bool) override {
-    static constexpr std::string_view kLastChunk = "0\r\n\r\n";
-    const RequestWritten client_gone{.error = {}, .client_failed = true};
-    if (stream_.closed) {
-      co_return client_gone;
-    }
-    const bool chunked = exchange_.request.chunked;
-    const bool has_body = !(stream_.body_done && stream_.body.empty());
-    const HeadText& head = state_.relay_head;
-    std::array<net::const_buffer, 5> pieces{net::buffer(head.data(), head.size())};
-    std::size_t count = 1;
-    std::string piece;  // the body bytes on their way, swapped with the stream's buffer
-    ChunkSizeLine size_line{};
-    do {
-      if (has_body) {
-        const bool came = co_await await_body(stream_, timeouts_.idle);
-        if (!came || stream_.closed) {
-          co_return client_gone;
-        }
-        piece.clear();
-        piece.swap(stream_.body);
-        count = add_body_piece(pieces, count, piece, chunked, size_line);
-        if (chunked && stream_.body_done && stream_.body.empty()) {
-          pieces[count++] = net::buffer(kLastChunk);
-        }
-      }
-      const beast::error_code ec =
-          co_await io::send(server, std::span(pieces.data(), count), timeouts_.upstream);
-      if (!piece.empty()) {
-        // Passed on, or never will be (the upstream failed, or the reset stream closed it): the
-        // connection's window gets them back either way, else it would shrink for good.
-        connection_.session().consume(stream_, piece.size());
-        connection_.flush();
-      }
-      if (ec) {
-        co_return RequestWritten{.error = ec};
-      }
-      pieces = {};
-      count = 0;
-    } while (has_body && !(stream_.body_done && stream_.body.empty()));
-    co_return RequestWritten{};
+    StreamBodySource body(connection_, stream_, timeouts_.idle);
+    SocketBodySink upstream(server, &state_.relay_head, exchange_.request.chunked,
+                            timeouts_.upstream);
+    const Carried carried = co_await carry(body, upstream);
+    co_return RequestWritten{.error = carried.source_failed ? beast::error_code() : carried.error,
+                             .client_failed = carried.source_failed};
   }
 
  private:
@@ -132,45 +99,23 @@ io::Awaitable<RelayOutcome> relay_to_http1(Connection& connection, RequestStream
   session.respond(stream, fields.list(), !response.is_done());
   connection.flush();
   // The body: each piece read into the chunk is lent to the stream until nghttp2 has taken it
-  // all (as the client's window allows), then the next is read.
+  // all (as the client's window allows), then the next is read. A reset stream closes the
+  // upstream connection, so that a read waiting on it ends.
   beast::flat_buffer& buffer = server->buffer;
-  if (!response.is_done() && buffer.capacity() < chunk.size()) {
-    buffer.reserve(std::min(chunk.size(), buffer.max_size()));
-  }
-  stream.upstream = &server->stream;
-  while (!response.is_done() && !stream.closed) {
-    response.body_into(chunk);
-    beast::error_code ec;
-    MessageRead read(buffer, response, MessageRead<false>::Until::progress);
-    if (read.wants_bytes(ec)) {
-      server->stream.expires_after(timeouts.upstream);
-      do {
-        auto [error, n] = co_await server->stream.async_read_some(read.room(), io::use_nothrow);
-        read.received(n, error, ec);
-      } while (read.wants_bytes(ec));
-    }
-    if (ec && ec != http::error::need_buffer) {
-      if (!stream.closed) {
-        outcome.failure =
-            ec == beast::error::timeout ? UpstreamFailure::timeout : UpstreamFailure::broken;
-        stream.upstream = nullptr;
-        session.reset(stream, NGHTTP2_INTERNAL_ERROR);  // too late for a 502
-        connection.flush();
-      }
+  if (!response.is_done()) {
+    stream.upstream = &server->stream;
+    MessageBodySource body(server->stream, buffer, response, chunk, timeouts.upstream);
+    StreamBodySink to_client(connection, stream, timeouts.idle);
+    const Carried carried = co_await carry(body, to_client);
+    stream.upstream = nullptr;
+    if (carried.source_failed && !stream.closed) {
+      outcome.failure = failure_of(carried.error);
+      session.reset(stream, NGHTTP2_INTERNAL_ERROR);  // too late for a 502
+      connection.flush();
       co_return outcome;
     }
-    stream.out = std::span<const char>(chunk.data(), chunk.size() - response.room_left());
-    stream.out_done = response.is_done();
-    session.resume(stream);
-    connection.flush();
-    while (!stream.out.empty() && !stream.closed) {
-      const bool changed = co_await stream.changed.wait_for(timeouts.idle);
-      if (!changed) {
-        stream.upstream = nullptr;
-        session.reset(stream, NGHTTP2_CANCEL);  // the client stopped reading it
-        connection.flush();
-        co_return outcome;
-      }
+    if (carried.error) {
+      co_return outcome;  // the client went, or stopped reading (its stream reset)
     }
   }
   stream.upstream = nullptr;

@@ -5,7 +5,9 @@
 #include <optional>
 #include <string>
 
+#include "proxy/http/h2/call_body.hpp"
 #include "proxy/http/h2/stream_answers.hpp"
+#include "proxy/http/h2/stream_body.hpp"
 #include "proxy/http/h2/upstream_session.hpp"
 #include "proxy/http/relay_heads.hpp"
 #include "proxy/http/responses.hpp"
@@ -93,58 +95,43 @@ io::Awaitable<RelayOutcome> relay_to_http2(Connection& connection,
   UpstreamSession* const upstream_session = begun.session.get();
   Call* const call = begun.call.get();
   RelayOutcome outcome;
-  std::string going_up;    // request body bytes lent to the upstream
-  std::string going_down;  // response body bytes lent to the client
+  // Both bodies at once (a gRPC call may stream both ways): each carried as far as it goes
+  // whenever the stream's signal, which the call shares, says something changed.
+  StreamBodySource request_body(connection, stream, timeouts.idle);
+  CallBodySink to_upstream(*upstream_session, *call, timeouts.upstream);
+  BodyCarry going_up(request_body, to_upstream);
+  bool up_over = !with_body;
+  CallBodySource response_body(*upstream_session, *call, timeouts.upstream);
+  StreamBodySink to_client(connection, stream, timeouts.idle);
+  BodyCarry going_down(response_body, to_client);
   bool head_sent = false;
-  bool body_down = false;  // the response has a body (or trailers) to pass on
+  bool down_over = false;
   for (;;) {
     if (stream.closed) {  // reset by the client, or its connection went
       upstream_session->cancel(*call);
       co_return outcome;
     }
-    if (with_body && !call->out_done && call->out.empty()) {
-      if (!going_up.empty()) {
-        session.consume(stream, going_up.size());
-        connection.flush();
-        going_up.clear();
-      }
-      if (!stream.body.empty() || stream.body_done) {
-        going_up.swap(stream.body);
-        call->out = std::span<const char>(going_up);
-        call->out_done = stream.body_done && stream.body.empty();
-        upstream_session->resume(*call);
-      }
-    }
+    up_over = up_over || going_up.now();
     if (!head_sent && call->head_done) {
       head_sent = true;
       outcome.status = call->head.status();
       outcome.upstream_time = std::chrono::steady_clock::now() - started;
       add_limit_fields(call->head, exchange.decision, exchange.config().limits_headers);
-      body_down = !(call->body_done && call->body.empty());
+      const bool body_down = !(call->body_done && call->body.empty());
+      down_over = !body_down;
       stream.out = {};
       stream.out_done = !body_down;
       session.respond(stream, call->head.list(), body_down);
       connection.flush();
     }
-    if (head_sent && body_down && stream.out.empty() && !stream.out_done) {
-      if (!going_down.empty()) {
-        upstream_session->consume(*call, going_down.size());
-        going_down.clear();
-      }
-      if (!call->body.empty() || call->body_done) {
-        going_down.swap(call->body);
-        stream.out = std::span<const char>(going_down);
-        if (call->body_done && call->body.empty()) {
-          stream.out_done = true;
-          if (!call->trailers.list().empty()) {
-            stream.trailers = &call->trailers.list();
-          }
-        }
-        session.resume(stream);
-        connection.flush();
+    if (head_sent && !down_over) {
+      down_over = going_down.now();
+      if (down_over && going_down.result().error && !going_down.result().source_failed) {
+        upstream_session->cancel(*call);  // the client's stream closed
+        co_return outcome;
       }
     }
-    if (stream.out_done && stream.out.empty()) {
+    if (head_sent && down_over && !(call->closed && !call->body_done)) {
       co_await await_close(connection, stream, timeouts.idle);  // until the last bytes went
       co_return outcome;
     }
