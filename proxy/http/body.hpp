@@ -96,6 +96,67 @@ class BodyCarry {
   Carried result_;
 };
 
+// Inline: on the hot path, with the source and sink of known types, the compiler may see
+// through the calls.
+inline bool BodyCarry::now() {
+  for (;;) {
+    switch (stage_) {
+      case Stage::piece_wanted: {
+        beast::error_code ec;
+        if (!source_.next_now(piece_, ec)) {
+          return false;
+        }
+        if (ec) {
+          fail(ec, true);
+          return true;
+        }
+        stage_ = Stage::piece_ready;
+        break;
+      }
+      case Stage::piece_ready: {
+        beast::error_code ec;
+        if (!sink_.send_now(piece_, ec)) {
+          stage_ = Stage::sending;
+          return false;
+        }
+        if (piece_sent(ec)) {
+          return true;
+        }
+        break;
+      }
+      case Stage::sending: {
+        beast::error_code ec;
+        if (!sink_.sent_now(ec)) {
+          return false;
+        }
+        if (piece_sent(ec)) {
+          return true;
+        }
+        break;
+      }
+      case Stage::over:
+        return true;
+    }
+  }
+}
+
+inline bool BodyCarry::piece_sent(const beast::error_code& ec) noexcept {
+  source_.taken(piece_.bytes.size());
+  if (ec) {
+    fail(ec, false);
+    return true;
+  }
+  result_.started = true;
+  stage_ = piece_.last ? Stage::over : Stage::piece_wanted;
+  return piece_.last;
+}
+
+inline void BodyCarry::fail(const beast::error_code& ec, bool source) noexcept {
+  result_.error = ec;
+  result_.source_failed = source;
+  stage_ = Stage::over;
+}
+
 /// Carries the whole body: BodyCarry's now(), then its rest() if need be.
 io::Awaitable<Carried> carry(BodySource& source, BodySink& sink);
 

@@ -31,47 +31,12 @@ class MessageBodySource final : public BodySource {
                     limiter::Duration timeout) noexcept
       : stream_(stream), buffer_(buffer), parser_(parser), chunk_(chunk), timeout_(timeout) {}
 
-  bool next_now(BodyPiece& piece, beast::error_code& ec) override {
-    if (parser_.is_done()) {
-      piece = BodyPiece{.bytes = {}, .last = true};
-      return true;
-    }
-    // Beast reads no more than the buffer's free capacity (at least 512 bytes): without room, a
-    // body would move 512 bytes per system call.
-    if (buffer_.capacity() < io::kChunkBytes) {
-      buffer_.reserve(std::min(io::kChunkBytes, buffer_.max_size()));
-    }
-    parser_.body_into(chunk_);
-    // A piece that came in with what was read before is parsed without waiting.
-    read_.emplace(buffer_, parser_, MessageRead<isRequest>::Until::progress);
-    if (read_->wants_bytes(ec)) {
-      return false;
-    }
-    take(piece, ec);
-    return true;
-  }
-
-  io::Awaitable<beast::error_code> next(BodyPiece& piece) override {
-    beast::error_code ec;
-    stream_.expires_after(timeout_);
-    do {
-      auto [error, n] = co_await stream_.async_read_some(read_->room(), io::use_nothrow);
-      read_->received(n, error, ec);
-    } while (read_->wants_bytes(ec));
-    take(piece, ec);
-    co_return ec;
-  }
+  bool next_now(BodyPiece& piece, beast::error_code& ec) override;
+  io::Awaitable<beast::error_code> next(BodyPiece& piece) override;
 
  private:
   /// The piece the parser put in the chunk; a full chunk (need_buffer) is no error.
-  void take(BodyPiece& piece, beast::error_code& ec) noexcept {
-    if (ec == http::error::need_buffer) {
-      ec = {};
-    }
-    piece = BodyPiece{
-        .bytes = std::span<const char>(chunk_.data(), chunk_.size() - parser_.room_left()),
-        .last = parser_.is_done()};
-  }
+  void take(BodyPiece& piece, beast::error_code& ec) noexcept;
 
   io::Stream& stream_;
   beast::flat_buffer& buffer_;
@@ -80,6 +45,10 @@ class MessageBodySource final : public BodySource {
   limiter::Duration timeout_;
   std::optional<MessageRead<isRequest>> read_;
 };
+
+// Compiled once, in http1_body.cpp (a coroutine's frame is best defined in one place).
+extern template class MessageBodySource<true>;
+extern template class MessageBodySource<false>;
 
 /// A body written to an HTTP/1.1 connection (an upstream's, a client's): after `head` (with the
 /// first piece, in the same write), as it is or, when `chunked`, each piece in its chunk framing

@@ -56,6 +56,15 @@ class ClientRequestWriter final : public RequestWriter {
         co_return RequestWritten{.error = ec, .client_failed = true};
       }
     }
+    if (parser.is_done()) {  // no body, the usual request: its head in one write
+      const std::array<net::const_buffer, 1> pieces{net::buffer(head.data(), head.size())};
+      const io::SendStart start = send_now(server, pieces);
+      if (start.finished) {
+        co_return RequestWritten{.error = start.error, .at_once = true};
+      }
+      co_return RequestWritten{
+          .error = co_await send_rest(server, pieces, start.sent, timeouts.upstream)};
+    }
     MessageBodySource body(client, client_buffer, parser, chunk_, timeouts.idle);
     SocketBodySink upstream(server, &head, parser.chunked(), timeouts.upstream);
     BodyCarry carry(body, upstream);

@@ -107,10 +107,11 @@ bool is_forwarding_field(std::string_view name) noexcept {
          pipeline::equal_ignoring_case(name, "X-Forwarded-Host");
 }
 
-}  // namespace
-
-void write_upstream_head(const RequestHead& request, std::string_view client_address, bool secure,
-                         bool upgrade, HeadOut& out) {
+/// write_upstream_head for either kind of HeadOut: instantiated for HeadTextOut (final, so its
+/// calls are direct and inlined, on the hot path) and for HeadOut (virtual, for HTTP/2).
+template <class Out>
+void write_upstream_into(const RequestHead& request, std::string_view client_address, bool secure,
+                         bool upgrade, Out& out) {
   const HeadFields& fields = request.head();
   const std::string_view host = fields.value_of(http::field::host);
   out.request(request.method_string, request.target, pipeline::trim_whitespace(host));
@@ -155,15 +156,11 @@ void write_upstream_head(const RequestHead& request, std::string_view client_add
   out.end();
 }
 
-void write_upstream_head(const RequestHead& request, std::string_view client_address, bool secure,
-                         bool upgrade, HeadText& head) {
-  HeadTextOut out(head);
-  write_upstream_head(request, client_address, secure, upgrade, out);
-}
-
-void write_client_head(const ResponseParser& response, unsigned version, ClientFraming framing,
+/// write_client_head for either kind of HeadOut (as write_upstream_into).
+template <class Out>
+void write_client_into(const ResponseParser& response, unsigned version, ClientFraming framing,
                        bool keep_alive, bool switching, const pipeline::Decision& decision,
-                       config::LimitsHeaders limits_headers, HeadOut& out) {
+                       config::LimitsHeaders limits_headers, Out& out) {
   const std::string_view reason = response.reason();
   out.response(
       version, response.status(),
@@ -197,11 +194,31 @@ void write_client_head(const ResponseParser& response, unsigned version, ClientF
   out.end();
 }
 
+}  // namespace
+
+void write_upstream_head(const RequestHead& request, std::string_view client_address, bool secure,
+                         bool upgrade, HeadOut& out) {
+  write_upstream_into(request, client_address, secure, upgrade, out);
+}
+
+void write_upstream_head(const RequestHead& request, std::string_view client_address, bool secure,
+                         bool upgrade, HeadText& head) {
+  HeadTextOut out(head);
+  write_upstream_into(request, client_address, secure, upgrade, out);
+}
+
+void write_client_head(const ResponseParser& response, unsigned version, ClientFraming framing,
+                       bool keep_alive, bool switching, const pipeline::Decision& decision,
+                       config::LimitsHeaders limits_headers, HeadOut& out) {
+  write_client_into(response, version, framing, keep_alive, switching, decision, limits_headers,
+                    out);
+}
+
 void write_client_head(const ResponseParser& response, unsigned version, ClientFraming framing,
                        bool keep_alive, bool switching, const pipeline::Decision& decision,
                        config::LimitsHeaders limits_headers, HeadText& head) {
   HeadTextOut out(head);
-  write_client_head(response, version, framing, keep_alive, switching, decision, limits_headers,
+  write_client_into(response, version, framing, keep_alive, switching, decision, limits_headers,
                     out);
 }
 
