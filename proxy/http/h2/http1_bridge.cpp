@@ -86,7 +86,11 @@ io::Awaitable<RelayOutcome> relay_http1_to_http2(ClientConnection& downstream,
     MessageBodySource body(client, downstream.state->buffer, parser, std::span<char>(*chunk),
                            timeouts.idle);
     CallBodySink upstream(*session, *call, timeouts.upstream);
-    const Carried sent = co_await carry(body, upstream);
+    BodyCarry sent_body(body, upstream);  // no coroutine of its own while nothing waits
+    if (!sent_body.now()) {
+      co_await sent_body.rest();
+    }
+    const Carried& sent = sent_body.result();
     if (sent.error && !call->closed) {  // the client went away, or its body is malformed
       session->cancel(*call);
       co_return RelayOutcome{};
@@ -124,7 +128,11 @@ io::Awaitable<RelayOutcome> relay_http1_to_http2(ClientConnection& downstream,
   if (!no_body) {
     CallBodySource body(*session, *call, timeouts.upstream);
     SocketBodySink to_client(client, nullptr, chunked, timeouts.idle);
-    const Carried carried = co_await carry(body, to_client);
+    BodyCarry carried_body(body, to_client);  // no coroutine of its own while nothing waits
+    if (!carried_body.now()) {
+      co_await carried_body.rest();
+    }
+    const Carried& carried = carried_body.result();
     if (carried.error) {
       if (carried.source_failed) {  // the upstream reset the call, or went silent
         outcome.failure = failure_of(carried.error);

@@ -47,10 +47,10 @@ bool StreamBodySink::send_now(const BodyPiece& piece, beast::error_code& ec) {
   stream_.out = piece.bytes;
   stream_.out_done = piece.last;
   if (piece.last && piece.trailers != nullptr) {
-    trailers_.clear();
-    FieldListOut out(trailers_);
+    trailers_ = std::make_unique<FieldList>();
+    FieldListOut out(*trailers_);
     piece.trailers->write(out);
-    stream_.trailers = &trailers_.list();
+    stream_.trailers = &trailers_->list();
   }
   connection_.session().resume(stream_);
   connection_.flush();

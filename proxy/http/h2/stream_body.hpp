@@ -1,5 +1,6 @@
 #pragma once
 
+#include <memory>
 #include <string>
 
 #include "proxy/http/body.hpp"
@@ -46,7 +47,7 @@ class StreamBodySink final : public BodySink {
   Connection& connection_;
   RequestStream& stream_;
   limiter::Duration timeout_;
-  FieldList trailers_;
+  std::unique_ptr<FieldList> trailers_;  ///< Made when there are any (seldom: gRPC).
 };
 
 }  // namespace sluice::http::h2

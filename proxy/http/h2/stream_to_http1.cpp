@@ -34,7 +34,11 @@ class StreamRequestWriter final : public RequestWriter {
     StreamBodySource body(connection_, stream_, timeouts_.idle);
     SocketBodySink upstream(server, &state_.relay_head, exchange_.request.chunked,
                             timeouts_.upstream);
-    const Carried carried = co_await carry(body, upstream);
+    BodyCarry carried_body(body, upstream);  // no coroutine of its own while nothing waits
+    if (!carried_body.now()) {
+      co_await carried_body.rest();
+    }
+    const Carried& carried = carried_body.result();
     co_return RequestWritten{.error = carried.source_failed ? beast::error_code() : carried.error,
                              .client_failed = carried.source_failed};
   }
@@ -106,7 +110,11 @@ io::Awaitable<RelayOutcome> relay_to_http1(Connection& connection, RequestStream
     stream.upstream = &server->stream;
     MessageBodySource body(server->stream, buffer, response, chunk, timeouts.upstream);
     StreamBodySink to_client(connection, stream, timeouts.idle);
-    const Carried carried = co_await carry(body, to_client);
+    BodyCarry carried_body(body, to_client);  // no coroutine of its own while nothing waits
+    if (!carried_body.now()) {
+      co_await carried_body.rest();
+    }
+    const Carried& carried = carried_body.result();
     stream.upstream = nullptr;
     if (carried.source_failed && !stream.closed) {
       outcome.failure = failure_of(carried.error);
