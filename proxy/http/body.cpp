@@ -21,12 +21,4 @@ io::Awaitable<void> BodyCarry::rest() {
   }
 }
 
-io::Awaitable<Carried> carry(BodySource& source, BodySink& sink) {
-  BodyCarry body(source, sink);
-  if (!body.now()) {
-    co_await body.rest();
-  }
-  co_return body.result();
-}
-
 }  // namespace sluice::http

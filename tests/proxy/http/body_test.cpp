@@ -81,6 +81,15 @@ class RecordingSink final : public BodySink {
   int waits = 0;
 };
 
+/// Carries the whole body, as a relay does.
+io::Awaitable<Carried> carry(BodySource& source, BodySink& sink) {
+  BodyCarry body(source, sink);
+  if (!body.now()) {
+    co_await body.rest();
+  }
+  co_return body.result();
+}
+
 TEST(BodyCarry, CarriesABodyThatIsAllThereWithoutWaiting) {
   ScriptedSource source({{.bytes = "hel"}, {.bytes = "lo", .last = true}});
   RecordingSink sink;
