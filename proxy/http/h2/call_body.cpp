@@ -50,14 +50,7 @@ bool CallBodySink::send_now(const BodyPiece& piece, beast::error_code& ec) {
 }
 
 bool CallBodySink::sent_now(beast::error_code& ec) {
-  if (call_.out.empty()) {
-    return true;
-  }
-  if (call_.closed) {
-    ec = net::error::connection_reset;
-    return true;
-  }
-  return false;
+  return lent_bytes_taken(call_.out, call_.closed, ec, net::error::connection_reset);
 }
 
 io::Awaitable<beast::error_code> CallBodySink::send_rest() {

@@ -26,6 +26,21 @@ inline std::string_view text_of(const std::uint8_t* bytes, std::size_t length) n
   return {reinterpret_cast<const char*>(bytes), length};
 }
 
+/// Whether body bytes lent to nghttp2 (`out`, of a client's stream or an upstream's call) have
+/// all been taken: true; also true, with `ec` set to `gone`, when the stream closed first; false
+/// while they wait.
+inline bool lent_bytes_taken(std::span<const char> out, bool closed, beast::error_code& ec,
+                             const beast::error_code& gone) noexcept {
+  if (out.empty()) {
+    return true;
+  }
+  if (closed) {
+    ec = gone;
+    return true;
+  }
+  return false;
+}
+
 /// One request stream of an HTTP/2 connection: its request as received (pseudo-header fields
 /// apart, then the regular fields), its body as it arrives, and the response body
 /// on its way out. Shared by the Session, which fills it from frames, and the coroutine that

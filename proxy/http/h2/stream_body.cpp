@@ -58,14 +58,7 @@ bool StreamBodySink::send_now(const BodyPiece& piece, beast::error_code& ec) {
 }
 
 bool StreamBodySink::sent_now(beast::error_code& ec) {
-  if (stream_.out.empty()) {
-    return true;
-  }
-  if (stream_.closed) {
-    ec = net::error::connection_aborted;
-    return true;
-  }
-  return false;
+  return lent_bytes_taken(stream_.out, stream_.closed, ec, net::error::connection_aborted);
 }
 
 io::Awaitable<beast::error_code> StreamBodySink::send_rest() {
