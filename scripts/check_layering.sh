@@ -11,6 +11,7 @@ cd "$(dirname "$0")/.."
 rules=(
   "limiter||boost asio yaml-cpp spdlog hiredis fmt CLI"
   "config|limiter|asio boost/asio boost/beast spdlog hiredis CLI"
+  "proxy/auth||boost/asio boost/beast yaml-cpp spdlog hiredis CLI"
   "proxy/pipeline|limiter config|boost/asio boost/beast yaml-cpp spdlog hiredis CLI"
   "proxy/replay|limiter config proxy/pipeline|boost/asio boost/beast yaml-cpp spdlog hiredis CLI"
   "proxy/telemetry|limiter config|boost/asio boost/beast yaml-cpp hiredis CLI"

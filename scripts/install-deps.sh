@@ -20,7 +20,7 @@ elif [ "$mode" != --build-only ]; then
   packages+=(
     ccache git clang-format-16 clang-16 libclang-rt-16-dev
     googletest libgtest-dev libgmock-dev libbenchmark-dev redis-server openssl curl python3 ca-certificates
-    nghttp2-client python3-h2 python3-grpcio
+    nghttp2-client python3-h2 python3-grpcio python3-jwt python3-cryptography
   )
   container_packages=(
     podman buildah runc fuse-overlayfs slirp4netns uidmap containernetworking-plugins iptables

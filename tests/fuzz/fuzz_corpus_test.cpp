@@ -20,6 +20,7 @@ extern "C" int sluice_fuzz_config(const std::uint8_t* data, std::size_t size);
 extern "C" int sluice_fuzz_pipeline(const std::uint8_t* data, std::size_t size);
 extern "C" int sluice_fuzz_http(const std::uint8_t* data, std::size_t size);
 extern "C" int sluice_fuzz_http2(const std::uint8_t* data, std::size_t size);
+extern "C" int sluice_fuzz_jwt(const std::uint8_t* data, std::size_t size);
 extern "C" int sluice_fuzz_replay_jsonl(const std::uint8_t* data, std::size_t size);
 extern "C" int sluice_fuzz_replay_combined(const std::uint8_t* data, std::size_t size);
 extern "C" int sluice_fuzz_resp(const std::uint8_t* data, std::size_t size);
@@ -37,6 +38,7 @@ constexpr Target kTargets[] = {{"config", sluice_fuzz_config},
                                {"pipeline", sluice_fuzz_pipeline},
                                {"http", sluice_fuzz_http},
                                {"http2", sluice_fuzz_http2},
+                               {"jwt", sluice_fuzz_jwt},
                                {"replay_jsonl", sluice_fuzz_replay_jsonl},
                                {"replay_combined", sluice_fuzz_replay_combined},
                                {"resp", sluice_fuzz_resp}};
