@@ -14,56 +14,17 @@
 #include <vector>
 
 #include "proxy/auth/base64url.hpp"
+#include "tests/support/minted_jwts.hpp"
 
 namespace sluice::auth {
 namespace {
 
 constexpr std::int64_t kNow = 1'800'000'000;
 
-/// What tests/support/mint_jwt.py printed: a key and a token per algorithm, and the cases.
-struct Minted {
-  struct Signed {
-    std::string kid, public_pem, secret, token;
-    boost::json::object jwk;
-  };
-  std::map<std::string, Signed> by_algorithm;
-  std::map<std::string, std::pair<std::string, std::string>> cases;  ///< name -> (key alg, token)
-};
+using Minted = test::MintedJwts;
 
 const Minted& minted() {
-  static const Minted all = [] {
-    Minted read;
-    const std::string command =
-        "/usr/bin/python3 " SLUICE_SOURCE_DIR "/tests/support/mint_jwt.py " + std::to_string(kNow);
-    const std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen(command.c_str(), "r"), pclose);
-    std::string line;
-    std::array<char, 4096> bytes{};
-    while (pipe && fgets(bytes.data(), bytes.size(), pipe.get()) != nullptr) {
-      line += bytes.data();
-      if (line.empty() || line.back() != '\n') {
-        continue;
-      }
-      const boost::json::object entry = boost::json::parse(line).as_object();
-      line.clear();
-      auto text = [&](const char* name) {
-        const boost::json::value* value = entry.if_contains(name);
-        return value ? std::string(value->as_string()) : std::string();
-      };
-      if (entry.contains("case")) {
-        read.cases[text("case")] = {text("key_alg"), text("token")};
-        continue;
-      }
-      Minted::Signed& one = read.by_algorithm[text("alg")];
-      one.kid = text("kid");
-      one.public_pem = text("public_pem");
-      one.token = text("token");
-      one.jwk = entry.at("jwk").as_object();
-      if (!text("secret").empty()) {
-        EXPECT_TRUE(decode_base64url(text("secret"), one.secret));
-      }
-    }
-    return read;
-  }();
+  static const Minted all = test::mint_jwts(kNow);
   return all;
 }
 
