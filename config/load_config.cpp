@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "config/addresses.hpp"
+#include "config/read_auth.hpp"
 #include "config/read_limiters.hpp"
 #include "config/read_routes.hpp"
 #include "config/yaml_reader.hpp"
@@ -315,7 +316,7 @@ ProxyConfig read_config(const YAML::Node& root, const std::string& file, ReadCon
   config.file = file;
   MapReader top(root, "",
                 {"listen", "tls", "admin", "threads", "max_connections", "upstream", "upstream_tls",
-                 "http2", "trusted_proxies", "timeouts", "limits_headers", "log", "store",
+                 "http2", "trusted_proxies", "timeouts", "limits_headers", "log", "store", "auth",
                  "limiters", "deny", "ban", "routes"},
                 context);
   if (!top.valid()) {
@@ -351,6 +352,7 @@ ProxyConfig read_config(const YAML::Node& root, const std::string& file, ReadCon
           .value_or(LimitsHeaders::both);
   config.log = read_log(top);
   config.store = read_store(top);
+  config.jwt_providers = read_auth(top, context);
   if (top.has("limiters")) {
     config.limiters = read_limiters(top.node("limiters"), config.store.max_keys, context);
   }

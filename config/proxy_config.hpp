@@ -155,6 +155,7 @@ struct KeyPart {
     cert_subject,      ///< The client certificate's subject (RFC 2253).
     cert_san,          ///< Its first DNS or URI subject alternative name.
     cert_fingerprint,  ///< Its SHA-256, in hex.
+    jwt,               ///< A claim of the route's verified token (`name` is its dotted path).
   };
   Kind kind = Kind::ip;
   std::string name;  ///< The header, cookie or query parameter.
@@ -170,6 +171,53 @@ struct KeyPart {
 struct KeySpec {
   std::string text;  ///< As written: "ip+header:X-User".
   std::vector<KeyPart> parts;
+
+  /// Whether a part reads a verified token's claim: only routes with `auth` can form it.
+  bool reads_claims() const noexcept {
+    for (const KeyPart& part : parts) {
+      if (part.kind == KeyPart::Kind::jwt) {
+        return true;
+      }
+    }
+    return false;
+  }
+};
+
+/// One key a JWT provider verifies with (`keys`): a PEM public key file or an HMAC secret, for
+/// one algorithm.
+struct JwtKeyConfig {
+  std::string file;  ///< PEM (SubjectPublicKeyInfo); empty: `secret`.
+  std::string secret;
+  std::string algorithm;  ///< A JWS name: RS256, ES256, HS256, ...
+  Location at;            ///< Where the key is written (its file's problems are reported there).
+};
+
+/// An `auth.jwt` provider (SPEC §8): who issues the tokens, what is accepted, where its keys
+/// are, where a request carries its token, and which claims go upstream.
+struct JwtProviderConfig {
+  std::string name;
+  std::string issuer;                   ///< `iss` must equal it.
+  std::vector<std::string> audiences;   ///< Empty: any `aud`.
+  std::vector<std::string> algorithms;  ///< The allow-list, JWS names.
+  std::string jwks_url;                 ///< https:// (http:// on loopback); empty: none.
+  Duration jwks_refresh = std::chrono::minutes(10);
+  std::string jwks_file;  ///< Empty: none.
+  std::vector<JwtKeyConfig> keys;
+  /// Where a request's token is read, first found wins: bearer, cookie:NAME, header:NAME or
+  /// query:NAME.
+  std::vector<KeyPart> from{KeyPart{KeyPart::Kind::bearer, ""}};
+  Duration leeway = std::chrono::seconds(60);
+  /// A claim's dotted path → the request header its verified value is sent upstream in.
+  std::vector<std::pair<std::string, std::string>> claims_to_headers;
+  Location at, jwks_at;
+};
+
+/// A route's `auth`: the provider that verifies its requests' tokens.
+struct RouteAuth {
+  std::string provider;
+  /// A request without a token gets 401; false lets it through anonymous (its `jwt:` limiters
+  /// skipped). A token that does not verify gets 401 either way.
+  bool required = true;
 };
 
 /// Other parameters for one key value (`overrides: {"premium-key": {limit: 1000}}`).
@@ -220,6 +268,7 @@ struct Route {
   std::vector<std::string> limiters;  ///< Names, in the order written.
   limiter::Permits cost = 1;
   std::optional<Respond> respond;  ///< Answered by the proxy itself.
+  std::optional<RouteAuth> auth;   ///< Verifies its requests' tokens (SPEC §8).
   Location at;
 };
 
@@ -248,6 +297,7 @@ struct ProxyConfig {
   LimitsHeaders limits_headers = LimitsHeaders::both;
   LogOptions log;
   StoreOptions store;
+  std::vector<JwtProviderConfig> jwt_providers;  ///< `auth.jwt`, in the order written.
   std::vector<LimiterConfig> limiters;
   std::vector<Cidr> deny;
   std::optional<BanOptions> ban;
@@ -257,6 +307,14 @@ struct ProxyConfig {
     for (const LimiterConfig& limiter : limiters) {
       if (limiter.name == name) {
         return &limiter;
+      }
+    }
+    return nullptr;
+  }
+  const JwtProviderConfig* jwt_provider_named(std::string_view name) const noexcept {
+    for (const JwtProviderConfig& provider : jwt_providers) {
+      if (provider.name == name) {
+        return &provider;
       }
     }
     return nullptr;

@@ -94,51 +94,6 @@ bool accepted_by_engine(MapReader& reader, const limiter::LimiterOptions& option
   }
 }
 
-std::optional<KeyPart> parse_key_part(std::string_view text) {
-  const std::size_t colon = text.find(':');
-  const std::string_view kind = text.substr(0, colon);
-  const std::string_view name = colon == std::string_view::npos ? "" : text.substr(colon + 1);
-  const bool named = colon != std::string_view::npos;
-  using Kind = KeyPart::Kind;
-  if (!named) {
-    if (kind == "ip") {
-      return KeyPart{Kind::ip, ""};
-    }
-    if (kind == "bearer") {
-      return KeyPart{Kind::bearer, ""};
-    }
-    if (kind == "route") {
-      return KeyPart{Kind::route, ""};
-    }
-    if (kind == "global") {
-      return KeyPart{Kind::global, ""};
-    }
-    return std::nullopt;
-  }
-  if (name.empty()) {
-    return std::nullopt;
-  }
-  if (kind == "header") {
-    return KeyPart{Kind::header, std::string(name)};
-  }
-  if (kind == "cookie") {
-    return KeyPart{Kind::cookie, std::string(name)};
-  }
-  if (kind == "query") {
-    return KeyPart{Kind::query, std::string(name)};
-  }
-  if (kind == "cert") {
-    for (const auto& [field, certificate_kind] :
-         {std::pair{"subject", Kind::cert_subject}, std::pair{"san", Kind::cert_san},
-          std::pair{"fingerprint", Kind::cert_fingerprint}}) {
-      if (name == field) {
-        return KeyPart{certificate_kind, ""};
-      }
-    }
-  }
-  return std::nullopt;
-}
-
 /// A lease hands out permits taken earlier: it suits counts of permits, in reject mode.
 void refuse_lease_where_it_cannot_work(MapReader& reader, const LimiterConfig& limiter) {
   const limiter::LimiterOptions& o = limiter.options;
@@ -277,6 +232,61 @@ LimiterConfig read_limiter(const std::string& name, const YAML::Node& node, std:
 
 }  // namespace
 
+std::optional<KeyPart> parse_key_part(std::string_view text) {
+  const std::size_t colon = text.find(':');
+  const std::string_view kind = text.substr(0, colon);
+  const std::string_view name = colon == std::string_view::npos ? "" : text.substr(colon + 1);
+  const bool named = colon != std::string_view::npos;
+  using Kind = KeyPart::Kind;
+  if (!named) {
+    if (kind == "ip") {
+      return KeyPart{Kind::ip, ""};
+    }
+    if (kind == "bearer") {
+      return KeyPart{Kind::bearer, ""};
+    }
+    if (kind == "route") {
+      return KeyPart{Kind::route, ""};
+    }
+    if (kind == "global") {
+      return KeyPart{Kind::global, ""};
+    }
+    return std::nullopt;
+  }
+  if (name.empty()) {
+    return std::nullopt;
+  }
+  if (kind == "header") {
+    return KeyPart{Kind::header, std::string(name)};
+  }
+  if (kind == "cookie") {
+    return KeyPart{Kind::cookie, std::string(name)};
+  }
+  if (kind == "query") {
+    return KeyPart{Kind::query, std::string(name)};
+  }
+  if (kind == "jwt") {
+    // A dotted path into the claims ("org.id"): no empty step, nothing but printable ASCII.
+    const bool plain =
+        std::all_of(name.begin(), name.end(), [](char c) { return c > ' ' && c <= '~'; });
+    if (!plain || name.front() == '.' || name.back() == '.' ||
+        name.find("..") != std::string_view::npos) {
+      return std::nullopt;
+    }
+    return KeyPart{Kind::jwt, std::string(name)};
+  }
+  if (kind == "cert") {
+    for (const auto& [field, certificate_kind] :
+         {std::pair{"subject", Kind::cert_subject}, std::pair{"san", Kind::cert_san},
+          std::pair{"fingerprint", Kind::cert_fingerprint}}) {
+      if (name == field) {
+        return KeyPart{certificate_kind, ""};
+      }
+    }
+  }
+  return std::nullopt;
+}
+
 std::optional<KeySpec> parse_key(std::string_view text, std::string& problem) {
   KeySpec spec{.text = std::string(text), .parts = {}};
   std::size_t start = 0;
@@ -287,8 +297,8 @@ std::optional<KeySpec> parse_key(std::string_view text, std::string& problem) {
     if (!parsed) {
       problem = "\"" + std::string(part) +
                 "\" is not a key part; use ip, header:NAME, bearer, cookie:NAME, query:NAME, "
-                "cert:subject, cert:san, cert:fingerprint, route or global, joined with + "
-                "(ip+header:X-User)";
+                "cert:subject, cert:san, cert:fingerprint, jwt:CLAIM (a dotted path: jwt:org.id), "
+                "route or global, joined with + (ip+header:X-User)";
       return std::nullopt;
     }
     spec.parts.push_back(std::move(*parsed));

@@ -14,6 +14,9 @@ namespace sluice::config {
 std::vector<LimiterConfig> read_limiters(const YAML::Node& node, std::uint64_t max_keys,
                                          ReadContext& context);
 
+/// One part of a key ("header:X-User", "jwt:org.id"); nullopt when it is not one.
+std::optional<KeyPart> parse_key_part(std::string_view text);
+
 /// Parses a key ("ip+header:X-User"); nullopt and a message when it is not one.
 std::optional<KeySpec> parse_key(std::string_view text, std::string& problem);
 

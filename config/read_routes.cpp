@@ -7,6 +7,7 @@
 #include "config/addresses.hpp"
 #include "config/did_you_mean.hpp"
 #include "config/names.hpp"
+#include "config/read_auth.hpp"
 #include "config/route_overlap.hpp"
 #include "limiter/decide.hpp"
 #include "limiter/make_limiter.hpp"
@@ -152,10 +153,26 @@ void check_cost(MapReader& reader, const Route& route, const ProxyConfig& config
   }
 }
 
+/// A limiter keyed on a claim needs a verified token: on a route without `auth` it would never
+/// apply.
+void check_claim_keys(MapReader& reader, const Route& route, const ProxyConfig& config) {
+  if (route.auth || reader.has("auth")) {
+    return;
+  }
+  for (const std::string& name : route.limiters) {
+    const LimiterConfig* limiter = config.limiter_named(name);
+    if (limiter && limiter->key.reads_claims()) {
+      reader.error("limiters", "limiter \"" + name + "\" is keyed on \"" + limiter->key.text +
+                                   "\", a verified token's claim, but the route has no "
+                                   "auth (auth: {jwt: PROVIDER})");
+    }
+  }
+}
+
 Route read_route(const YAML::Node& node, std::size_t index, const ProxyConfig& config,
                  bool upstream_given, ReadContext& context) {
   const std::string path = "routes[" + std::to_string(index) + "]";
-  MapReader reader(node, path, {"name", "match", "upstream", "limiters", "cost", "respond"},
+  MapReader reader(node, path, {"name", "match", "upstream", "limiters", "cost", "respond", "auth"},
                    context);
   Route route;
   route.name = "route-" + std::to_string(index + 1);
@@ -178,6 +195,8 @@ Route read_route(const YAML::Node& node, std::size_t index, const ProxyConfig& c
     }
   }
   read_limiter_names(reader, route, config, context);
+  route.auth = read_route_auth(reader, config);
+  check_claim_keys(reader, route, config);
   if (auto cost = reader.whole_number("cost", 1, 4'294'967'295)) {
     route.cost = static_cast<limiter::Permits>(*cost);
   }

@@ -77,7 +77,7 @@ bool audience_accepted(const boost::json::value* audience, const JwtRules& rules
 
 /// The claims' time and issuer checks.
 JwtCheck check_claims(const boost::json::object& claims, const JwtRules& rules, std::int64_t now,
-                      std::int64_t& expires) {
+                      std::int64_t& expires, std::int64_t& not_before) {
   const std::int64_t leeway = rules.leeway.count();
   const boost::json::value* exp = claims.if_contains("exp");
   const std::optional<std::int64_t> exp_seconds = exp ? seconds_of(*exp) : std::nullopt;
@@ -96,6 +96,7 @@ JwtCheck check_claims(const boost::json::object& claims, const JwtRules& rules, 
     if (now + leeway < *nbf_seconds) {
       return JwtCheck::not_yet_valid;
     }
+    not_before = *nbf_seconds;
   }
   if (!rules.issuer.empty() && text_of(claims, "iss") != rules.issuer) {
     return JwtCheck::issuer;
@@ -195,10 +196,12 @@ JwtCheck verify_jwt(std::string_view compact, std::span<const VerificationKey> k
     return JwtCheck::malformed;
   }
   std::int64_t expires = 0;
-  const JwtCheck check = check_claims(*claims, rules, now, expires);
+  std::int64_t not_before = std::numeric_limits<std::int64_t>::min();
+  const JwtCheck check = check_claims(*claims, rules, now, expires, not_before);
   if (check == JwtCheck::verified) {
     token.claims = std::move(*claims);
     token.expires = expires;
+    token.not_before = not_before;
   }
   return check;
 }

@@ -3,6 +3,7 @@
 #include <boost/json/object.hpp>
 #include <chrono>
 #include <cstdint>
+#include <limits>
 #include <span>
 #include <string>
 #include <string_view>
@@ -40,10 +41,11 @@ enum class JwtCheck {
 };
 std::string_view name_of(JwtCheck check) noexcept;
 
-/// A verified token's claims, and when it expires (seconds since the epoch).
+/// A verified token's claims, and when it is valid (seconds since the epoch, before leeway).
 struct VerifiedJwt {
   boost::json::object claims;
   std::int64_t expires = 0;
+  std::int64_t not_before = std::numeric_limits<std::int64_t>::min();  ///< No `nbf`: min.
 };
 
 /// Verifies a compact JWS token (RFC 7519) with `keys` under `rules` at `now` (seconds since the

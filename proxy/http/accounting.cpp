@@ -20,6 +20,8 @@ telemetry::MetricDecision metric_decision(pipeline::Outcome outcome) noexcept {
       return telemetry::MetricDecision::denied;
     case pipeline::Outcome::no_route:
       return telemetry::MetricDecision::no_route;
+    case pipeline::Outcome::unauthorized:
+      return telemetry::MetricDecision::unauthorized;
   }
   return telemetry::MetricDecision::no_route;
 }

@@ -110,8 +110,8 @@ io::Awaitable<RelayOutcome> relay(ClientConnection& downstream, const Exchange& 
                        !parser.head().value_of(http::field::upgrade).empty();
   bool keep_alive = exchange.keep_alive;
   head.clear();
-  write_upstream_head(exchange.request, downstream.peer_address_text, client.secure(), upgrade,
-                      head);
+  write_upstream_head(exchange.request, exchange.decision.auth, downstream.peer_address_text,
+                      client.secure(), upgrade, head);
   const io::ChunkPool::Lease chunk = loop.chunks.borrow();
   // Without a body, a request that fails on a parked connection can be sent again.
   const bool repeatable = parser.is_done() && idempotent(parser.method());

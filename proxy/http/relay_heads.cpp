@@ -6,6 +6,8 @@
 #include <iterator>
 #include <random>
 
+#include "proxy/auth/claims.hpp"
+#include "proxy/http/message_syntax.hpp"
 #include "proxy/http/responses.hpp"
 #include "proxy/pipeline/http_text.hpp"
 
@@ -107,11 +109,43 @@ bool is_forwarding_field(std::string_view name) noexcept {
          pipeline::equal_ignoring_case(name, "X-Forwarded-Host");
 }
 
+/// Whether the route's provider sends a verified claim in a field of this name: the client's
+/// own copy is never forwarded (SPEC §8).
+bool claim_field(const pipeline::Authentication& auth, std::string_view name) noexcept {
+  if (auth.provider == nullptr) {
+    return false;
+  }
+  for (const auto& [claim, field] : auth.provider->claims_to_headers) {
+    if (pipeline::equal_ignoring_case(field, name)) {
+      return true;
+    }
+  }
+  return false;
+}
+
+/// The verified claims the route's provider sends upstream, each one that the token holds as
+/// text that a field value may carry.
+template <class Out>
+void write_claim_fields(const pipeline::Authentication& auth, Out& out) {
+  if (auth.provider == nullptr || auth.identity == nullptr) {
+    return;
+  }
+  thread_local std::string text;  // keeps its capacity: no allocation per request
+  for (const auto& [claim, field] : auth.provider->claims_to_headers) {
+    text.clear();
+    const boost::json::value* value = auth::find_claim(auth.identity->claims, claim);
+    if (value != nullptr && auth::append_claim_text(*value, text) &&
+        syntax::valid_field_value(text)) {
+      out.field(field, text);
+    }
+  }
+}
+
 /// write_upstream_head for either kind of HeadOut: instantiated for HeadTextOut (final, so its
 /// calls are direct and inlined, on the hot path) and for HeadOut (virtual, for HTTP/2).
 template <class Out>
-void write_upstream_into(const RequestHead& request, std::string_view client_address, bool secure,
-                         bool upgrade, Out& out) {
+void write_upstream_into(const RequestHead& request, const pipeline::Authentication& auth,
+                         std::string_view client_address, bool secure, bool upgrade, Out& out) {
   const HeadFields& fields = request.head();
   const std::string_view host = fields.value_of(http::field::host);
   out.request(request.method_string, request.target, pipeline::trim_whitespace(host));
@@ -121,7 +155,7 @@ void write_upstream_into(const RequestHead& request, std::string_view client_add
     const http::field id = fields.id(index);
     const pipeline::Header& field = fields.at(index);
     if (dropped(id, field.name, options) || id == http::field::expect ||
-        is_forwarding_field(field.name)) {
+        is_forwarding_field(field.name) || claim_field(auth, field.name)) {
       continue;
     }
     request_id = request_id || pipeline::equal_ignoring_case(field.name, "X-Request-Id");
@@ -139,6 +173,7 @@ void write_upstream_into(const RequestHead& request, std::string_view client_add
   if (!host.empty()) {
     out.field("X-Forwarded-Host", host);
   }
+  write_claim_fields(auth, out);
   if (!request_id) {
     const RequestId id = new_request_id();
     out.field("X-Request-Id", std::string_view(id.data(), id.size()));
@@ -196,15 +231,16 @@ void write_client_into(const ResponseParser& response, unsigned version, ClientF
 
 }  // namespace
 
-void write_upstream_head(const RequestHead& request, std::string_view client_address, bool secure,
-                         bool upgrade, HeadOut& out) {
-  write_upstream_into(request, client_address, secure, upgrade, out);
+void write_upstream_head(const RequestHead& request, const pipeline::Authentication& auth,
+                         std::string_view client_address, bool secure, bool upgrade, HeadOut& out) {
+  write_upstream_into(request, auth, client_address, secure, upgrade, out);
 }
 
-void write_upstream_head(const RequestHead& request, std::string_view client_address, bool secure,
-                         bool upgrade, HeadText& head) {
+void write_upstream_head(const RequestHead& request, const pipeline::Authentication& auth,
+                         std::string_view client_address, bool secure, bool upgrade,
+                         HeadText& head) {
   HeadTextOut out(head);
-  write_upstream_into(request, client_address, secure, upgrade, out);
+  write_upstream_into(request, auth, client_address, secure, upgrade, out);
 }
 
 void write_client_head(const ResponseParser& response, unsigned version, ClientFraming framing,

@@ -61,12 +61,14 @@ class HeadTextOut final : public HeadOut {
 /// The request head as the upstream gets it: HTTP/1.1, persistent, end-to-end fields only, plus
 /// the forwarding fields (the proxy's replace the client's, but X-Forwarded-For is appended
 /// to) and the framing: one Content-Length, or chunked. `Expect` is dropped: the proxy has
-/// answered it.
-void write_upstream_head(const RequestHead& request, std::string_view client_address, bool secure,
-                         bool upgrade, HeadOut& out);
+/// answered it. On a route with `auth`, the fields its provider's `claims_to_headers` name carry
+/// the verified claims, never the client's copies.
+void write_upstream_head(const RequestHead& request, const pipeline::Authentication& auth,
+                         std::string_view client_address, bool secure, bool upgrade, HeadOut& out);
 /// The same as HTTP/1.1 text.
-void write_upstream_head(const RequestHead& request, std::string_view client_address, bool secure,
-                         bool upgrade, HeadText& head);
+void write_upstream_head(const RequestHead& request, const pipeline::Authentication& auth,
+                         std::string_view client_address, bool secure, bool upgrade,
+                         HeadText& head);
 
 /// How a response's body goes to the client, and the fields that say so.
 struct ClientFraming {

@@ -231,6 +231,28 @@ void own_response(OwnResponse& out, const pipeline::Decision& decision, unsigned
     case pipeline::Outcome::no_route:
       problem_response(out, http::status::not_found, version, keep_alive, &decision, headers);
       return;
+    case pipeline::Outcome::unauthorized: {
+      // RFC 6750 §3: a request without a token learns the scheme; one whose token failed learns
+      // that it is invalid and which check it failed (never the token itself).
+      const pipeline::Authentication& auth = decision.auth;
+      const std::string_view check = auth.token ? auth::name_of(auth.check) : "missing";
+      open_problem(body, 401, "about:blank", "Unauthorized");
+      append(body, R"(,"detail":")");
+      append(body, auth.token ? "the token failed a check" : "a token is required");
+      append(body, R"(","check":")");
+      append(body, check);
+      append(body, "\"}");
+      out.body = view_of(body);
+      open_head(out, 401, version, "application/problem+json");
+      if (auth.token) {
+        append(out.head, "WWW-Authenticate: Bearer error=\"invalid_token\", error_description=\"");
+        append(out.head, check);
+        append(out.head, "\"\r\n");
+      } else {
+        write_field(out.head, "WWW-Authenticate", "Bearer");
+      }
+      break;
+    }
     case pipeline::Outcome::allowed:
     case pipeline::Outcome::delayed:
       out.body = decision.route->respond->body;

@@ -57,12 +57,16 @@ std::string_view name_of(Outcome outcome) noexcept {
       return "denied";
     case Outcome::no_route:
       return "no_route";
+    case Outcome::unauthorized:
+      return "unauthorized";
   }
   return "unknown";
 }
 
 Pipeline::Pipeline(const config::ProxyConfig& config, const Pipeline* previous)
-    : config_(config), routes_(config.routes) {
+    : config_(config),
+      identity_(config, previous ? &previous->identity_ : nullptr),
+      routes_(config.routes) {
   for (const config::Cidr& network : config.deny) {
     deny_.insert(network);
   }
@@ -109,6 +113,8 @@ Pipeline::Pipeline(const config::ProxyConfig& config, const Pipeline* previous)
     limiters_.push_back(std::move(slot));
   }
   for (const config::Route& route : config.routes) {
+    route_providers_.push_back(route.auth ? config.jwt_provider_named(route.auth->provider)
+                                          : nullptr);
     std::vector<std::size_t>& indices = route_limiters_.emplace_back();
     for (const std::string& name : route.limiters) {
       for (std::size_t i = 0; i < limiters_.size(); ++i) {
@@ -166,6 +172,14 @@ bool Pipeline::prepare(const RequestView& request, limiter::TimePoint now,
   }
   const config::Route& route = config_.routes[*index];
   decision.route = &route;
+  if (const config::JwtProviderConfig* provider = route_providers_[*index]) {
+    identity_.authenticate(*provider, request, now, decision.auth);
+    if (decision.auth.refused(*route.auth)) {
+      decision.outcome = Outcome::unauthorized;
+      decision.status = 401;
+      return false;
+    }
+  }
 
   // Keys are built in a per-thread buffer that keeps its capacity: no allocation per request.
   thread_local std::string key_text;
@@ -186,7 +200,7 @@ bool Pipeline::prepare(const RequestView& request, limiter::TimePoint now,
   for (const std::size_t slot_index : route_limiters_[*index]) {
     LimiterSlot& slot = limiters_[slot_index];
     if (!build_key(slot.config->key, slot.config->ipv6_prefix, request, decision.client, route.name,
-                   key_text)) {
+                   decision.auth.identity.get(), key_text)) {
       continue;  // the key cannot be formed: this limiter does not apply
     }
     const auto [instance, options] = instance_for(slot, key_text);

@@ -12,6 +12,7 @@
 #include "limiter/decide.hpp"
 #include "proxy/pipeline/ban_list.hpp"
 #include "proxy/pipeline/cidr_trie.hpp"
+#include "proxy/pipeline/identity.hpp"
 #include "proxy/pipeline/request_view.hpp"
 #include "proxy/pipeline/route_table.hpp"
 
@@ -22,7 +23,7 @@ namespace sluice::pipeline {
 inline constexpr std::uint64_t kSharedKeySeed = 0x736c75696365;  // "sluice"
 
 /// What happened to a request (SPEC §6's decisions).
-enum class Outcome { allowed, delayed, limited, denied, no_route };
+enum class Outcome { allowed, delayed, limited, denied, no_route, unauthorized };
 std::string_view name_of(Outcome outcome) noexcept;
 
 /// One limiter that applied to a request: for the RateLimit headers, logs and replay.
@@ -49,6 +50,7 @@ struct Decision {
   unsigned status = 404;  ///< 0: forward and let the upstream answer.
   const config::Route* route = nullptr;
   IpAddress client;
+  Authentication auth;  ///< The route's verification of the caller's token (SPEC §8).
   bool banned = false;
   limiter::Duration hold{};         ///< Delay before forwarding (delay mode).
   limiter::Duration retry_after{};  ///< For 429 and bans.
@@ -106,14 +108,16 @@ struct ChargeResult {
 };
 
 /// The decision pipeline of SPEC §2, shared by the proxy and `sluice replay`: client address
-/// (through trusted proxies), deny list, ban, route, keys, overrides, cost, then the route's
-/// limiters, all or nothing, and its shadow limiters. No network, no clock: `now` is given.
-/// Thread-safe; `decide` does not allocate once its per-thread key buffer has grown.
+/// (through trusted proxies), deny list, ban, route, the caller's token (SPEC §8), keys,
+/// overrides, cost, then the route's limiters, all or nothing, and its shadow limiters. No network,
+/// no clock: `now` is given. Thread-safe; `decide` does not allocate once its per-thread key buffer
+/// has grown.
 class Pipeline {
  public:
   /// `config` must outlive the pipeline. With a `previous` pipeline (a reload), the limiters and
   /// the ban list whose definition did not change keep their state: the new pipeline shares
   /// them with the old one, so requests still in flight on the old one count in the same place.
+  /// Reads the JWT providers' key files: throws config::ConfigError when one cannot be used.
   explicit Pipeline(const config::ProxyConfig& config, const Pipeline* previous = nullptr);
 
   /// The whole decision, with the memory limiters.
@@ -146,6 +150,8 @@ class Pipeline {
   std::optional<limiter::Duration> banned_for(const IpAddress& client, limiter::TimePoint now);
 
   const config::ProxyConfig& config() const noexcept { return config_; }
+  /// The JWT providers and their keys (a fetched key set is filled and refreshed from outside).
+  const Identity& identity() const noexcept { return identity_; }
   /// How many limiters (overrides included) and ban lists came with their state from `previous`.
   std::size_t kept_state() const noexcept { return kept_state_; }
   /// Keys tracked now, per limiter (its overrides included), in config order.
@@ -163,11 +169,14 @@ class Pipeline {
       LimiterSlot& slot, std::string_view key_text) noexcept;
 
   const config::ProxyConfig& config_;
+  Identity identity_;
   RouteTable routes_;
   CidrTrie deny_;
   std::shared_ptr<BanList> ban_;
   std::vector<LimiterSlot> limiters_;
   std::vector<std::vector<std::size_t>> route_limiters_;  ///< Per route, into limiters_.
+  /// Per route: the provider that verifies its tokens, or null.
+  std::vector<const config::JwtProviderConfig*> route_providers_;
   std::size_t kept_state_ = 0;
 };
 

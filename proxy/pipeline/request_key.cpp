@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <optional>
 
+#include "proxy/auth/claims.hpp"
 #include "proxy/pipeline/http_text.hpp"
 
 namespace sluice::pipeline {
@@ -50,7 +51,8 @@ std::optional<std::string_view> bearer_token(std::string_view authorization) {
 }
 
 bool build_key(const config::KeySpec& spec, unsigned ipv6_prefix, const RequestView& request,
-               const IpAddress& client, std::string_view route_name, std::string& out) {
+               const IpAddress& client, std::string_view route_name,
+               const auth::VerifiedJwt* identity, std::string& out) {
   out.clear();
   using Kind = config::KeyPart::Kind;
   for (const config::KeyPart& part : spec.parts) {
@@ -97,6 +99,14 @@ bool build_key(const config::KeySpec& spec, unsigned ipv6_prefix, const RequestV
       case Kind::route:
         out += route_name;
         break;
+      case Kind::jwt: {
+        const boost::json::value* claim =
+            identity != nullptr ? auth::find_claim(identity->claims, part.name) : nullptr;
+        if (claim == nullptr || !auth::append_claim_text(*claim, out)) {
+          return false;
+        }
+        break;
+      }
       case Kind::global:
         out += '*';
         break;

@@ -23,6 +23,9 @@ void Counts::add(pipeline::Outcome outcome, bool shadow) noexcept {
     case pipeline::Outcome::no_route:
       ++no_route;
       break;
+    case pipeline::Outcome::unauthorized:
+      ++unauthorized;
+      break;
   }
   shadow_limited += shadow ? 1 : 0;
 }
@@ -33,6 +36,7 @@ void Counts::merge(const Counts& other) noexcept {
   limited += other.limited;
   denied += other.denied;
   no_route += other.no_route;
+  unauthorized += other.unauthorized;
   shadow_limited += other.shadow_limited;
 }
 
@@ -128,8 +132,13 @@ void ReplaySummary::print(std::ostream& out) const {
     std::string text = std::to_string(value);
     return std::string(text.size() < 9 ? 9 - text.size() : 0, ' ') + text;
   };
+  // The unauthorized column only where some route verifies tokens.
+  const bool verifies =
+      std::any_of(config_.routes.begin(), config_.routes.end(),
+                  [](const config::Route& route) { return route.auth.has_value(); });
   out << "route" << std::string(width - 5, ' ')
-      << "   requests    allowed    delayed    limited     denied   no route     shadow\n";
+      << "   requests    allowed    delayed    limited     denied   no route     shadow"
+      << (verifies ? "    unauth.\n" : "\n");
   for (const Row& row : rows_) {
     if (row.totals.total() == 0) {
       continue;
@@ -137,7 +146,11 @@ void ReplaySummary::print(std::ostream& out) const {
     const Counts& c = row.totals;
     out << row.name << std::string(width - row.name.size(), ' ') << "  " << cell(c.total()) << "  "
         << cell(c.allowed) << "  " << cell(c.delayed) << "  " << cell(c.limited) << "  "
-        << cell(c.denied) << "  " << cell(c.no_route) << "  " << cell(c.shadow_limited) << '\n';
+        << cell(c.denied) << "  " << cell(c.no_route) << "  " << cell(c.shadow_limited);
+    if (verifies) {
+      out << "  " << cell(c.unauthorized);
+    }
+    out << '\n';
   }
   if (malformed_ > 0) {
     out << "\nmalformed lines: " << malformed_ << " (skipped)\n";

@@ -18,10 +18,13 @@ struct Counts {
   std::uint64_t limited = 0;
   std::uint64_t denied = 0;
   std::uint64_t no_route = 0;
+  std::uint64_t unauthorized = 0;  ///< A route's token refused (SPEC §8).
   std::uint64_t shadow_limited = 0;
 
   void add(pipeline::Outcome outcome, bool shadow) noexcept;
-  std::uint64_t total() const noexcept { return allowed + delayed + limited + denied + no_route; }
+  std::uint64_t total() const noexcept {
+    return allowed + delayed + limited + denied + no_route + unauthorized;
+  }
   void merge(const Counts& other) noexcept;
 };
 

@@ -83,7 +83,7 @@ std::string Replayer::key_label(const pipeline::LimiterReport& report,
                                 const pipeline::Decision& decision) {
   const config::LimiterConfig& limiter = *report.limiter;
   pipeline::build_key(limiter.key, limiter.ipv6_prefix, request, decision.client,
-                      decision.route->name, key_text_);
+                      decision.route->name, decision.auth.identity.get(), key_text_);
   const bool secret = std::any_of(limiter.key.parts.begin(), limiter.key.parts.end(),
                                   [](const config::KeyPart& part) { return part.secret(); });
   std::string label = limiter.name + " ";

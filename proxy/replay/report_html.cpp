@@ -49,11 +49,10 @@ struct Series {
   std::uint64_t Counts::*field;
 };
 
-constexpr Series kSeries[] = {{"allowed", "#2e7d32", &Counts::allowed},
-                              {"delayed", "#f9a825", &Counts::delayed},
-                              {"limited", "#c62828", &Counts::limited},
-                              {"denied", "#6d4c41", &Counts::denied},
-                              {"no route", "#90a4ae", &Counts::no_route}};
+constexpr Series kSeries[] = {
+    {"allowed", "#2e7d32", &Counts::allowed},   {"delayed", "#f9a825", &Counts::delayed},
+    {"limited", "#c62828", &Counts::limited},   {"denied", "#6d4c41", &Counts::denied},
+    {"no route", "#90a4ae", &Counts::no_route}, {"unauthorized", "#5e35b1", &Counts::unauthorized}};
 
 void chart(const ReplaySummary::Row& row, const ReplaySummary& summary, std::ostream& out) {
   constexpr double kWidth = 880;
@@ -112,7 +111,8 @@ void write_html_report(const ReplaySummary& summary, std::string_view config_fil
         << series.name;
   }
   out << "</p>\n<table><tr><th>route</th><th>requests</th><th>allowed</th><th>delayed</th>"
-         "<th>limited</th><th>denied</th><th>no route</th><th>shadow limited</th></tr>\n";
+         "<th>limited</th><th>denied</th><th>no route</th><th>unauthorized</th>"
+         "<th>shadow limited</th></tr>\n";
   for (const ReplaySummary::Row& row : summary.rows()) {
     if (row.totals.total() == 0) {
       continue;
@@ -120,9 +120,9 @@ void write_html_report(const ReplaySummary& summary, std::string_view config_fil
     const Counts& c = row.totals;
     out << fmt::format(
         "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>"
-        "<td>{}</td></tr>\n",
+        "<td>{}</td><td>{}</td></tr>\n",
         escape(row.name), c.total(), c.allowed, c.delayed, c.limited, c.denied, c.no_route,
-        c.shadow_limited);
+        c.unauthorized, c.shadow_limited);
   }
   out << "</table>\n";
   for (const ReplaySummary::Row& row : summary.rows()) {

@@ -17,19 +17,21 @@
 
 namespace sluice::telemetry {
 
-/// The `decision` label of sluice_requests_total (SPEC §5), plus `no_route`.
+/// The `decision` label of sluice_requests_total (SPEC §5), plus `no_route` and `unauthorized`
+/// (a route's token refused: SPEC §8).
 enum class MetricDecision : std::uint8_t {
   allowed,
   delayed,
   limited,
   denied,
   shadow_limited,
-  no_route
+  no_route,
+  unauthorized
 };
-inline constexpr std::size_t kMetricDecisions = 6;
+inline constexpr std::size_t kMetricDecisions = 7;
 /// Their names, as the metric's label and the access log say them.
 inline constexpr std::array<std::string_view, kMetricDecisions> kMetricDecisionNames{
-    "allowed", "delayed", "limited", "denied", "shadow_limited", "no_route"};
+    "allowed", "delayed", "limited", "denied", "shadow_limited", "no_route", "unauthorized"};
 
 /// The `kind` label of sluice_upstream_errors_total.
 enum class UpstreamErrorKind : std::uint8_t { connect, timeout, broken };

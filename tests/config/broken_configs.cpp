@@ -12,7 +12,7 @@ const std::vector<BrokenConfig>& broken_configs() {
        {"proxy.yaml:2:1: unknown key \"listn\" (did you mean \"listen\"?); accepted keys: listen, "
         "tls, admin, threads, max_connections, upstream, upstream_tls, http2, trusted_proxies, "
         "timeouts, "
-        "limits_headers, log, store, limiters, deny, ban or routes"}},
+        "limits_headers, log, store, auth, limiters, deny, ban or routes"}},
       {"unknown_nested_key",
        "upstream: \"http://127.0.0.1:9000\"\ntimeouts: {idel: 5s}\nroutes: [{name: a}]",
        {"proxy.yaml:2:12: timeouts: unknown key \"idel\" (did you mean \"idle\"?); accepted keys: "
@@ -181,7 +181,74 @@ const std::vector<BrokenConfig>& broken_configs() {
        "limit: 10, window: 1m, key: \"ip+heder:X-User\"}\nroutes: [{name: a}]",
        {"proxy.yaml:3:66: limiters.per-key.key: \"heder:X-User\" is not a key part; use ip, "
         "header:NAME, bearer, cookie:NAME, query:NAME, cert:subject, cert:san, cert:fingerprint, "
-        "route or global, joined with + (ip+header:X-User)"}},
+        "jwt:CLAIM (a dotted path: jwt:org.id), route or global, joined with + "
+        "(ip+header:X-User)"}},
+      // SPEC §8: JWT providers and routes' auth.
+      {"jwt_provider_without_keys",
+       "upstream: \"http://127.0.0.1:9000\"\nauth:\n  jwt:\n    main: {issuer: \"https://idp/\"}\n"
+       "routes: [{name: a}]",
+       {"proxy.yaml:4:11: auth.jwt.main.jwks: give one of jwks ({url} or {file}) and keys (PEM "
+        "files or secrets)"}},
+      {"jwt_provider_both_key_sources",
+       "upstream: \"http://127.0.0.1:9000\"\nauth:\n  jwt:\n    main:\n      issuer: i\n"
+       "      jwks: {file: /k.json}\n      keys: [{secret: s, alg: HS256}]\n"
+       "      algorithms: [HS256]\nroutes: [{name: a}]",
+       {"proxy.yaml:7:13: auth.jwt.main.keys: give one of jwks ({url} or {file}) and keys (PEM "
+        "files or secrets)"}},
+      {"jwt_none_algorithm",
+       "upstream: \"http://127.0.0.1:9000\"\nauth:\n  jwt:\n    main:\n      issuer: i\n"
+       "      jwks: {file: /k.json}\n      algorithms: [RS256, none, RS257]\nroutes: [{name: a}]",
+       {"proxy.yaml:7:27: auth.jwt.main.algorithms: \"none\" is never accepted (an unsigned token "
+        "proves nothing)",
+        "proxy.yaml:7:33: auth.jwt.main.algorithms: \"RS257\" is not one of RS256, RS384, RS512, "
+        "PS256, PS384, PS512, ES256, ES384, ES512, EdDSA, HS256, HS384 or HS512 (did you mean "
+        "\"RS256\"?)"}},
+      {"jwks_without_algorithms",
+       "upstream: \"http://127.0.0.1:9000\"\nauth:\n  jwt:\n    main:\n      issuer: i\n"
+       "      jwks: {url: \"http://idp.example.com/jwks\", refresh: 1s}\nroutes: [{name: a}]",
+       {"proxy.yaml:6:13: auth.jwt.main.jwks: a key set needs algorithms: the list of those "
+        "accepted (RS256, ES256, ...)",
+        "proxy.yaml:6:19: auth.jwt.main.jwks.url: \"http://idp.example.com/jwks\" is not an "
+        "https:// URL (http:// only to a loopback address)",
+        "proxy.yaml:6:59: auth.jwt.main.jwks.refresh: at least 10s: an identity provider is not to "
+        "be polled harder"}},
+      {"jwt_key_for_unlisted_algorithm",
+       "upstream: \"http://127.0.0.1:9000\"\nauth:\n  jwt:\n    main:\n      issuer: i\n"
+       "      keys: [{file: /k.pem, alg: ES256}, {file: /k.pem, secret: s, alg: XS1}]\n"
+       "      algorithms: [RS256]\nroutes: [{name: a}]",
+       {"proxy.yaml:6:14: auth.jwt.main.keys: a key for ES256, which algorithms does not list",
+        "proxy.yaml:6:65: auth.jwt.main.keys[1].secret: give one of file (a PEM public key) and "
+        "secret (an HMAC secret)",
+        "proxy.yaml:6:73: auth.jwt.main.keys[1].alg: \"XS1\" is not one of RS256, RS384, RS512, "
+        "PS256, PS384, PS512, ES256, ES384, ES512, EdDSA, HS256, HS384 or HS512"}},
+      {"jwt_bad_from_and_headers",
+       "upstream: \"http://127.0.0.1:9000\"\nauth:\n  jwt:\n    main:\n      issuer: i\n"
+       "      keys: [{secret: s, alg: HS256}]\n      from: [bearer, ip]\n"
+       "      claims_to_headers: {sub: X-User, org..id: X-Org, plan: \"Content-Length\", "
+       "tier: \"X Tier\"}\n      leeway: 1h\nroutes: [{name: a}]",
+       {"proxy.yaml:7:22: auth.jwt.main.from: \"ip\" is not where a token travels; use bearer, "
+        "cookie:NAME, header:NAME or query:NAME",
+        "proxy.yaml:8:40: auth.jwt.main.claims_to_headers.org..id: not a claim (a dotted path: "
+        "org.id)",
+        "proxy.yaml:8:62: auth.jwt.main.claims_to_headers.plan: \"Content-Length\" frames or "
+        "routes the request; name another header",
+        "proxy.yaml:8:86: auth.jwt.main.claims_to_headers.tier: \"X Tier\" is not a header field "
+        "name",
+        "proxy.yaml:9:15: auth.jwt.main.leeway: between 0s and 10m"}},
+      {"route_auth_unknown_provider",
+       "upstream: \"http://127.0.0.1:9000\"\nauth:\n  jwt:\n    main: {issuer: i, keys: [{secret: "
+       "s, alg: HS256}]}\nroutes: [{name: a, auth: {jwt: mian}}]",
+       {"proxy.yaml:5:32: routes[0].auth.jwt: no JWT provider is named \"mian\" (did you mean "
+        "\"main\"?); defined: main"}},
+      {"claim_key_without_auth",
+       "upstream: \"http://127.0.0.1:9000\"\nlimiters:\n  per-user: {algorithm: fixed_window, "
+       "limit: 10, window: 1m, key: \"jwt:sub\"}\n  bad: {algorithm: fixed_window, limit: 10, "
+       "window: 1m, key: \"jwt:a..b\"}\nroutes: [{name: a, limiters: [per-user]}]",
+       {"proxy.yaml:4:62: limiters.bad.key: \"jwt:a..b\" is not a key part; use ip, header:NAME, "
+        "bearer, cookie:NAME, query:NAME, cert:subject, cert:san, cert:fingerprint, jwt:CLAIM (a "
+        "dotted path: jwt:org.id), route or global, joined with + (ip+header:X-User)",
+        "proxy.yaml:5:30: routes[0].limiters: limiter \"per-user\" is keyed on \"jwt:sub\", a "
+        "verified token's claim, but the route has no auth (auth: {jwt: PROVIDER})"}},
       {"global_joined",
        "upstream: \"http://127.0.0.1:9000\"\nlimiters:\n  all: {algorithm: fixed_window, limit: "
        "10, window: 1m, key: \"global+ip\"}\nroutes: [{name: a}]",

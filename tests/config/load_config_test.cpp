@@ -16,7 +16,9 @@ using ::testing::ElementsAreArray;
 /// A fixed environment, so that tests do not depend on the machine's.
 std::optional<std::string> test_environment(std::string_view name) {
   static const std::map<std::string, std::string, std::less<>> variables{
-      {"SLUICE_TEST_RATE", "25/s"}, {"SLUICE_TEST_EMPTY", ""}};
+      {"SLUICE_TEST_RATE", "25/s"},
+      {"SLUICE_TEST_EMPTY", ""},
+      {"SLUICE_TEST_SECRET", "0123456789abcdef0123456789abcdef"}};
   const auto found = variables.find(name);
   return found == variables.end() ? std::nullopt : std::optional(found->second);
 }
@@ -156,6 +158,73 @@ TEST(LoadConfig, ReadsTheSpecExample) {
   ASSERT_TRUE(status.respond.has_value());
   EXPECT_EQ(status.respond->status, 200U);
   EXPECT_EQ(status.respond->body, "ok\n");
+}
+
+// SPEC §8's example, as written there (the key set by URL; tiers are read by a later step).
+constexpr const char* kIdentityExample = R"(
+upstream: "http://127.0.0.1:9000"
+auth:
+  jwt:
+    main:
+      issuer: "https://idp.example.com/"
+      audiences: ["api"]
+      jwks: {url: "https://idp.example.com/.well-known/jwks.json", refresh: 10m}
+      algorithms: [RS256, ES256]
+      from: [bearer, "cookie:session"]
+      leeway: 60s
+      claims_to_headers: {sub: X-User-Id}
+    local:
+      issuer: me
+      keys: [{file: /etc/sluice/idp.pem, alg: ES256}, {secret: "${SLUICE_TEST_SECRET}", alg: HS256}]
+routes:
+  - name: api
+    match: {path_prefix: /api/}
+    auth: {jwt: main, required: true}
+    limiters: [per-user, per-tenant]
+  - name: open
+    auth: {jwt: local, required: false}
+limiters:
+  per-user: {algorithm: token_bucket, rate: 10/s, burst: 20, key: "jwt:sub"}
+  per-tenant: {algorithm: sliding_window, limit: 1000, window: 1m, key: "jwt:org.id+jwt:sub"}
+)";
+
+TEST(LoadConfig, ReadsJwtProvidersAndRoutesThatVerify) {
+  const ProxyConfig config = parse_config(kIdentityExample, "proxy.yaml", test_environment);
+  ASSERT_EQ(config.jwt_providers.size(), 2U);
+  const JwtProviderConfig& main = config.jwt_providers[0];
+  EXPECT_EQ(main.name, "main");
+  EXPECT_EQ(main.issuer, "https://idp.example.com/");
+  EXPECT_EQ(main.audiences, std::vector<std::string>{"api"});
+  EXPECT_EQ(main.jwks_url, "https://idp.example.com/.well-known/jwks.json");
+  EXPECT_EQ(main.jwks_refresh, 10min);
+  EXPECT_EQ(main.algorithms, (std::vector<std::string>{"RS256", "ES256"}));
+  ASSERT_EQ(main.from.size(), 2U);
+  EXPECT_EQ(main.from[0].kind, KeyPart::Kind::bearer);
+  EXPECT_EQ(main.from[1].kind, KeyPart::Kind::cookie);
+  EXPECT_EQ(main.from[1].name, "session");
+  EXPECT_EQ(main.leeway, 60s);
+  ASSERT_EQ(main.claims_to_headers.size(), 1U);
+  EXPECT_EQ(main.claims_to_headers[0], (std::pair<std::string, std::string>{"sub", "X-User-Id"}));
+
+  const JwtProviderConfig& local = config.jwt_providers[1];
+  ASSERT_EQ(local.keys.size(), 2U);
+  EXPECT_EQ(local.keys[0].file, "/etc/sluice/idp.pem");
+  EXPECT_EQ(local.keys[1].secret, "0123456789abcdef0123456789abcdef");
+  // Keys named one by one bring their algorithms; the default source is the bearer token.
+  EXPECT_EQ(local.algorithms, (std::vector<std::string>{"ES256", "HS256"}));
+  ASSERT_EQ(local.from.size(), 1U);
+  EXPECT_EQ(local.from[0].kind, KeyPart::Kind::bearer);
+
+  ASSERT_TRUE(config.routes[0].auth.has_value());
+  EXPECT_EQ(config.routes[0].auth->provider, "main");
+  EXPECT_TRUE(config.routes[0].auth->required);
+  EXPECT_FALSE(config.routes[1].auth->required);
+  const KeySpec& tenant = config.limiter_named("per-tenant")->key;
+  ASSERT_EQ(tenant.parts.size(), 2U);
+  EXPECT_EQ(tenant.parts[0].kind, KeyPart::Kind::jwt);
+  EXPECT_EQ(tenant.parts[0].name, "org.id");
+  EXPECT_FALSE(tenant.parts[0].secret());  // claims are shown as they are (SPEC §10)
+  EXPECT_TRUE(tenant.reads_claims());
 }
 
 TEST(LoadConfig, FillsInTheDefaults) {

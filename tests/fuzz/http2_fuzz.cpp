@@ -43,7 +43,7 @@ class Answering final : public h2::SessionEvents {
         h2::read_request_head(*stream, head_fields, head) == sluice::http::status::ok) {
       require(!head.target.empty() && !head.method_string.empty(), "a request has a target");
       h2::FieldListOut upstream(fields, "http");
-      sluice::http::write_upstream_head(head, "192.0.2.1", false, false, upstream);
+      sluice::http::write_upstream_head(head, {}, "192.0.2.1", false, false, upstream);
       require(fields.list().size() >= 4 && fields.list()[0].namelen == 7,
               "pseudo-header fields come first");
     }

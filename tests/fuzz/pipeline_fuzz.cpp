@@ -99,6 +99,10 @@ void check_decision(const Decision& decision, const RequestView& request,
     case Outcome::no_route:
       require(decision.route == nullptr && decision.status == 404, "no route without 404");
       break;
+    case Outcome::unauthorized:
+      require(decision.route != nullptr && decision.route->auth && decision.status == 401,
+              "401 on a route that verifies no token");
+      break;
   }
   require(decision.outcome == Outcome::delayed || decision.hold == Duration::zero(),
           "a hold on a request that is not delayed");
@@ -107,7 +111,7 @@ void check_decision(const Decision& decision, const RequestView& request,
   for (const auto& report : decision.applied()) {
     require(report.limiter != nullptr, "a report without its limiter");
     require(build_key(report.limiter->key, report.limiter->ipv6_prefix, request, decision.client,
-                      decision.route->name, key),
+                      decision.route->name, decision.auth.identity.get(), key),
             "a limiter applied whose key cannot be formed");
   }
 }

@@ -76,6 +76,12 @@ def with_claims(**changes):
     return changed
 
 
+# Another caller of the same issuer, with a claim named as identity providers namespace theirs.
+case("bob", "ES256", jwt.encode(with_claims(sub="bob", org={"id": "globex"}, plan="free",
+                                            **{"https://sluice.test/tier": "gold"}),
+                                es256, algorithm="ES256"))
+# The first caller again, in a token of its own: a limit keyed on claims counts both as one.
+case("alice_again", "ES256", jwt.encode(with_claims(jti="second"), es256, algorithm="ES256"))
 case("expired", "ES256", jwt.encode(with_claims(exp=now - 120), es256, algorithm="ES256"))
 case("not_yet_valid", "ES256", jwt.encode(with_claims(nbf=now + 120), es256, algorithm="ES256"))
 case("no_exp", "ES256", jwt.encode(with_claims(exp=None), es256, algorithm="ES256"))

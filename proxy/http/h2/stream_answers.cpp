@@ -20,6 +20,9 @@ GrpcStatus grpc_status(const pipeline::Decision& decision, unsigned http_status)
   if (decision.outcome == pipeline::Outcome::denied && http_status == 403) {
     return GrpcStatus::permission_denied;
   }
+  if (decision.outcome == pipeline::Outcome::unauthorized) {
+    return GrpcStatus::unauthenticated;
+  }
   switch (http_status) {
     case 400:
     case 431:

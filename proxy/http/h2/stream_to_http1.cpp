@@ -64,7 +64,7 @@ io::Awaitable<RelayOutcome> relay_to_http1(Connection& connection, RequestStream
   const RequestHead& request = exchange.request;
   HeadText& head = state.relay_head;
   head.clear();
-  write_upstream_head(request, connection.client().peer_address_text,
+  write_upstream_head(request, exchange.decision.auth, connection.client().peer_address_text,
                       connection.client().stream.secure(), false, head);
   const bool repeatable = stream.body_done && stream.body.empty() && idempotent(request.method);
   StreamRequestWriter writer(connection, stream, state, exchange);

@@ -326,8 +326,8 @@ io::Awaitable<BegunCall> begin_call(LoopContext& loop, const Exchange& exchange,
     co_return BegunCall{.session = nullptr, .call = nullptr, .failure = UpstreamFailure::connect};
   }
   FieldListOut out(fields, upstream.tls ? "https" : "http");
-  write_upstream_head(exchange.request, client.peer_address_text, client.stream.secure(), false,
-                      out);
+  write_upstream_head(exchange.request, exchange.decision.auth, client.peer_address_text,
+                      client.stream.secure(), false, out);
   if (grpc) {
     fields.add("te", "trailers");  // gRPC servers want it; the HTTP/1.1 relay drops TE
   }

@@ -25,7 +25,7 @@ std::optional<std::string> text_of(std::string_view spec, const RequestView& req
                                    std::string_view client = "203.0.113.9",
                                    unsigned ipv6_prefix = 128) {
   std::string out;
-  if (!build_key(key(spec), ipv6_prefix, request, *IpAddress::parse(client), "api", out)) {
+  if (!build_key(key(spec), ipv6_prefix, request, *IpAddress::parse(client), "api", nullptr, out)) {
     return std::nullopt;
   }
   return out;

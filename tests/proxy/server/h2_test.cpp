@@ -15,6 +15,7 @@
 #include <string>
 #include <thread>
 
+#include "tests/support/minted_jwts.hpp"
 #include "tests/support/proxy_fixture.hpp"
 #include "tests/support/reloadable_proxy.hpp"
 #include "tests/support/shell.hpp"
@@ -482,6 +483,37 @@ TEST(GrpcDownstream, ACallFromADeniedNetworkIsPermissionDenied) {
   EXPECT_EQ(denied.at("code"), "PERMISSION_DENIED") << shown(denied);
   EXPECT_EQ(denied.at("details"), "Forbidden") << shown(denied);
   EXPECT_EQ(proxy.upstream().requests(), 0);
+}
+
+TEST(GrpcDownstream, ACallWithoutAValidTokenIsUnauthenticated) {
+  const MintedJwts minted = mint_jwts(std::chrono::duration_cast<std::chrono::seconds>(
+                                          std::chrono::system_clock::now().time_since_epoch())
+                                          .count());
+  ASSERT_FALSE(minted.by_algorithm.empty()) << "the minting script ran";
+  const TempDirectory directory("sluice-grpc-jwt");
+  const std::string pem =
+      directory.write("idp.pem", minted.by_algorithm.at("ES256").public_pem).string();
+  QuietProxy proxy("auth: {jwt: {idp: {issuer: \"https://idp.test/\", keys: [{file: \"" + pem +
+                   "\", alg: ES256}]}}}\n"
+                   "routes: [{name: echo, auth: {jwt: idp}}]");
+  const json::object anonymous = grpc_client(proxy.port(), "--method Unary --timeout 3");
+  ASSERT_EQ(anonymous.at("calls").as_array().size(), 1U) << shown(anonymous);
+  EXPECT_EQ(anonymous.at("calls").at(0).at("code"), "UNAUTHENTICATED") << shown(anonymous);
+  const json::object expired =
+      grpc_client(proxy.port(), "--method Unary --timeout 3 --metadata 'authorization=Bearer " +
+                                    minted.cases.at("expired").second + "'");
+  EXPECT_EQ(expired.at("calls").at(0).at("code"), "UNAUTHENTICATED") << shown(expired);
+  EXPECT_EQ(proxy.upstream().requests(), 0);
+  // A verified call goes on (to the HTTP/1.1 TestUpstream, which is no gRPC server).
+  const json::object verified =
+      grpc_client(proxy.port(), "--method Unary --timeout 3 --metadata 'authorization=Bearer " +
+                                    minted.by_algorithm.at("ES256").token + "'");
+  EXPECT_NE(verified.at("calls").at(0).at("code"), "UNAUTHENTICATED") << shown(verified);
+  EXPECT_EQ(proxy.upstream().requests(), 1);
+  // A plain HTTP/2 request gets the 401 of HTTP/1.1, as fields.
+  const json::object plain = h2_peer(proxy.port(), "get");
+  ASSERT_EQ(status_of(plain, "1"), 401) << shown(plain);
+  EXPECT_EQ(field(plain.at("responses").at("1").at("headers"), "www-authenticate"), "Bearer");
 }
 
 TEST(GrpcDownstream, AnHttp2RequestThatIsNoCallGetsAPlainRefusal) {

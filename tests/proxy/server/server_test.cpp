@@ -14,7 +14,9 @@
 
 #include "proxy/http/http1_connection.hpp"
 #include "tests/support/eventually.hpp"
+#include "tests/support/minted_jwts.hpp"
 #include "tests/support/proxy_fixture.hpp"
+#include "tests/support/temp_directory.hpp"
 
 namespace sluice::test {
 namespace {
@@ -37,6 +39,64 @@ TEST(Proxy, ForwardsWithForwardingHeadersAndWithoutHopByHopOnes) {
   EXPECT_THAT(response.body(), HasSubstr("X-Request-Id: "));
   EXPECT_THAT(response.body(), HasSubstr("X-Keep: end-to-end\n"));
   EXPECT_THAT(response.body(), Not(HasSubstr("X-Hop")));
+}
+
+/// A provider that verifies PyJWT's ES256 tokens (a PEM key in `directory`), a route that
+/// requires them, its limit keyed on the caller, and the caller's id sent upstream.
+std::string verifying_config(const TempDirectory& directory, const MintedJwts& minted) {
+  const std::string pem =
+      directory.write("idp.pem", minted.by_algorithm.at("ES256").public_pem).string();
+  return "auth:\n  jwt:\n    idp:\n      issuer: \"https://idp.test/\"\n"
+         "      keys: [{file: \"" +
+         pem +
+         "\", alg: ES256}]\n      leeway: 0s\n"
+         "      claims_to_headers: {sub: X-User-Id, org.id: X-Org, roles: X-Roles}\n"
+         "limiters: {per-user: {algorithm: fixed_window, limit: 1, window: 1h, key: \"jwt:sub\"}}\n"
+         "routes: [{name: api, auth: {jwt: idp}, limiters: [per-user]}]";
+}
+
+TEST(Proxy, VerifiesTheCallersTokenAndSendsItsClaimsUpstream) {
+  // Tokens valid for an hour from now: the proxy verifies at its own clock.
+  const MintedJwts minted = mint_jwts(std::chrono::duration_cast<std::chrono::seconds>(
+                                          std::chrono::system_clock::now().time_since_epoch())
+                                          .count());
+  ASSERT_FALSE(minted.by_algorithm.empty()) << "the minting script ran";
+  const TempDirectory directory("sluice-jwt");
+  ProxyFixture proxy(verifying_config(directory, minted));
+
+  auto request = get("/api/x");
+  request.set(http::field::authorization, "Bearer " + minted.by_algorithm.at("ES256").token);
+  request.set("X-User-Id", "mallory");  // a client's copy never reaches the upstream
+  request.set("x-org", "evil");
+  const auto admitted = proxy.send(request);
+  EXPECT_EQ(admitted.result(), http::status::ok);
+  EXPECT_THAT(admitted.body(), HasSubstr("X-User-Id: alice\n"));
+  EXPECT_THAT(admitted.body(), HasSubstr("X-Org: acme\n"));
+  EXPECT_THAT(admitted.body(), Not(HasSubstr("mallory")));
+  EXPECT_THAT(admitted.body(), Not(HasSubstr("evil")));
+  EXPECT_THAT(admitted.body(), Not(HasSubstr("X-Roles")));  // a claim the token lacks
+  EXPECT_THAT(std::string(admitted["RateLimit"]), ::testing::StartsWith("\"per-user\";r=0;t="));
+
+  // Another token of the same caller: the same count.
+  request.set(http::field::authorization, "Bearer " + minted.cases.at("alice_again").second);
+  EXPECT_EQ(proxy.send(request).result(), http::status::too_many_requests);
+
+  const auto missing = proxy.send(get("/api/x"));
+  EXPECT_EQ(missing.result(), http::status::unauthorized);
+  EXPECT_EQ(missing[http::field::www_authenticate], "Bearer");
+  EXPECT_EQ(missing[http::field::content_type], "application/problem+json");
+  EXPECT_EQ(missing.body(), R"({"type":"about:blank","title":"Unauthorized","status":401,)"
+                            R"("detail":"a token is required","check":"missing"})");
+
+  const std::string expired = minted.cases.at("expired").second;
+  request.set(http::field::authorization, "Bearer " + expired);
+  const auto refused = proxy.send(request);
+  EXPECT_EQ(refused.result(), http::status::unauthorized);
+  EXPECT_EQ(refused[http::field::www_authenticate],
+            "Bearer error=\"invalid_token\", error_description=\"expired\"");
+  EXPECT_THAT(refused.body(), HasSubstr(R"("check":"expired")"));
+  EXPECT_THAT(refused.body(), Not(HasSubstr(expired.substr(0, 20))));  // never echoed
+  EXPECT_EQ(proxy.upstream().requests(), 1);
 }
 
 TEST(Proxy, GivesEveryRequestItsOwnRequestId) {
