@@ -18,8 +18,10 @@
 #include "proxy/cli/command_line.hpp"
 #include "proxy/cli/health_command.hpp"
 #include "proxy/cli/replay_command.hpp"
+#include "proxy/http/jwks_client.hpp"
 #include "proxy/live/generation.hpp"
 #include "proxy/live/reloader.hpp"
+#include "proxy/pipeline/identity.hpp"
 #include "proxy/server/server.hpp"
 #include "proxy/telemetry/access_log.hpp"
 #include "proxy/telemetry/metrics.hpp"
@@ -39,7 +41,8 @@ std::optional<sluice::config::ProxyConfig> load(std::string_view path,
   try {
     sluice::config::ProxyConfig config = sluice::config::load_config(std::string(path));
     if (certificates == Certificates::read) {
-      sluice::tls::make_contexts(config);  // throws ConfigError naming the file that fails
+      sluice::tls::make_contexts(config);           // throws ConfigError naming the file that fails
+      sluice::pipeline::Identity(config, nullptr);  // reads the JWT providers' key files
     }
     return config;
   } catch (const sluice::config::ConfigError& error) {
@@ -81,10 +84,19 @@ int run(const std::string& path) {
   const auto config = std::make_shared<const sluice::config::ProxyConfig>(std::move(*loaded));
   const sluice::limiter::SystemClock clock;
   sluice::telemetry::Metrics metrics(sluice::server::Server::threads_for(*config));
-  sluice::live::LiveConfig live(
-      std::make_shared<const sluice::live::Generation>(config, nullptr, metrics));
+  std::shared_ptr<const sluice::live::Generation> first;
+  try {  // key sets named by URL are fetched here: no key set, no start (SPEC §8)
+    first = std::make_shared<const sluice::live::Generation>(config, nullptr, metrics,
+                                                             sluice::http::blocking_jwks_fetch());
+  } catch (const sluice::config::ConfigError& error) {
+    for (const std::string& line : error.lines()) {
+      std::cerr << line << '\n';
+    }
+    return kRuntimeError;
+  }
+  sluice::live::LiveConfig live(std::move(first));
   sluice::telemetry::AccessLog access_log;
-  sluice::live::Reloader reloader(path, live, metrics);
+  sluice::live::Reloader reloader(path, live, metrics, sluice::http::blocking_jwks_fetch());
   sluice::server::Server server(live, metrics, access_log, &reloader, clock);
   sluice::live::apply_log_level(config->log.level);
   // Signals are caught from before the proxy listens: one that arrives as it starts is not lost.

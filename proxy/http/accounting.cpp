@@ -26,6 +26,16 @@ telemetry::MetricDecision metric_decision(pipeline::Outcome outcome) noexcept {
   return telemetry::MetricDecision::no_route;
 }
 
+/// The `result` of sluice_jwt_verifications_total for a request's token.
+std::size_t jwt_result(const pipeline::Authentication& auth) noexcept {
+  static_assert(static_cast<std::size_t>(auth::JwtCheck::audience) + 1 == telemetry::kJwtCached,
+                "kJwtResultNames lists JwtCheck's values, in order, then cached and missing");
+  if (!auth.token) {
+    return telemetry::kJwtMissing;
+  }
+  return auth.cached ? telemetry::kJwtCached : static_cast<std::size_t>(auth.check);
+}
+
 telemetry::UpstreamErrorKind error_kind(UpstreamFailure failure) noexcept {
   return failure == UpstreamFailure::connect   ? telemetry::UpstreamErrorKind::connect
          : failure == UpstreamFailure::timeout ? telemetry::UpstreamErrorKind::timeout
@@ -48,6 +58,11 @@ void account(const LoopContext& loop, const Exchange& exchange, unsigned status,
     }
   }
   counters.observe(total);
+  if (decision.auth.provider != nullptr) {
+    generation.jwt_counters_for(*decision.auth.provider, loop.index)
+        .results[jwt_result(decision.auth)]
+        .add();
+  }
   if (relayed && relayed->failure != UpstreamFailure::none) {
     generation.upstream_counters_for(*decision.route, loop.index)
         .count(error_kind(relayed->failure));

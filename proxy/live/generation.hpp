@@ -2,6 +2,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -16,16 +17,23 @@ struct Contexts;
 
 namespace sluice::live {
 
+/// Fetches a JWK Set from its URL (SPEC §8), with the configuration's upstream TLS context; nullopt
+/// and `error` when it cannot. Given by the layer that has the network (http/jwks_client.hpp).
+using KeySetFetch = std::function<std::optional<auth::KeySet>(
+    const std::string& url, const tls::Contexts& contexts, const config::ProxyConfig& config,
+    std::string& error)>;
+
 /// One loaded configuration and everything built from it: the pipeline and the metric series
 /// its routes write. Immutable once built; a reload builds the next one beside it. A connection
 /// holds the generation it serves a request with, so a reload never pulls a route, a limiter or
 /// a config field from under a request in flight.
 struct Generation {
-  /// `previous` (a reload) lends its limiters' state where their definition did not change.
-  /// Reads the certificates the configuration names; throws config::ConfigError when one
-  /// cannot be used.
+  /// `previous` (a reload) lends its limiters' state where their definition did not change,
+  /// and its fetched key sets where their URL did not. Reads the certificates and key files the
+  /// configuration names, and fetches with `fetch` the key sets it has not got (without `fetch`,
+  /// as `sluice check`, they stay empty); throws config::ConfigError when one cannot be used.
   Generation(std::shared_ptr<const config::ProxyConfig> loaded, const Generation* previous,
-             telemetry::Metrics& metrics);
+             telemetry::Metrics& metrics, const KeySetFetch& fetch = {});
 
   std::shared_ptr<const config::ProxyConfig> config;
   /// The TLS listeners' and https:// upstreams' contexts (tls/contexts.hpp). Built first: a
@@ -37,10 +45,16 @@ struct Generation {
   std::vector<std::vector<telemetry::RouteCounters*>> route_counters;        ///< [route][loop]
   std::vector<std::vector<telemetry::UpstreamCounters*>> upstream_counters;  ///< [route][loop]
   std::vector<telemetry::RouteCounters*> unrouted;  ///< Requests refused before a route, and 404s.
+  std::vector<std::vector<telemetry::JwtCounters*>> jwt_counters;  ///< [provider][loop]
   /// The query parameters some limiter keys on: the access log hides their values.
   std::vector<std::string> secret_query;
 
+  /// Fills the providers' fetched key sets that are still empty (see the constructor).
+  void fetch_key_sets(const KeySetFetch& fetch) const;
+
   telemetry::RouteCounters& counters_for(const config::Route* route, std::size_t loop) const;
+  telemetry::JwtCounters& jwt_counters_for(const config::JwtProviderConfig& provider,
+                                           std::size_t loop) const;
   telemetry::UpstreamCounters& upstream_counters_for(const config::Route& route,
                                                      std::size_t loop) const;
 };

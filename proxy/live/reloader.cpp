@@ -77,8 +77,8 @@ ReloadReport Reloader::reload() {
     report.restart_needed.emplace_back("threads");
   }
   std::shared_ptr<const Generation> generation;
-  try {  // the certificates are read here: one that cannot be used keeps the old ones
-    generation = std::make_shared<const Generation>(next, previous.get(), metrics_);
+  try {  // certificates and keys are read here: one that cannot be used keeps the old ones
+    generation = std::make_shared<const Generation>(next, previous.get(), metrics_, fetch_);
   } catch (const config::ConfigError& error) {
     return refuse(error);
   }

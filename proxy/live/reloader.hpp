@@ -27,8 +27,9 @@ void log_reload(const ReloadReport& report, std::string_view trigger);
 /// `admin` and `threads` take effect on the next start only; a change to them is reported.
 class Reloader {
  public:
-  Reloader(std::string path, LiveConfig& live, telemetry::Metrics& metrics)
-      : path_(std::move(path)), live_(live), metrics_(metrics) {}
+  /// `fetch` gets the JWK Sets a new configuration names by URL (see Generation).
+  Reloader(std::string path, LiveConfig& live, telemetry::Metrics& metrics, KeySetFetch fetch = {})
+      : path_(std::move(path)), live_(live), metrics_(metrics), fetch_(std::move(fetch)) {}
 
   /// Serialised: two reloads at once run one after the other.
   ReloadReport reload();
@@ -37,6 +38,7 @@ class Reloader {
   std::string path_;
   LiveConfig& live_;
   telemetry::Metrics& metrics_;
+  KeySetFetch fetch_;
   std::mutex mutex_;
 };
 

@@ -20,6 +20,7 @@
 #include "proxy/http/h2/http1_bridge.hpp"
 #include "proxy/io/net.hpp"
 #include "proxy/io/socket_calls.hpp"
+#include "proxy/server/jwks_refresher.hpp"
 #include "proxy/store/memory_store.hpp"
 #include "proxy/store/redis/redis_store.hpp"
 
@@ -160,6 +161,9 @@ void Server::start() {
     net::co_spawn(first.io, accept_loop(*admin_, *first.context, &serve_admin, 0, false),
                   net::detached);
   }
+  // Fetched JWK Sets are refreshed off the request path, on the first loop (a reload may add
+  // providers, so it runs whatever the configuration of the start).
+  net::co_spawn(loops_.front()->io, refresh_key_sets(live_, state_.metrics), net::detached);
   for (std::size_t i = 0; i < loops_.size(); ++i) {
     Loop* loop = loops_[i].get();
     for (std::size_t listener = 0; listener < loop->acceptors.size(); ++listener) {

@@ -73,6 +73,19 @@ std::vector<UpstreamCounters*> Metrics::upstream(std::string_view url) {
   return series(upstreams_, url);
 }
 
+std::vector<JwtCounters*> Metrics::jwt(std::string_view name) {
+  return series(jwt_providers_, name);
+}
+
+void Metrics::count_jwks_refresh(std::string_view provider, bool succeeded) {
+  const std::lock_guard lock(mutex_);
+  auto found = jwks_refreshes_.find(provider);
+  if (found == jwks_refreshes_.end()) {
+    found = jwks_refreshes_.emplace(std::string(provider), std::array<std::uint64_t, 2>{}).first;
+  }
+  ++found->second[succeeded ? 0 : 1];
+}
+
 void Metrics::count_reload(bool succeeded) noexcept {
   (succeeded ? reloads_succeeded_ : reloads_failed_).fetch_add(1, std::memory_order_relaxed);
 }
@@ -127,6 +140,29 @@ std::string Metrics::render(const Gauges& gauges) const {
                      label(upstream), kErrorNames[k],
                      sum(loops, [k](const UpstreamCounters& c) { return c.errors[k].value(); }));
     }
+  }
+  if (!jwt_providers_.empty()) {
+    fmt::format_to(to,
+                   "# HELP sluice_jwt_verifications_total Tokens checked by JWT provider and "
+                   "result.\n# TYPE sluice_jwt_verifications_total counter\n");
+  }
+  for (const auto& [provider, loops] : jwt_providers_) {
+    for (std::size_t r = 0; r < kJwtResults; ++r) {
+      fmt::format_to(to, "sluice_jwt_verifications_total{{provider=\"{}\",result=\"{}\"}} {}\n",
+                     label(provider), kJwtResultNames[r],
+                     sum(loops, [r](const JwtCounters& c) { return c.results[r].value(); }));
+    }
+  }
+  if (!jwks_refreshes_.empty()) {
+    fmt::format_to(to,
+                   "# HELP sluice_jwks_refreshes_total Fetches of JWT providers' key sets by "
+                   "result.\n# TYPE sluice_jwks_refreshes_total counter\n");
+  }
+  for (const auto& [provider, counts] : jwks_refreshes_) {
+    fmt::format_to(to,
+                   "sluice_jwks_refreshes_total{{provider=\"{}\",result=\"ok\"}} {}\n"
+                   "sluice_jwks_refreshes_total{{provider=\"{}\",result=\"failed\"}} {}\n",
+                   label(provider), counts[0], label(provider), counts[1]);
   }
   fmt::format_to(to,
                  "# HELP sluice_limiter_keys Keys each limiter tracks now.\n"

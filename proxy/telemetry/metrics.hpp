@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cstdint>
 #include <deque>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <span>
@@ -32,6 +33,16 @@ inline constexpr std::size_t kMetricDecisions = 7;
 /// Their names, as the metric's label and the access log say them.
 inline constexpr std::array<std::string_view, kMetricDecisions> kMetricDecisionNames{
     "allowed", "delayed", "limited", "denied", "shadow_limited", "no_route", "unauthorized"};
+
+/// The `result` label of sluice_jwt_verifications_total (SPEC §8): a token verified now, one
+/// verified earlier on the same loop (`cached`), the check one failed (auth/jwt_verifier.hpp's
+/// JwtCheck, in its order), or no token at all.
+inline constexpr std::size_t kJwtResults = 12;
+inline constexpr std::array<std::string_view, kJwtResults> kJwtResultNames{
+    "verified", "malformed",     "algorithm", "header",   "unknown_key", "signature",
+    "expired",  "not_yet_valid", "issuer",    "audience", "cached",      "missing"};
+inline constexpr std::size_t kJwtCached = 10;
+inline constexpr std::size_t kJwtMissing = 11;
 
 /// The `kind` label of sluice_upstream_errors_total.
 enum class UpstreamErrorKind : std::uint8_t { connect, timeout, broken };
@@ -73,6 +84,11 @@ struct alignas(64) UpstreamCounters {
   void count(UpstreamErrorKind kind) noexcept { errors[static_cast<std::size_t>(kind)].add(); }
 };
 
+/// One JWT provider's verifications on one event loop, by result (kJwtResultNames).
+struct alignas(64) JwtCounters {
+  std::array<LoopCounter, kJwtResults> results;
+};
+
 /// The process's metrics, exposed on the admin port in Prometheus' text format.
 ///
 /// Routes and upstreams are registered by name when a configuration is loaded (under a lock);
@@ -88,6 +104,10 @@ class Metrics {
   std::vector<RouteCounters*> route(std::string_view name);
   /// The failure counters of the upstream `url`, one per loop.
   std::vector<UpstreamCounters*> upstream(std::string_view url);
+  /// The verification counters of the JWT provider `name`, one per loop.
+  std::vector<JwtCounters*> jwt(std::string_view name);
+  /// A fetch of a provider's JWK Set (start, refresh or an unknown `kid`): off the request path.
+  void count_jwks_refresh(std::string_view provider, bool succeeded);
   void count_reload(bool succeeded) noexcept;
   /// A TLS listener's handshake: a new session, a resumed one (a session ticket), or a failure
   /// (the connection closed). Off the request path: one atomic shared by the loops.
@@ -137,6 +157,9 @@ class Metrics {
   mutable std::mutex mutex_;  ///< Registration and scrape only.
   Family<RouteCounters> routes_;
   Family<UpstreamCounters> upstreams_;
+  Family<JwtCounters> jwt_providers_;
+  /// Per provider: fetches that succeeded, and that failed.
+  std::map<std::string, std::array<std::uint64_t, 2>, std::less<>> jwks_refreshes_;
   std::atomic<std::uint64_t> reloads_succeeded_{0};
   std::atomic<std::uint64_t> reloads_failed_{0};
   std::array<std::atomic<std::uint64_t>, 3> tls_handshakes_{};  ///< By Handshake.

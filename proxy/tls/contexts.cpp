@@ -205,9 +205,15 @@ std::shared_ptr<Context> upstream_context(const config::UpstreamTls& tls, Proble
   return usable ? context : nullptr;
 }
 
+/// An https:// upstream, or a JWK Set fetched over https:// (with the same verification).
 bool has_https_upstream(const config::ProxyConfig& config) {
   if (config.upstream && config.upstream->tls) {
     return true;
+  }
+  for (const config::JwtProviderConfig& provider : config.jwt_providers) {
+    if (provider.jwks_url.starts_with("https://")) {
+      return true;
+    }
   }
   return std::any_of(config.routes.begin(), config.routes.end(), [](const config::Route& route) {
     return route.upstream && route.upstream->tls;
