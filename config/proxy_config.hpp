@@ -172,7 +172,7 @@ struct KeySpec {
   std::string text;  ///< As written: "ip+header:X-User".
   std::vector<KeyPart> parts;
 
-  /// Whether a part reads a verified token's claim: only routes with `auth` can form it.
+  /// Whether a part reads a verified token's claim.
   bool reads_claims() const noexcept {
     for (const KeyPart& part : parts) {
       if (part.kind == KeyPart::Kind::jwt) {
@@ -237,6 +237,11 @@ struct LimiterConfig {
   /// round trip (0: every request decided in Redis). See docs/operations.md, "Leases".
   std::uint64_t lease = 0;
   std::vector<Override> overrides;
+  /// `tier`: the key whose value chooses the parameters (`jwt:plan`); `tiers`: those values'
+  /// parameters. A key with an override has the override's; one whose tier is not listed, or
+  /// whose tier key cannot be formed, has the limiter's own (SPEC §8).
+  std::optional<KeySpec> tier;
+  std::vector<Override> tiers;
   Location at;
   bool valid = false;  ///< Read without problems (a config with problems is never returned).
 };

@@ -109,13 +109,44 @@ void refuse_lease_where_it_cannot_work(MapReader& reader, const LimiterConfig& l
   }
 }
 
+/// `overrides` or `tiers`: key values (any text) mapped to parameters that start from the
+/// limiter's own. Each value's parameters are checked, not the values.
+std::vector<Override> read_other_parameters(MapReader& reader, std::string_view key,
+                                            const limiter::LimiterOptions& options,
+                                            ReadContext& context) {
+  std::vector<Override> read;
+  if (!reader.has(key)) {
+    return read;
+  }
+  const YAML::Node map = reader.node(key);
+  if (!map.IsMap()) {
+    reader.error(key, "expected a mapping of key values to parameters");
+    return read;
+  }
+  for (const auto& entry : map) {
+    const std::string value = entry.first.Scalar();
+    MapReader parameters(entry.second, reader.path(key) + "." + value,
+                         parameters_of(options.algorithm).accepted, context);
+    Override override;
+    override.value = value;
+    override.options = options;
+    const std::size_t before = context.diagnostics.count();
+    read_parameters(parameters, override.options);
+    if (parameters.valid() && context.diagnostics.count() == before &&
+        accepted_by_engine(parameters, override.options, "")) {
+      read.push_back(std::move(override));
+    }
+  }
+  return read;
+}
+
 LimiterConfig read_limiter(const std::string& name, const YAML::Node& node, std::uint64_t max_keys,
                            ReadContext& context) {
-  MapReader reader(
-      node, "limiters." + name,
-      {"algorithm", "limit", "window", "slots", "rate", "burst", "warmup", "cold_factor", "key",
-       "ipv6_prefix", "mode", "max_delay", "shadow", "status", "lease", "overrides"},
-      context);
+  MapReader reader(node, "limiters." + name,
+                   {"algorithm", "limit", "window", "slots", "rate", "burst", "warmup",
+                    "cold_factor", "key", "ipv6_prefix", "mode", "max_delay", "shadow", "status",
+                    "lease", "overrides", "tier", "tiers"},
+                   context);
   const std::size_t problems_before = context.diagnostics.count();
   LimiterConfig limiter;
   limiter.name = name;
@@ -205,27 +236,19 @@ LimiterConfig read_limiter(const std::string& name, const YAML::Node& node, std:
   }
   limiter.valid = true;
 
-  if (reader.has("overrides")) {
-    // Its keys are key values, any text: each value's parameters are checked, not the values.
-    const YAML::Node map = reader.node("overrides");
-    if (!map.IsMap()) {
-      reader.error("overrides", "expected a mapping of key values to parameters");
-    } else {
-      for (const auto& entry : map) {
-        const std::string value = entry.first.Scalar();
-        const std::vector<std::string_view> own = parameters_of(*algorithm).accepted;
-        MapReader parameters(entry.second, reader.path("overrides") + "." + value, own, context);
-        Override override;
-        override.value = value;
-        override.options = limiter.options;
-        const std::size_t before_override = context.diagnostics.count();
-        read_parameters(parameters, override.options);
-        if (parameters.valid() && context.diagnostics.count() == before_override &&
-            accepted_by_engine(parameters, override.options, "")) {
-          limiter.overrides.push_back(std::move(override));
-        }
-      }
+  limiter.overrides = read_other_parameters(reader, "overrides", limiter.options, context);
+  limiter.tiers = read_other_parameters(reader, "tiers", limiter.options, context);
+  if (const std::optional<std::string> tier = reader.text("tier")) {
+    std::string problem;
+    limiter.tier = parse_key(*tier, problem);
+    if (!limiter.tier) {
+      reader.error("tier", problem);
     }
+  }
+  if (reader.has("tier") != reader.has("tiers")) {
+    reader.error(reader.has("tier") ? "tier" : "tiers",
+                 "tier (the key whose value chooses) and tiers (each value's parameters) go "
+                 "together");
   }
   return limiter;
 }

@@ -150,6 +150,9 @@ void check_cost(MapReader& reader, const Route& route, const ProxyConfig& config
     for (const Override& override : limiter.overrides) {
       check(override.options, "limiter \"" + name + "\" for key \"" + override.value + "\"");
     }
+    for (const Override& tier : limiter.tiers) {
+      check(tier.options, "limiter \"" + name + "\" for tier \"" + tier.value + "\"");
+    }
   }
 }
 
@@ -161,8 +164,12 @@ void check_claim_keys(MapReader& reader, const Route& route, const ProxyConfig& 
   }
   for (const std::string& name : route.limiters) {
     const LimiterConfig* limiter = config.limiter_named(name);
-    if (limiter && limiter->key.reads_claims()) {
-      reader.error("limiters", "limiter \"" + name + "\" is keyed on \"" + limiter->key.text +
+    const KeySpec* claims = limiter == nullptr                               ? nullptr
+                            : limiter->key.reads_claims()                    ? &limiter->key
+                            : limiter->tier && limiter->tier->reads_claims() ? &*limiter->tier
+                                                                             : nullptr;
+    if (claims != nullptr) {
+      reader.error("limiters", "limiter \"" + name + "\" is keyed on \"" + claims->text +
                                    "\", a verified token's claim, but the route has no "
                                    "auth (auth: {jwt: PROVIDER})");
     }

@@ -149,6 +149,21 @@ json::object limiter_config(const config::LimiterConfig& limiter, std::uint64_t 
     overrides.emplace_back(std::move(item));
   }
   out["overrides"] = std::move(overrides);
+  if (limiter.tier) {
+    bool secret_tier = false;
+    for (const config::KeyPart& part : limiter.tier->parts) {
+      secret_tier = secret_tier || part.secret();
+    }
+    out["tier"] = limiter.tier->text;
+    json::array tiers;
+    for (const config::Override& tier : limiter.tiers) {
+      json::object item;
+      item["value"] = secret_tier ? "***" : tier.value;
+      add_limiter_options(item, tier.options);
+      tiers.emplace_back(std::move(item));
+    }
+    out["tiers"] = std::move(tiers);
+  }
   return out;
 }
 
@@ -202,6 +217,46 @@ json::object route(const config::Route& route) {
   if (route.respond) {
     out["respond"] = {{"status", route.respond->status}, {"body", route.respond->body}};
   }
+  if (route.auth) {
+    out["auth"] = {{"jwt", route.auth->provider}, {"required", route.auth->required}};
+  }
+  return out;
+}
+
+/// A JWT provider as configured: where its keys come from (a secret shown as ***).
+json::object jwt_provider(const config::JwtProviderConfig& provider) {
+  json::object out;
+  out["issuer"] = provider.issuer;
+  out["audiences"] = strings(provider.audiences);
+  out["algorithms"] = strings(provider.algorithms);
+  if (!provider.jwks_url.empty()) {
+    out["jwks"] = {{"url", config::redact_url(provider.jwks_url)},
+                   {"refresh", limiter::format_duration(provider.jwks_refresh)}};
+  } else if (!provider.jwks_file.empty()) {
+    out["jwks"] = {{"file", provider.jwks_file}};
+  }
+  json::array keys;
+  for (const config::JwtKeyConfig& key : provider.keys) {
+    keys.push_back(key.file.empty() ? json::object{{"secret", "***"}, {"alg", key.algorithm}}
+                                    : json::object{{"file", key.file}, {"alg", key.algorithm}});
+  }
+  if (!keys.empty()) {
+    out["keys"] = std::move(keys);
+  }
+  json::array from;
+  for (const config::KeyPart& place : provider.from) {
+    from.emplace_back(place.kind == config::KeyPart::Kind::bearer   ? std::string("bearer")
+                      : place.kind == config::KeyPart::Kind::cookie ? "cookie:" + place.name
+                      : place.kind == config::KeyPart::Kind::header ? "header:" + place.name
+                                                                    : "query:" + place.name);
+  }
+  out["from"] = std::move(from);
+  out["leeway"] = limiter::format_duration(provider.leeway);
+  json::object claims;
+  for (const auto& [claim, header] : provider.claims_to_headers) {
+    claims[claim] = header;
+  }
+  out["claims_to_headers"] = std::move(claims);
   return out;
 }
 
@@ -242,6 +297,13 @@ std::string config_json(const config::ProxyConfig& config, std::uint64_t lease_h
                       {"cluster", redis.cluster}};
   }
   out["store"] = std::move(store);
+  if (!config.jwt_providers.empty()) {
+    json::object providers;
+    for (const config::JwtProviderConfig& provider : config.jwt_providers) {
+      providers[provider.name] = jwt_provider(provider);
+    }
+    out["auth"] = {{"jwt", std::move(providers)}};
+  }
   json::object limiters;
   for (const config::LimiterConfig& limiter : config.limiters) {
     limiters[limiter.name] =

@@ -88,28 +88,17 @@ Pipeline::Pipeline(const config::ProxyConfig& config, const Pipeline* previous)
         }
       }
     }
-    LimiterSlot slot{&limiter, nullptr, {}};
+    LimiterSlot slot{&limiter, nullptr, {}, {}};
     if (before && before->config->options == limiter.options) {
       slot.main = before->main;
       ++kept_state_;
     } else {
       slot.main = limiter::make_limiter(limiter.options);
     }
-    for (const config::Override& override : limiter.overrides) {
-      std::string value = internal_key_text(override.value);
-      std::shared_ptr<limiter::Limiter> instance;
-      if (before) {
-        for (std::size_t i = 0; i < before->overrides.size(); ++i) {
-          if (before->overrides[i].first == value &&
-              before->config->overrides[i].options == override.options) {
-            instance = before->overrides[i].second;
-            ++kept_state_;
-          }
-        }
-      }
-      slot.overrides.emplace_back(std::move(value),
-                                  instance ? instance : limiter::make_limiter(override.options));
-    }
+    slot.overrides = instances_for(limiter.overrides, before ? &before->overrides : nullptr,
+                                   before ? &before->config->overrides : nullptr);
+    slot.tiers = instances_for(limiter.tiers, before ? &before->tiers : nullptr,
+                               before ? &before->config->tiers : nullptr);
     limiters_.push_back(std::move(slot));
   }
   for (const config::Route& route : config.routes) {
@@ -126,11 +115,36 @@ Pipeline::Pipeline(const config::ProxyConfig& config, const Pipeline* previous)
   }
 }
 
+std::vector<std::pair<std::string, std::shared_ptr<limiter::Limiter>>> Pipeline::instances_for(
+    const std::vector<config::Override>& values,
+    const std::vector<std::pair<std::string, std::shared_ptr<limiter::Limiter>>>* before,
+    const std::vector<config::Override>* before_values) {
+  std::vector<std::pair<std::string, std::shared_ptr<limiter::Limiter>>> instances;
+  for (const config::Override& value : values) {
+    std::string text = internal_key_text(value.value);
+    std::shared_ptr<limiter::Limiter> instance;
+    for (std::size_t i = 0; before != nullptr && i < before->size(); ++i) {
+      if ((*before)[i].first == text && (*before_values)[i].options == value.options) {
+        instance = (*before)[i].second;
+        ++kept_state_;
+      }
+    }
+    instances.emplace_back(std::move(text),
+                           instance ? instance : limiter::make_limiter(value.options));
+  }
+  return instances;
+}
+
 std::pair<limiter::Limiter*, const limiter::LimiterOptions*> Pipeline::instance_for(
-    LimiterSlot& slot, std::string_view key_text) noexcept {
+    LimiterSlot& slot, std::string_view key_text, const std::string* tier_text) noexcept {
   for (std::size_t i = 0; i < slot.overrides.size(); ++i) {
     if (slot.overrides[i].first == key_text) {
       return {slot.overrides[i].second.get(), &slot.config->overrides[i].options};
+    }
+  }
+  for (std::size_t i = 0; tier_text != nullptr && i < slot.tiers.size(); ++i) {
+    if (slot.tiers[i].first == *tier_text) {
+      return {slot.tiers[i].second.get(), &slot.config->tiers[i].options};
     }
   }
   return {slot.main.get(), &slot.config->options};
@@ -181,8 +195,9 @@ bool Pipeline::prepare(const RequestView& request, limiter::TimePoint now,
     }
   }
 
-  // Keys are built in a per-thread buffer that keeps its capacity: no allocation per request.
+  // Keys are built in per-thread buffers that keep their capacity: no allocation per request.
   thread_local std::string key_text;
+  thread_local std::string tier_text;
   struct Found {
     Charge charge;
     limiter::KeyHash shared_key;
@@ -203,7 +218,10 @@ bool Pipeline::prepare(const RequestView& request, limiter::TimePoint now,
                    decision.auth.identity.get(), key_text)) {
       continue;  // the key cannot be formed: this limiter does not apply
     }
-    const auto [instance, options] = instance_for(slot, key_text);
+    const bool tiered = slot.config->tier && build_key(*slot.config->tier, slot.config->ipv6_prefix,
+                                                       request, decision.client, route.name,
+                                                       decision.auth.identity.get(), tier_text);
+    const auto [instance, options] = instance_for(slot, key_text, tiered ? &tier_text : nullptr);
     const Found found{{instance, limiter::hash_key(key_text), cost.value_or(route.cost)},
                       limiter::hash_key(key_text, kSharedKeySeed),
                       options,
@@ -313,7 +331,7 @@ std::optional<limiter::Status> Pipeline::peek(std::string_view limiter_name,
   for (LimiterSlot& slot : limiters_) {
     if (slot.config->name == limiter_name) {
       const std::string internal = internal_key_text(std::string(key_text));
-      return instance_for(slot, internal).first->peek(limiter::hash_key(internal), now);
+      return instance_for(slot, internal, nullptr).first->peek(limiter::hash_key(internal), now);
     }
   }
   return std::nullopt;
@@ -331,6 +349,9 @@ std::vector<std::pair<std::string_view, std::uint64_t>> Pipeline::limiter_keys()
     for (const auto& [value, limiter] : slot.overrides) {
       count += limiter->stats().keys;
     }
+    for (const auto& [value, limiter] : slot.tiers) {
+      count += limiter->stats().keys;
+    }
     keys.emplace_back(slot.config->name, count);
   }
   return keys;
@@ -340,6 +361,9 @@ void Pipeline::collect_idle(limiter::TimePoint now) {
   for (LimiterSlot& slot : limiters_) {
     slot.main->collect_idle(now);
     for (auto& [value, limiter] : slot.overrides) {
+      limiter->collect_idle(now);
+    }
+    for (auto& [value, limiter] : slot.tiers) {
       limiter->collect_idle(now);
     }
   }

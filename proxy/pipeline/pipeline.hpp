@@ -163,10 +163,20 @@ class Pipeline {
     std::shared_ptr<limiter::Limiter> main;  ///< Shared with the next pipeline on a reload.
     /// Key text (parts joined as build_key joins them) → that key's own limiter.
     std::vector<std::pair<std::string, std::shared_ptr<limiter::Limiter>>> overrides;
+    /// Tier key text → the limiter of the keys in that tier.
+    std::vector<std::pair<std::string, std::shared_ptr<limiter::Limiter>>> tiers;
   };
-  /// The limiter that counts `key_text` (its override's, if it has one), and its definition.
-  std::pair<limiter::Limiter*, const limiter::LimiterOptions*> instance_for(
-      LimiterSlot& slot, std::string_view key_text) noexcept;
+  /// The limiter that counts `key_text` (its override's, if it has one, else its tier's, when
+  /// `tier_text` names a listed tier), and its definition.
+  static std::pair<limiter::Limiter*, const limiter::LimiterOptions*> instance_for(
+      LimiterSlot& slot, std::string_view key_text, const std::string* tier_text) noexcept;
+
+  /// The limiters of `values` (overrides or tiers), each kept from `before` where its value and
+  /// parameters did not change.
+  std::vector<std::pair<std::string, std::shared_ptr<limiter::Limiter>>> instances_for(
+      const std::vector<config::Override>& values,
+      const std::vector<std::pair<std::string, std::shared_ptr<limiter::Limiter>>>* before,
+      const std::vector<config::Override>* before_values);
 
   const config::ProxyConfig& config_;
   Identity identity_;

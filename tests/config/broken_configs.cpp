@@ -249,6 +249,19 @@ const std::vector<BrokenConfig>& broken_configs() {
         "dotted path: jwt:org.id), route or global, joined with + (ip+header:X-User)",
         "proxy.yaml:5:30: routes[0].limiters: limiter \"per-user\" is keyed on \"jwt:sub\", a "
         "verified token's claim, but the route has no auth (auth: {jwt: PROVIDER})"}},
+      {"tier_without_tiers",
+       "upstream: \"http://127.0.0.1:9000\"\nlimiters:\n  a: {algorithm: fixed_window, limit: 1, "
+       "window: 1m, tier: \"header:X-Plan\"}\n  b: {algorithm: fixed_window, limit: 1, window: 1m, "
+       "tier: \"hdr:X\", tiers: {pro: {limit: 0}, gold: {rate: 1/s}}}\nroutes: [{name: a}]",
+       {"proxy.yaml:3:60: limiters.a.tier: tier (the key whose value chooses) and tiers (each "
+        "value's parameters) go together",
+        "proxy.yaml:4:60: limiters.b.tier: \"hdr:X\" is not a key part; use ip, header:NAME, "
+        "bearer, cookie:NAME, query:NAME, cert:subject, cert:san, cert:fingerprint, jwt:CLAIM (a "
+        "dotted path: jwt:org.id), route or global, joined with + (ip+header:X-User)",
+        "proxy.yaml:4:90: limiters.b.tiers.pro.limit: \"0\" is not a whole number from 1 to "
+        "4294967295",
+        "proxy.yaml:4:101: limiters.b.tiers.gold: unknown key \"rate\"; accepted keys: limit or "
+        "window"}},
       {"global_joined",
        "upstream: \"http://127.0.0.1:9000\"\nlimiters:\n  all: {algorithm: fixed_window, limit: "
        "10, window: 1m, key: \"global+ip\"}\nroutes: [{name: a}]",

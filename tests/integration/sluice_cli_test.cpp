@@ -79,8 +79,8 @@ TEST_F(SluiceCli, CheckPrintsEveryErrorAndExitsOne) {
                 file +
                 ":3:49: limiters.per-ip: unknown key \"windw\" (did you mean \"window\"?); "
                 "accepted keys: algorithm, limit, window, slots, rate, burst, warmup, "
-                "cold_factor, key, ipv6_prefix, mode, max_delay, shadow, status, lease or "
-                "overrides\n" +
+                "cold_factor, key, ipv6_prefix, mode, max_delay, shadow, status, lease, "
+                "overrides, tier or tiers\n" +
                 file +
                 ":4:39: routes[0].limiters: no limiter is named \"nope\"; defined: per-ip\n" +
                 file + ": 4 errors\n");

@@ -65,8 +65,16 @@ auth:
 limiters:
   per-user: {algorithm: fixed_window, limit: 2, window: 1h, key: "jwt:sub"}
   per-org: {algorithm: fixed_window, limit: 100, window: 1h, key: "jwt:org.id+jwt:sub"}
+  per-plan:
+    algorithm: fixed_window
+    limit: 1
+    window: 1h
+    key: "jwt:sub"
+    tier: "jwt:plan"
+    tiers: {pro: {limit: 3}, enterprise: {limit: 100}}
 routes:
   - {name: api, match: {path_prefix: /api/}, auth: {jwt: idp}, limiters: [per-user, per-org]}
+  - {name: plans, match: {path_prefix: /plans/}, auth: {jwt: idp}, limiters: [per-plan]}
   - {name: open, match: {path_prefix: /open/}, auth: {jwt: idp, required: false}, limiters: [per-user]}
 )";
   }
@@ -164,6 +172,23 @@ TEST_F(IdentityTest, ARepeatedTokenIsALookupUntilItExpires) {
   // A reload builds new providers: their verdicts start afresh.
   test::PipelineFixture reloaded(config_text((directory_.path() / "jwks.json").string()));
   EXPECT_FALSE(reloaded.send(request, seconds_after_minting(0)).auth.cached);
+}
+
+TEST_F(IdentityTest, APlanClaimChoosesTheLimitersParameters) {
+  // alice's plan is pro (3 an hour), bob's is free, which tiers does not list (the limit's 1).
+  for (int i = 0; i < 3; ++i) {
+    const Decision admitted =
+        fixture_->send(bearing(token_of("ES256"), "/plans/x"), seconds_after_minting(i));
+    EXPECT_EQ(admitted.outcome, Outcome::allowed) << i;
+    EXPECT_EQ(admitted.applied()[0].status.remaining, static_cast<std::uint64_t>(2 - i));
+  }
+  EXPECT_EQ(
+      fixture_->send(bearing(token_of("ES256"), "/plans/x"), seconds_after_minting(3)).outcome,
+      Outcome::limited);
+  EXPECT_EQ(fixture_->send(bearing(token_of("bob"), "/plans/x"), seconds_after_minting(3)).outcome,
+            Outcome::allowed);
+  EXPECT_EQ(fixture_->send(bearing(token_of("bob"), "/plans/x"), seconds_after_minting(4)).outcome,
+            Outcome::limited);
 }
 
 TEST(Identity, NamesTheKeyFileItCannotUse) {

@@ -52,6 +52,43 @@ routes:
   EXPECT_EQ(fixture.send({.target = "/c"}, at(3s)).status, 404U);
 }
 
+TEST(Pipeline, ATierKeyChoosesParametersAndAnOverrideComesFirst) {
+  test::PipelineFixture fixture(R"(
+upstream: http://127.0.0.1:9000
+limiters:
+  per-ip:
+    algorithm: fixed_window
+    limit: 1
+    window: 1m
+    tier: "header:X-Plan"
+    tiers: {gold: {limit: 3}}
+    overrides: {"198.51.100.9": {limit: 2}}
+routes: [{name: a, limiters: [per-ip]}]
+)");
+  const pipeline::Header gold{"X-Plan", "gold"};
+  const auto remaining = [&](const char* peer, bool is_gold, int second) {
+    Request request{.peer = peer};
+    if (is_gold) {
+      request.headers.push_back(gold);
+    }
+    const Decision decision = fixture.send(request, at(std::chrono::seconds(second)));
+    return decision.outcome == Outcome::limited
+               ? -1
+               : static_cast<int>(decision.applied()[0].status.remaining);
+  };
+  EXPECT_EQ(remaining("198.51.100.7", true, 0), 2);
+  EXPECT_EQ(remaining("198.51.100.7", true, 1), 1);
+  EXPECT_EQ(remaining("198.51.100.7", true, 2), 0);
+  EXPECT_EQ(remaining("198.51.100.7", true, 3), -1);
+  // Without the tier's value: the limiter's own parameters, and a count of their own.
+  EXPECT_EQ(remaining("198.51.100.8", false, 3), 0);
+  EXPECT_EQ(remaining("198.51.100.8", false, 4), -1);
+  // An override for the key wins over its tier.
+  EXPECT_EQ(remaining("198.51.100.9", true, 4), 1);
+  EXPECT_EQ(remaining("198.51.100.9", true, 5), 0);
+  EXPECT_EQ(remaining("198.51.100.9", true, 6), -1);
+}
+
 TEST(Pipeline, ChargesAllLimitersOrNoneAndSkipsThoseWithoutAKey) {
   test::PipelineFixture fixture(R"(
 upstream: http://127.0.0.1:9000
