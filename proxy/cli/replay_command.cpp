@@ -53,8 +53,19 @@ class Progress {
 
 int run_replay_command(const ReplayArguments& arguments) {
   std::optional<config::ProxyConfig> config;
+  std::optional<Replayer> replayer;
   try {
     config = config::load_config(arguments.config);
+    // Replay runs offline: a key set is read from a file, never fetched.
+    for (const config::JwtProviderConfig& provider : config->jwt_providers) {
+      if (!provider.jwks_url.empty()) {
+        throw config::ConfigError(
+            config->file, {{provider.jwks_at, "auth.jwt." + provider.name +
+                                                  ".jwks.url: replay does not fetch key sets; "
+                                                  "give the same keys as jwks: {file} or keys"}});
+      }
+    }
+    replayer.emplace(*config, arguments.format);  // reads the providers' key files
   } catch (const config::ConfigError& error) {
     for (const std::string& line : error.lines()) {
       std::cerr << line << '\n';
@@ -79,14 +90,13 @@ int run_replay_command(const ReplayArguments& arguments) {
                     regular_file ? static_cast<std::size_t>(info.st_size) : 0);
 
   const auto started = std::chrono::steady_clock::now();
-  Replayer replayer(*config, arguments.format);
   LineReader reader(input);
   std::uint64_t lines = 0;
   {
     OutputBuffer out(output);
     std::string_view line;
     while (reader.next(line)) {
-      replayer.feed(line, out.text());
+      replayer->feed(line, out.text());
       out.maybe_flush();
       progress.update(reader.bytes_read(), ++lines);
     }
@@ -102,18 +112,18 @@ int run_replay_command(const ReplayArguments& arguments) {
     return 1;
   }
 
-  std::cerr << "replayed " << replayer.requests() << " requests from "
+  std::cerr << "replayed " << replayer->requests() << " requests from "
             << (arguments.input == "-" ? "stdin" : arguments.input) << " in " << elapsed << " s\n";
-  if (replayer.out_of_order() > 0) {
-    std::cerr << replayer.out_of_order()
+  if (replayer->out_of_order() > 0) {
+    std::cerr << replayer->out_of_order()
               << " requests were earlier than the one before; each was decided at the latest "
                  "time seen\n";
   }
   std::cerr << '\n';
-  replayer.summary().print(std::cerr);
+  replayer->summary().print(std::cerr);
   if (!arguments.report.empty()) {
     std::ofstream report(arguments.report);
-    write_html_report(replayer.summary(), arguments.config,
+    write_html_report(replayer->summary(), arguments.config,
                       arguments.input == "-" ? "stdin" : arguments.input, report);
     if (!report) {
       std::cerr << "sluice replay: cannot write " << arguments.report << '\n';

@@ -172,6 +172,33 @@ TEST_F(SluiceCli, ReplayRefusesBadArgumentsAndFiles) {
   EXPECT_EQ(run("replay --help").status, 0);
 }
 
+TEST_F(SluiceCli, CheckAndReplayNameAKeyFileOrKeySetTheyCannotUse) {
+  const auto pem = write("idp.pem", "not a key\n");
+  const auto local = write("local.yaml",
+                           "upstream: http://127.0.0.1:9000\n"
+                           "auth: {jwt: {idp: {issuer: i, keys: [{file: " +
+                               pem.string() +
+                               ", alg: ES256}]}}}\n"
+                               "routes: [{name: a, auth: {jwt: idp}}]\n");
+  const Result check = run("check -c " + local.string());
+  EXPECT_EQ(check.status, 1);
+  EXPECT_THAT(check.err, HasSubstr(local.string() + ":2:38: auth.jwt.idp.keys[0]: " + pem.string() +
+                                   ": not a public key in PEM"));
+  const Result replay = run("replay -c " + local.string() + " /dev/null");
+  EXPECT_EQ(replay.status, 1);
+  EXPECT_THAT(replay.err, HasSubstr("auth.jwt.idp.keys[0]: "));
+  const auto fetched = write("fetched.yaml",
+                             "upstream: http://127.0.0.1:9000\n"
+                             "auth: {jwt: {idp: {issuer: i, algorithms: [RS256], jwks: {url: "
+                             "\"https://idp.example.com/jwks.json\"}}}}\n"
+                             "routes: [{name: a, auth: {jwt: idp}}]\n");
+  const Result offline = run("replay -c " + fetched.string() + " /dev/null");
+  EXPECT_EQ(offline.status, 1);
+  EXPECT_THAT(offline.err, HasSubstr(fetched.string() +
+                                     ":2:58: auth.jwt.idp.jwks.url: replay does not fetch key "
+                                     "sets; give the same keys as jwks: {file} or keys"));
+}
+
 TEST_F(SluiceCli, HelpAndVersionExitZero) {
   const Result help = run("check --help");
   EXPECT_EQ(help.status, 0);

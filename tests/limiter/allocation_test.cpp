@@ -10,7 +10,9 @@
 #include "limiter/make_limiter.hpp"
 #include "tests/support/counted_new.hpp"
 #include "tests/support/manual_clock.hpp"
+#include "tests/support/minted_jwts.hpp"
 #include "tests/support/pipeline_fixture.hpp"
+#include "tests/support/temp_directory.hpp"
 
 namespace sluice::limiter {
 namespace {
@@ -101,6 +103,38 @@ routes:
       now += 1ms;
       const pipeline::Decision decision = fixture.send(request, now);
       ASSERT_EQ(decision.outcome, pipeline::Outcome::allowed);
+    }
+  };
+  run();
+  EXPECT_EQ(allocations_during(run), 0U);
+}
+
+TEST(Allocation, AVerifiedCallersRepeatedTokenNeverAllocates) {
+  // SPEC §8: a token verified once is a lookup until it expires, its claims keys and a tier.
+  constexpr std::int64_t kMinted = 1'800'000'000;
+  const test::MintedJwts minted = test::mint_jwts(kMinted);
+  ASSERT_FALSE(minted.by_algorithm.empty()) << "the minting script ran";
+  const test::TempDirectory directory("sluice-allocation");
+  const std::string pem =
+      directory.write("idp.pem", minted.by_algorithm.at("ES256").public_pem).string();
+  test::PipelineFixture fixture(R"(
+upstream: http://127.0.0.1:9000
+auth: {jwt: {idp: {issuer: "https://idp.test/", keys: [{file: ")" +
+                                pem + R"(", alg: ES256}]}}}
+limiters:
+  per-user: {algorithm: sliding_window, limit: 100000, window: 1m, key: "jwt:org.id+jwt:sub",
+             tier: "jwt:plan", tiers: {pro: {limit: 200000}}}
+routes: [{name: api, auth: {jwt: idp}, limiters: [per-user]}]
+)");
+  const std::string authorization = "Bearer " + minted.by_algorithm.at("ES256").token;
+  const test::PipelineFixture::Request request{.headers = {{"Authorization", authorization}}};
+  TimePoint now = TimePoint(std::chrono::seconds(kMinted));
+  const auto run = [&] {
+    for (int i = 0; i < 10'000; ++i) {
+      now += 1ms;
+      const pipeline::Decision decision = fixture.send(request, now);
+      ASSERT_EQ(decision.outcome, pipeline::Outcome::allowed);
+      ASSERT_TRUE(decision.auth.cached || i == 0);
     }
   };
   run();

@@ -10,6 +10,8 @@
 
 #include "config/load_config.hpp"
 #include "proxy/replay/replayer.hpp"
+#include "tests/support/minted_jwts.hpp"
+#include "tests/support/temp_directory.hpp"
 
 namespace sluice::replay {
 namespace {
@@ -55,6 +57,48 @@ routes:
   }
   EXPECT_EQ(lines[1].at("shadow_limited").at(0).as_string(), shadow);  // the shadow refuses
   EXPECT_EQ(lines[2].at("violated").at(0).as_string(), live);          // then the live one
+}
+
+TEST(ReplayOutput, VerifiesTokensAtTheRecordsTime) {
+  constexpr std::int64_t kMinted = 1'800'000'000;  // tokens valid [kMinted-10, kMinted+3600)
+  const test::MintedJwts minted = test::mint_jwts(kMinted);
+  ASSERT_FALSE(minted.by_algorithm.empty()) << "the minting script ran";
+  const test::TempDirectory directory("sluice-replay-jwt");
+  const std::string pem =
+      directory.write("idp.pem", minted.by_algorithm.at("ES256").public_pem).string();
+  const config::ProxyConfig config = config::parse_config(
+      R"(
+auth: {jwt: {idp: {issuer: "https://idp.test/", leeway: 0s, keys: [{file: ")" +
+          pem + R"(", alg: ES256}]}}}
+limiters:
+  per-user: {algorithm: fixed_window, limit: 1, window: 1h, key: "jwt:sub"}
+routes: [{name: api, auth: {jwt: idp}, respond: {status: 200}, limiters: [per-user]}]
+)",
+      "proxy.yaml", [](std::string_view) { return std::nullopt; });
+  Replayer replayer(config, InputFormat::jsonl);
+  std::string out;
+  const std::string headers =
+      R"(, "headers": {"Authorization": "Bearer )" + minted.by_algorithm.at("ES256").token + "\"}}";
+  replayer.feed(R"({"t": )" + std::to_string(kMinted - 11) + headers, out);  // before nbf
+  replayer.feed(R"({"t": )" + std::to_string(kMinted) + headers, out);
+  replayer.feed(R"({"t": )" + std::to_string(kMinted + 1) + headers, out);
+  replayer.feed(R"({"t": )" + std::to_string(kMinted + 3600) + headers, out);  // at exp
+  replayer.feed(R"({"t": )" + std::to_string(kMinted + 3600) + "}", out);      // no token
+  const std::vector<json::value> lines = parsed_lines(out);
+  ASSERT_EQ(lines.size(), 5U) << out;
+  const auto decision = [&](std::size_t i) {
+    return std::string(lines[i].at("decision").as_string()) + " " +
+           std::to_string(lines[i].at("status").as_int64());
+  };
+  EXPECT_EQ(decision(0), "unauthorized 401");
+  EXPECT_EQ(decision(1), "allowed 200");
+  EXPECT_EQ(decision(2), "limited 429");  // one an hour for alice
+  EXPECT_EQ(decision(3), "unauthorized 401");
+  EXPECT_EQ(decision(4), "unauthorized 401");
+  std::ostringstream summary;
+  replayer.summary().print(summary);
+  EXPECT_THAT(summary.str(), ::testing::HasSubstr("shadow    unauth.\n"));
+  EXPECT_THAT(summary.str(), ::testing::HasSubstr("per-user alice"));  // claims shown as they are
 }
 
 TEST(ReplayOutput, SaysRetryAfterAsTheProxysHeaderWould) {
