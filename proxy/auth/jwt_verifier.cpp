@@ -136,8 +136,8 @@ std::string_view name_of(JwtCheck check) noexcept {
   return "unknown";
 }
 
-JwtCheck verify_jwt(std::string_view compact, std::span<const VerificationKey> keys,
-                    const JwtRules& rules, std::int64_t now, VerifiedJwt& token) {
+JwtCheck verify_jws(std::string_view compact, std::span<const VerificationKey> keys,
+                    std::span<const JwsAlgorithm> algorithms, std::string_view& payload) {
   if (compact.size() > kMaxTokenBytes) {
     return JwtCheck::malformed;
   }
@@ -152,8 +152,8 @@ JwtCheck verify_jwt(std::string_view compact, std::span<const VerificationKey> k
     return JwtCheck::malformed;
   }
   const std::optional<JwsAlgorithm> algorithm = algorithm_named(text_of(*header, "alg"));
-  if (!algorithm || std::find(rules.algorithms.begin(), rules.algorithms.end(), *algorithm) ==
-                        rules.algorithms.end()) {
+  if (!algorithm ||
+      std::find(algorithms.begin(), algorithms.end(), *algorithm) == algorithms.end()) {
     return JwtCheck::algorithm;  // `none` among them, whatever its (empty) signature
   }
   std::string signature;
@@ -190,8 +190,18 @@ JwtCheck verify_jwt(std::string_view compact, std::span<const VerificationKey> k
   if (!valid) {
     return JwtCheck::signature;
   }
-  std::optional<boost::json::object> claims =
-      json_object_of(compact.substr(first + 1, second - first - 1));
+  payload = compact.substr(first + 1, second - first - 1);
+  return JwtCheck::verified;
+}
+
+JwtCheck verify_jwt(std::string_view compact, std::span<const VerificationKey> keys,
+                    const JwtRules& rules, std::int64_t now, VerifiedJwt& token) {
+  std::string_view payload;
+  if (const JwtCheck signed_by = verify_jws(compact, keys, rules.algorithms, payload);
+      signed_by != JwtCheck::verified) {
+    return signed_by;
+  }
+  std::optional<boost::json::object> claims = json_object_of(payload);
   if (!claims) {
     return JwtCheck::malformed;
   }

@@ -48,6 +48,12 @@ struct VerifiedJwt {
   std::int64_t not_before = std::numeric_limits<std::int64_t>::min();  ///< No `nbf`: min.
 };
 
+/// The JWS half of verify_jwt (RFC 7515): the header's `alg` among `algorithms`, no `crit` and no
+/// key carried in the header, the signature over the bytes as received by a key that serves
+/// that algorithm. `verified` sets `payload` to the payload's base64url part, not decoded.
+JwtCheck verify_jws(std::string_view compact, std::span<const VerificationKey> keys,
+                    std::span<const JwsAlgorithm> algorithms, std::string_view& payload);
+
 /// Verifies a compact JWS token (RFC 7519) with `keys` under `rules` at `now` (seconds since the
 /// epoch): the header's `alg` among the rules', no `crit` and no key carried in the header
 /// (RFC 8725 §3.10), the signature over the bytes as received by a key that serves that
