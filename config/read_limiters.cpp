@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "config/names.hpp"
+#include "config/time_zones.hpp"
 #include "limiter/make_limiter.hpp"
 
 namespace sluice::config {
@@ -20,7 +21,8 @@ struct Parameters {
 
 Parameters parameters_of(AlgorithmKind algorithm) {
   switch (algorithm) {
-    case AlgorithmKind::fixed_window:
+    case AlgorithmKind::fixed_window:  // `window`, or `calendar` (checked apart)
+      return {{"limit", "window", "calendar", "timezone"}, {"limit"}};
     case AlgorithmKind::sliding_log:
     case AlgorithmKind::sliding_window:
       return {{"limit", "window"}, {"limit", "window"}};
@@ -36,8 +38,8 @@ Parameters parameters_of(AlgorithmKind algorithm) {
   return {};
 }
 
-constexpr std::array<std::string_view, 7> kAllParameters{"limit", "window", "slots",      "rate",
-                                                         "burst", "warmup", "cold_factor"};
+constexpr std::array<std::string_view, 9> kAllParameters{
+    "limit", "window", "slots", "rate", "burst", "warmup", "cold_factor", "calendar", "timezone"};
 
 /// Reads the algorithm parameters present in `reader` onto `options`.
 void read_parameters(MapReader& reader, limiter::LimiterOptions& options) {
@@ -61,6 +63,36 @@ void read_parameters(MapReader& reader, limiter::LimiterOptions& options) {
   }
   if (auto cold_factor = reader.number("cold_factor", 1)) {
     options.cold_factor = *cold_factor;
+  }
+  using limiter::Calendar;
+  if (auto calendar = reader.choice<Calendar>("calendar", {{"day", Calendar::day},
+                                                           {"week", Calendar::week},
+                                                           {"month", Calendar::month},
+                                                           {"year", Calendar::year}})) {
+    options.calendar = *calendar;
+    options.window = {};  // a tier's or override's calendar replaces the limiter's window
+  }
+  if (auto zone = reader.text("timezone")) {
+    std::string error;
+    options.time_zone = time_zone_named(*zone, error);
+    if (options.time_zone == nullptr) {
+      reader.error("timezone", error);
+    }
+  }
+}
+
+/// A fixed window counts per `window` or per `calendar` period, one of the two; `timezone`
+/// places calendar periods.
+void check_window_or_calendar(MapReader& reader) {
+  if (reader.has("window") && reader.has("calendar")) {
+    reader.error("calendar",
+                 "give window (a length) or calendar (day, week, month or year), "
+                 "not both");
+  } else if (!reader.has("window") && !reader.has("calendar")) {
+    reader.error("window", "missing (fixed_window needs limit and window or calendar)");
+  }
+  if (reader.has("timezone") && !reader.has("calendar")) {
+    reader.error("timezone", "places calendar windows: it needs calendar");
   }
 }
 
@@ -142,11 +174,12 @@ std::vector<Override> read_other_parameters(MapReader& reader, std::string_view 
 
 LimiterConfig read_limiter(const std::string& name, const YAML::Node& node, std::uint64_t max_keys,
                            ReadContext& context) {
-  MapReader reader(node, "limiters." + name,
-                   {"algorithm", "limit", "window", "slots", "rate", "burst", "warmup",
-                    "cold_factor", "key", "ipv6_prefix", "mode", "max_delay", "shadow", "status",
-                    "lease", "overrides", "tier", "tiers"},
-                   context);
+  MapReader reader(
+      node, "limiters." + name,
+      {"algorithm", "limit",  "window",      "calendar",  "timezone",    "slots", "rate",
+       "burst",     "warmup", "cold_factor", "key",       "ipv6_prefix", "mode",  "max_delay",
+       "shadow",    "status", "lease",       "overrides", "tier",        "tiers"},
+      context);
   const std::size_t problems_before = context.diagnostics.count();
   LimiterConfig limiter;
   limiter.name = name;
@@ -208,6 +241,11 @@ LimiterConfig read_limiter(const std::string& name, const YAML::Node& node, std:
                                  join_words(parameters_of(*algorithm).required, "and") + ")");
       complete = false;
     }
+  }
+  if (*algorithm == AlgorithmKind::fixed_window) {
+    const std::size_t before = context.diagnostics.count();
+    check_window_or_calendar(reader);
+    complete = complete && context.diagnostics.count() == before;
   }
   if (*algorithm == AlgorithmKind::token_bucket) {
     const bool warms_up = limiter.options.warmup > limiter::Duration::zero();

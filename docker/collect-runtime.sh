@@ -34,3 +34,14 @@ else
   echo "collect-runtime: no $bundle here (Debian's ca-certificates): the image has no CA" \
     "bundle, and https:// upstreams need upstream_tls.ca" >&2
 fi
+
+# The time zone database, for calendar windows in a `timezone` (SPEC §8): Debian's tzdata, at
+# the path the date library reads, without its posix/ and right/ copies. About 1.3 MB.
+zoneinfo=/usr/share/zoneinfo
+if [ -f "$zoneinfo/tzdata.zi" ]; then
+  mkdir -p "$root$zoneinfo"
+  tar -C "$zoneinfo" --exclude=./posix --exclude=./right -cf - . | tar -C "$root$zoneinfo" -xf -
+else
+  echo "collect-runtime: no $zoneinfo here (Debian's tzdata): only UTC calendar windows" \
+    "will work in the image" >&2
+fi

@@ -170,9 +170,11 @@ upstream: "http://127.0.0.1:$api_port"
 timeouts: {drain: 5s}
 limiters:
   per-ip: {algorithm: fixed_window, limit: 5, window: 1h}
+  # The image's time zone database: a calendar window in a zone must load.
+  per-day: {algorithm: fixed_window, limit: 1000, calendar: day, timezone: Europe/Berlin}
 routes:
   - {name: slow, match: {path_prefix: /slow}}
-  - {name: all, limiters: [per-ip]}
+  - {name: all, limiters: [per-ip, per-day]}
 YAML
 chmod 644 "$work/proxy.yaml"
 chmod 755 "$work"

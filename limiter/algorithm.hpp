@@ -3,6 +3,7 @@
 #include <concepts>
 #include <utility>
 
+#include "limiter/calendar.hpp"
 #include "limiter/time.hpp"
 #include "limiter/verdict.hpp"
 
@@ -35,6 +36,9 @@ concept Algorithm = requires(const A algorithm, typename A::State state, TimePoi
 struct WindowOptions {
   Permits limit = 0;
   Duration window{};
+  /// fixed_window only: windows on calendar boundaries in `zone` (null: UTC), not `window`.
+  Calendar calendar = Calendar::none;
+  const TimeZone* zone = nullptr;
 };
 
 }  // namespace sluice::limiter

@@ -6,9 +6,14 @@
 
 namespace sluice::limiter {
 
-FixedWindow::FixedWindow(WindowOptions options) : options_(options), windows_(options.window) {
+FixedWindow::FixedWindow(WindowOptions options)
+    : options_(options),
+      windows_(options.calendar == Calendar::none ? options.window : std::chrono::seconds(1)),
+      calendar_(options.calendar, options.zone) {
   require_at_least("limit", options.limit, 1);
-  require_positive("window", options.window);
+  if (options.calendar == Calendar::none) {
+    require_positive("window", options.window);
+  }
 }
 
 TimePoint FixedWindow::admission_time(const State& state, TimePoint now,
@@ -16,7 +21,7 @@ TimePoint FixedWindow::admission_time(const State& state, TimePoint now,
   if (cost > options_.limit) {
     return kNever;
   }
-  std::int64_t window = windows_.index(now);
+  std::int64_t window = index(now);
   std::uint64_t used = 0;
   if (state.count != 0) {
     // Arrival order: never admit before a window that already holds reservations.
@@ -29,7 +34,7 @@ TimePoint FixedWindow::admission_time(const State& state, TimePoint now,
   if (used + cost > options_.limit) {
     ++window;  // cost <= limit, so the next window has room
   }
-  return std::max(now, windows_.start(window));
+  return std::max(now, start(window));
 }
 
 Verdict FixedWindow::evaluate(const State& state, TimePoint now, Permits cost,
@@ -40,7 +45,7 @@ Verdict FixedWindow::evaluate(const State& state, TimePoint now, Permits cost,
 void FixedWindow::commit(State& state, TimePoint now, Permits cost, Duration hold) const noexcept {
   // Most requests are not held: their window is now's, known before the state arrives.
   const std::int64_t window =
-      hold == Duration::zero() ? windows_.index(now) : windows_.index(saturating_add(now, hold));
+      hold == Duration::zero() ? index(now) : index(saturating_add(now, hold));
   if (state.count != 0 && counted_window(state, window) == window) {
     state.count += cost;
   } else {
@@ -49,7 +54,7 @@ void FixedWindow::commit(State& state, TimePoint now, Permits cost, Duration hol
 }
 
 Status FixedWindow::status(const State& state, TimePoint now) const noexcept {
-  const std::int64_t current = windows_.index(now);
+  const std::int64_t current = index(now);
   std::int64_t window = current;
   Permits used = 0;
   if (state.count != 0 && counted_window(state, current) >= current) {
@@ -57,14 +62,14 @@ Status FixedWindow::status(const State& state, TimePoint now) const noexcept {
     used = state.count;
   }
   return {.remaining = window == current ? options_.limit - used : 0,
-          .reset = windows_.start(window + 1) - now};
+          .reset = start(window + 1) - now};
 }
 
 TimePoint FixedWindow::fresh_at(const State& state, TimePoint now) const noexcept {
   if (state.count == 0) {
     return kAlways;
   }
-  return windows_.start(counted_window(state, windows_.index(now)) + 1);
+  return start(counted_window(state, index(now)) + 1);
 }
 
 }  // namespace sluice::limiter

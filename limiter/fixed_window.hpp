@@ -7,7 +7,8 @@
 
 namespace sluice::limiter {
 
-/// One counter per epoch-aligned window of `window`: admits while count + cost <= limit.
+/// One counter per epoch-aligned window of `window`, or per calendar period (`calendar`: a day,
+/// week, month or year in a time zone): admits while count + cost <= limit.
 /// Cheap and exact per window, but lets up to 2x limit through across a window edge.
 /// In delay mode a request that does not fit is held until the first window it fits in.
 class FixedWindow {
@@ -35,8 +36,17 @@ class FixedWindow {
     return unwrap_period(state.window, current);
   }
 
+  /// The window holding `t`, and where window `index` starts: epoch-aligned or calendar.
+  std::int64_t index(TimePoint t) const noexcept {
+    return options_.calendar == Calendar::none ? windows_.index(t) : calendar_.index(t);
+  }
+  TimePoint start(std::int64_t window) const noexcept {
+    return options_.calendar == Calendar::none ? windows_.start(window) : calendar_.start(window);
+  }
+
   WindowOptions options_;
   Periods windows_;
+  CalendarPeriods calendar_;
 };
 
 }  // namespace sluice::limiter

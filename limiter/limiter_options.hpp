@@ -4,6 +4,7 @@
 #include <optional>
 #include <string_view>
 
+#include "limiter/calendar.hpp"
 #include "limiter/rate.hpp"
 #include "limiter/time.hpp"
 #include "limiter/verdict.hpp"
@@ -27,8 +28,12 @@ std::optional<AlgorithmKind> algorithm_named(std::string_view name) noexcept;
 /// Every parameter of SPEC §2's limiter table; each algorithm reads the ones it needs.
 struct LimiterOptions {
   AlgorithmKind algorithm = AlgorithmKind::token_bucket;
-  std::uint64_t limit = 0;   ///< Windows and concurrency.
-  Duration window{};         ///< Windows.
+  std::uint64_t limit = 0;  ///< Windows and concurrency.
+  Duration window{};        ///< Windows.
+  /// fixed_window: windows on calendar boundaries (instead of `window`), in `time_zone` (null:
+  /// UTC; zones live as long as the process, so equal zones are one pointer).
+  Calendar calendar = Calendar::none;
+  const TimeZone* time_zone = nullptr;
   std::uint64_t slots = 10;  ///< wheel.
   Rate rate{};               ///< token_bucket, leaky_bucket.
   std::optional<double> burst =

@@ -38,7 +38,10 @@ Permits checked_limit(const LimiterOptions& options) {
 }
 
 WindowOptions window_options(const LimiterOptions& options) {
-  return {.limit = checked_limit(options), .window = options.window};
+  return {.limit = checked_limit(options),
+          .window = options.window,
+          .calendar = Calendar::none,
+          .zone = nullptr};
 }
 
 template <class A>
@@ -83,8 +86,12 @@ std::unique_ptr<Limiter> make_limiter(const LimiterOptions& options) {
   require_at_least("max_keys", options.max_keys, 1);
   require_not_negative("max_delay", options.policy.max_delay);
   switch (options.algorithm) {
-    case AlgorithmKind::fixed_window:
-      return keyed(FixedWindow(window_options(options)), options);
+    case AlgorithmKind::fixed_window: {
+      WindowOptions window = window_options(options);
+      window.calendar = options.calendar;
+      window.zone = options.time_zone;
+      return keyed(FixedWindow(window), options);
+    }
     case AlgorithmKind::sliding_log:
       return keyed(SlidingLog(window_options(options)), options);
     case AlgorithmKind::sliding_window:

@@ -9,7 +9,8 @@ mode=${1:-all}
 packages=(
   build-essential cmake ninja-build pkg-config
   libboost1.81-dev libboost-json1.81-dev libboost-url1.81-dev libyaml-cpp-dev libspdlog-dev
-  libfmt-dev libhiredis-dev libcli11-dev libssl-dev libnghttp2-dev
+  libfmt-dev libhiredis-dev libcli11-dev libssl-dev libnghttp2-dev libhowardhinnant-date-dev
+  tzdata
 )
 # The container image's test (docker/test-image.sh): podman, and debootstrap for its base image.
 # Installed with their recommended packages, as podman is known to work here.

@@ -106,7 +106,12 @@ void add_limiter_options(json::object& out, const limiter::LimiterOptions& optio
     case AlgorithmKind::sliding_window:
     case AlgorithmKind::wheel:
       out["limit"] = options.limit;
-      out["window"] = limiter::format_duration(options.window);
+      if (options.calendar != limiter::Calendar::none) {
+        out["calendar"] = limiter::name_of(options.calendar);
+        out["timezone"] = options.time_zone != nullptr ? options.time_zone->name() : "UTC";
+      } else {
+        out["window"] = limiter::format_duration(options.window);
+      }
       if (options.algorithm == AlgorithmKind::wheel) {
         out["slots"] = options.slots;
       }

@@ -42,6 +42,13 @@ std::string parameters(const limiter::LimiterOptions& options) {
   using limiter::format_number;
   switch (options.algorithm) {
     case AlgorithmKind::fixed_window:
+      if (options.calendar != limiter::Calendar::none) {
+        return "limit " + std::to_string(options.limit) + " per " +
+               std::string(limiter::name_of(options.calendar)) +
+               (options.time_zone != nullptr ? " (" + std::string(options.time_zone->name()) + ")"
+                                             : std::string(" (UTC)"));
+      }
+      [[fallthrough]];
     case AlgorithmKind::sliding_log:
     case AlgorithmKind::sliding_window:
       return "limit " + std::to_string(options.limit) + " per " + format_duration(options.window);

@@ -144,7 +144,7 @@ void write_limit_headers(HeadText& head, const pipeline::Decision& decision,
       append(head, "\r\n");
     };
     list("RateLimit-Policy", [&head](const pipeline::LimiterReport& report) {
-      const Quota quota = quota_of(report.limiter->options);
+      const Quota quota = quota_of(*report.options);
       append(head, "\"");
       append(head, report.limiter->name);
       append(head, "\";q=");
@@ -170,7 +170,7 @@ void write_limit_headers(HeadText& head, const pipeline::Decision& decision,
         tightest = &report;
       }
     }
-    write_field(head, "X-RateLimit-Limit", quota_of(tightest->limiter->options).permits);
+    write_field(head, "X-RateLimit-Limit", quota_of(*tightest->options).permits);
     write_field(head, "X-RateLimit-Remaining", tightest->status.remaining);
     write_field(head, "X-RateLimit-Reset", pipeline::seconds_rounded_up(tightest->status.reset));
   }

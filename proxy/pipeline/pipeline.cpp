@@ -227,6 +227,7 @@ bool Pipeline::prepare(const RequestView& request, limiter::TimePoint now,
                       options,
                       decision.report_count++};
     decision.reports[found.report].limiter = slot.config;
+    decision.reports[found.report].options = options;
     decision.reports[found.report].key = found.charge.key;
     if (slot.config->shadow) {
       shadow[shadow_count++] = found;

@@ -29,6 +29,8 @@ std::string_view name_of(Outcome outcome) noexcept;
 /// One limiter that applied to a request: for the RateLimit headers, logs and replay.
 struct LimiterReport {
   const config::LimiterConfig* limiter = nullptr;
+  /// The parameters the key was counted with: the limiter's, its override's or its tier's.
+  const limiter::LimiterOptions* options = nullptr;
   limiter::Verdict verdict;
   limiter::Status status;
   limiter::KeyHash key = 0;  ///< The key, hashed (for logs: never the key itself).

@@ -260,8 +260,31 @@ const std::vector<BrokenConfig>& broken_configs() {
         "dotted path: jwt:org.id), route or global, joined with + (ip+header:X-User)",
         "proxy.yaml:4:90: limiters.b.tiers.pro.limit: \"0\" is not a whole number from 1 to "
         "4294967295",
-        "proxy.yaml:4:101: limiters.b.tiers.gold: unknown key \"rate\"; accepted keys: limit or "
-        "window"}},
+        "proxy.yaml:4:101: limiters.b.tiers.gold: unknown key \"rate\"; accepted keys: limit, "
+        "window, calendar or timezone"}},
+      {"calendar_window_problems",
+       "upstream: \"http://127.0.0.1:9000\"\nlimiters:\n  a: {algorithm: fixed_window, limit: 1, "
+       "window: 1m, calendar: month}\n  b: {algorithm: fixed_window, limit: 1}\n  c: {algorithm: "
+       "fixed_window, limit: 1, window: 1m, timezone: UTC}\n  d: {algorithm: fixed_window, limit: "
+       "1, calendar: fortnight, timezone: Mars/Olympus}\n  e: {algorithm: sliding_window, limit: "
+       "1, "
+       "window: 1m, calendar: day}\nroutes: [{name: a}]",
+       {"proxy.yaml:3:64: limiters.a.calendar: give window (a length) or calendar (day, week, "
+        "month or year), not both",
+        "proxy.yaml:4:6: limiters.b.window: missing (fixed_window needs limit and window or "
+        "calendar)",
+        "proxy.yaml:5:64: limiters.c.timezone: places calendar windows: it needs calendar",
+        "proxy.yaml:6:52: limiters.d.calendar: \"fortnight\" is not one of day, week, month or "
+        "year",
+        "proxy.yaml:6:73: limiters.d.timezone: \"Mars/Olympus\" is not a time zone of the system's "
+        "database (an IANA name: Europe/Berlin, America/New_York, UTC)",
+        "proxy.yaml:7:66: limiters.e.calendar: does not apply to sliding_window (its parameters: "
+        "limit and window)"}},
+      {"calendar_with_redis",
+       "upstream: \"http://127.0.0.1:9000\"\nstore: {type: redis}\nlimiters:\n  quota: "
+       "{algorithm: fixed_window, limit: 10000, calendar: month}\nroutes: [{name: a}]",
+       {"proxy.yaml:4:10: limiters.quota.calendar: calendar windows are counted by the memory "
+        "store only, not yet with store: redis"}},
       {"global_joined",
        "upstream: \"http://127.0.0.1:9000\"\nlimiters:\n  all: {algorithm: fixed_window, limit: "
        "10, window: 1m, key: \"global+ip\"}\nroutes: [{name: a}]",
@@ -287,7 +310,7 @@ const std::vector<BrokenConfig>& broken_configs() {
        {"proxy.yaml:7:36: limiters.per-key.overrides.premium.limit: \"0\" is not a whole number "
         "from 1 to 4294967295",
         "proxy.yaml:7:49: limiters.per-key.overrides.gold: unknown key \"rate\"; accepted keys: "
-        "limit or window"}},
+        "limit, window, calendar or timezone"}},
       {"unknown_limiter",
        "upstream: \"http://127.0.0.1:9000\"\nlimiters:\n  per-ip: {algorithm: fixed_window, limit: "
        "10, window: 1m}\nroutes: [{name: a, limiters: [per_ip]}]",

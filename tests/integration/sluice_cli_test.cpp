@@ -78,7 +78,8 @@ TEST_F(SluiceCli, CheckPrintsEveryErrorAndExitsOne) {
                 "4294967295\n" +
                 file +
                 ":3:49: limiters.per-ip: unknown key \"windw\" (did you mean \"window\"?); "
-                "accepted keys: algorithm, limit, window, slots, rate, burst, warmup, "
+                "accepted keys: algorithm, limit, window, calendar, timezone, slots, rate, burst, "
+                "warmup, "
                 "cold_factor, key, ipv6_prefix, mode, max_delay, shadow, status, lease, "
                 "overrides, tier or tiers\n" +
                 file +

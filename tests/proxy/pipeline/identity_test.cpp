@@ -72,8 +72,16 @@ limiters:
     key: "jwt:sub"
     tier: "jwt:plan"
     tiers: {pro: {limit: 3}, enterprise: {limit: 100}}
+  monthly:
+    algorithm: fixed_window
+    limit: 2
+    calendar: month
+    key: "jwt:sub"
+    tier: "jwt:plan"
+    tiers: {pro: {limit: 4}}
 routes:
   - {name: api, match: {path_prefix: /api/}, auth: {jwt: idp}, limiters: [per-user, per-org]}
+  - {name: quota, match: {path_prefix: /quota/}, auth: {jwt: idp}, limiters: [monthly]}
   - {name: plans, match: {path_prefix: /plans/}, auth: {jwt: idp}, limiters: [per-plan]}
   - {name: open, match: {path_prefix: /open/}, auth: {jwt: idp, required: false}, limiters: [per-user]}
 )";
@@ -189,6 +197,25 @@ TEST_F(IdentityTest, APlanClaimChoosesTheLimitersParameters) {
             Outcome::allowed);
   EXPECT_EQ(fixture_->send(bearing(token_of("bob"), "/plans/x"), seconds_after_minting(4)).outcome,
             Outcome::limited);
+}
+
+TEST_F(IdentityTest, APlansMonthlyQuotaResetsOnTheFirst) {
+  // Minted at 2027-01-15T08:00:00Z; the month ends 16 days and 16 hours later (UTC).
+  constexpr std::int64_t kToFebruary = (16 * 24 + 16) * 3600;
+  // Tokens are valid for an hour from minting: February comes with fresh ones in life; here the
+  // quota's window is read at minting time and its reset counted to the 1st.
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_EQ(
+        fixture_->send(bearing(token_of("ES256"), "/quota/x"), seconds_after_minting(i)).outcome,
+        Outcome::allowed);
+  }
+  const Decision spent =
+      fixture_->send(bearing(token_of("ES256"), "/quota/x"), seconds_after_minting(4));
+  EXPECT_EQ(spent.outcome, Outcome::limited);
+  EXPECT_EQ(spent.retry_after, std::chrono::seconds(kToFebruary - 4));
+  ASSERT_EQ(spent.applied().size(), 1U);
+  EXPECT_EQ(spent.applied()[0].options->limit, 4U);  // reported with the tier's parameters
+  EXPECT_EQ(spent.applied()[0].status.reset, std::chrono::seconds(kToFebruary - 4));
 }
 
 TEST(Identity, NamesTheKeyFileItCannotUse) {
