@@ -9,6 +9,7 @@
 #include "proxy/admin/config_json.hpp"
 #include "proxy/http/beast_http.hpp"
 #include "proxy/http/responses.hpp"
+#include "proxy/pipeline/request_key.hpp"
 #include "proxy/pipeline/wait_seconds.hpp"
 
 namespace sluice::admin {
@@ -68,6 +69,15 @@ http::response<http::string_body> problem(http::status status, unsigned version,
 http::response<http::string_body> limiter_state(std::string_view rest, pipeline::Pipeline& pipeline,
                                                 const http::LoopContext& context, unsigned version,
                                                 bool keep_alive) {
+  // ?tier=VALUE: a tiered limiter's key as that tier counts it (SPEC §8).
+  std::optional<std::string> tier;
+  if (const std::size_t query = rest.find('?'); query != std::string_view::npos) {
+    if (const std::optional<std::string_view> value =
+            pipeline::query_value(rest.substr(query + 1), "tier")) {
+      tier = percent_decoded(*value);
+    }
+    rest = rest.substr(0, query);
+  }
   const std::size_t slash = rest.find('/');
   if (slash == std::string_view::npos || slash == 0 || slash + 1 == rest.size()) {
     return problem(http::status::not_found, version, keep_alive);
@@ -75,7 +85,7 @@ http::response<http::string_body> limiter_state(std::string_view rest, pipeline:
   const std::string name = percent_decoded(rest.substr(0, slash));
   const std::string key = percent_decoded(rest.substr(slash + 1));
   const limiter::TimePoint now = context.proxy.clock.now();
-  const std::optional<limiter::Status> status = pipeline.peek(name, key, now);
+  const std::optional<limiter::Status> status = pipeline.peek(name, key, now, tier);
   if (!status) {
     return problem(http::status::not_found, version, keep_alive);
   }
@@ -89,6 +99,9 @@ http::response<http::string_body> limiter_state(std::string_view rest, pipeline:
                      {"banned", banned.has_value()}};
   if (banned) {
     state["banned_for"] = pipeline::retry_after_seconds(*banned);
+  }
+  if (tier) {
+    state["tier"] = *tier;
   }
   return json_response(http::status::ok, version, keep_alive, state);
 }
@@ -207,7 +220,9 @@ io::Awaitable<void> serve_admin(io::Socket socket, http::LoopContext& context) {
             draining || store_down ? http::status::service_unavailable : http::status::ok,
             request.version(), keep_alive, std::string(why));
       } else {
-        response = limiter_state(target.substr(std::string_view("/limiters/").size()),
+        // With its query: ?tier= (see limiter_state).
+        const std::string_view whole(request.target().data(), request.target().size());
+        response = limiter_state(whole.substr(std::string_view("/limiters/").size()),
                                  generation->pipeline, context, request.version(), keep_alive);
       }
     } else {

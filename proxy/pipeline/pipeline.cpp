@@ -136,13 +136,14 @@ std::vector<std::pair<std::string, std::shared_ptr<limiter::Limiter>>> Pipeline:
 }
 
 std::pair<limiter::Limiter*, const limiter::LimiterOptions*> Pipeline::instance_for(
-    LimiterSlot& slot, std::string_view key_text, const std::string* tier_text) noexcept {
+    LimiterSlot& slot, std::string_view key_text,
+    std::optional<std::string_view> tier_text) noexcept {
   for (std::size_t i = 0; i < slot.overrides.size(); ++i) {
     if (slot.overrides[i].first == key_text) {
       return {slot.overrides[i].second.get(), &slot.config->overrides[i].options};
     }
   }
-  for (std::size_t i = 0; tier_text != nullptr && i < slot.tiers.size(); ++i) {
+  for (std::size_t i = 0; tier_text && i < slot.tiers.size(); ++i) {
     if (slot.tiers[i].first == *tier_text) {
       return {slot.tiers[i].second.get(), &slot.config->tiers[i].options};
     }
@@ -221,7 +222,8 @@ bool Pipeline::prepare(const RequestView& request, limiter::TimePoint now,
     const bool tiered = slot.config->tier && build_key(*slot.config->tier, slot.config->ipv6_prefix,
                                                        request, decision.client, route.name,
                                                        decision.auth.identity.get(), tier_text);
-    const auto [instance, options] = instance_for(slot, key_text, tiered ? &tier_text : nullptr);
+    const auto [instance, options] = instance_for(
+        slot, key_text, tiered ? std::optional<std::string_view>(tier_text) : std::nullopt);
     const Found found{{instance, limiter::hash_key(key_text), cost.value_or(route.cost)},
                       limiter::hash_key(key_text, kSharedKeySeed),
                       options,
@@ -328,11 +330,16 @@ void Pipeline::release_locally(const Decision& decision) noexcept {
 }
 
 std::optional<limiter::Status> Pipeline::peek(std::string_view limiter_name,
-                                              std::string_view key_text, limiter::TimePoint now) {
+                                              std::string_view key_text, limiter::TimePoint now,
+                                              std::optional<std::string_view> tier) {
   for (LimiterSlot& slot : limiters_) {
     if (slot.config->name == limiter_name) {
       const std::string internal = internal_key_text(std::string(key_text));
-      return instance_for(slot, internal, nullptr).first->peek(limiter::hash_key(internal), now);
+      const std::optional<std::string> tier_text =
+          tier ? std::optional(internal_key_text(std::string(*tier))) : std::nullopt;
+      return instance_for(slot, internal,
+                          tier_text ? std::optional<std::string_view>(*tier_text) : std::nullopt)
+          .first->peek(limiter::hash_key(internal), now);
     }
   }
   return std::nullopt;

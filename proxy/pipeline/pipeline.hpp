@@ -145,9 +145,11 @@ class Pipeline {
 
   /// The state of one key of a limiter, without consuming anything ("why was I limited?").
   /// `key_text` is the key as the pipeline forms it (for a composite key, parts joined with
-  /// `+`). nullopt when no limiter has that name.
+  /// `+`), and for a limiter with tiers, the key's `tier` value (without it, the limiter's own
+  /// parameters count). nullopt when no limiter has that name.
   std::optional<limiter::Status> peek(std::string_view limiter_name, std::string_view key_text,
-                                      limiter::TimePoint now);
+                                      limiter::TimePoint now,
+                                      std::optional<std::string_view> tier = std::nullopt);
   /// How much longer a client address stays banned; nullopt when not banned.
   std::optional<limiter::Duration> banned_for(const IpAddress& client, limiter::TimePoint now);
 
@@ -171,7 +173,8 @@ class Pipeline {
   /// The limiter that counts `key_text` (its override's, if it has one, else its tier's, when
   /// `tier_text` names a listed tier), and its definition.
   static std::pair<limiter::Limiter*, const limiter::LimiterOptions*> instance_for(
-      LimiterSlot& slot, std::string_view key_text, const std::string* tier_text) noexcept;
+      LimiterSlot& slot, std::string_view key_text,
+      std::optional<std::string_view> tier_text) noexcept;
 
   /// The limiters of `values` (overrides or tiers), each kept from `before` where its value and
   /// parameters did not change.

@@ -130,6 +130,24 @@ TEST(AdminPort, ShowsTheEffectiveConfigAsJson) {
   EXPECT_THAT(config.body(), HasSubstr(R"("timeouts":{"header":"10s","idle":"1m")"));
 }
 
+TEST(AdminPort, ShowsATieredKeyAsItsTierCountsIt) {
+  ReloadableProxy proxy(
+      "limiters:\n  per-ip: {algorithm: fixed_window, limit: 1, window: 1h, tier: "
+      "\"header:X-Plan\", "
+      "tiers: {gold: {limit: 3}}}\nroutes: [{name: all, limiters: [per-ip]}]\n");
+  auto gold = get("/");
+  gold.set("X-Plan", "gold");
+  EXPECT_EQ(proxy.send(gold).result(), http::status::ok);
+  const auto tiered = proxy.send(get("/limiters/per-ip/127.0.0.1?tier=gold"), true);
+  EXPECT_THAT(tiered.body(), HasSubstr(R"("remaining":2,)"));
+  EXPECT_THAT(tiered.body(), HasSubstr(R"("tier":"gold")"));
+  // Without the tier: the limiter's own parameters, which this key has not used.
+  EXPECT_THAT(proxy.send(get("/limiters/per-ip/127.0.0.1"), true).body(),
+              HasSubstr(R"("remaining":1,)"));
+  // RateLimit-Policy names the tier's quota.
+  EXPECT_EQ(proxy.send(gold)["RateLimit-Policy"], "\"per-ip\";q=3;w=3600");
+}
+
 TEST(AdminPort, AnswersJsonThatParsesWhateverTheNames) {
   // Names are plain (no '"' or '\\'), but may hold any other printable character.
   const std::string limiter = "q'uote <&> {x}";
