@@ -123,6 +123,23 @@ void add_limiter_options(json::object& out, const limiter::LimiterOptions& optio
   }
 }
 
+/// Overrides or tiers: each value (as `***` when `values_of` is a secret key) and its parameters.
+json::array other_parameters(const std::vector<config::Override>& others,
+                             const config::KeySpec& values_of, std::string_view label) {
+  bool secret = false;
+  for (const config::KeyPart& part : values_of.parts) {
+    secret = secret || part.secret();
+  }
+  json::array out;
+  for (const config::Override& other : others) {
+    json::object item;
+    item[label] = secret ? "***" : other.value;
+    add_limiter_options(item, other.options);
+    out.emplace_back(std::move(item));
+  }
+  return out;
+}
+
 /// `lease_holders`: 0 when leases do not apply (the memory store decides exactly).
 json::object limiter_config(const config::LimiterConfig& limiter, std::uint64_t lease_holders) {
   json::object out;
@@ -142,32 +159,10 @@ json::object limiter_config(const config::LimiterConfig& limiter, std::uint64_t 
                               {"lease_holders", lease_holders},
                               {"per", "lease x lease holders (event loops of all replicas)"}};
   }
-  bool secret_key = false;
-  for (const config::KeyPart& part : limiter.key.parts) {
-    secret_key = secret_key || part.secret();
-  }
-  json::array overrides;
-  for (const config::Override& override : limiter.overrides) {
-    json::object item;
-    item["key"] = secret_key ? "***" : override.value;
-    add_limiter_options(item, override.options);
-    overrides.emplace_back(std::move(item));
-  }
-  out["overrides"] = std::move(overrides);
+  out["overrides"] = other_parameters(limiter.overrides, limiter.key, "key");
   if (limiter.tier) {
-    bool secret_tier = false;
-    for (const config::KeyPart& part : limiter.tier->parts) {
-      secret_tier = secret_tier || part.secret();
-    }
     out["tier"] = limiter.tier->text;
-    json::array tiers;
-    for (const config::Override& tier : limiter.tiers) {
-      json::object item;
-      item["value"] = secret_tier ? "***" : tier.value;
-      add_limiter_options(item, tier.options);
-      tiers.emplace_back(std::move(item));
-    }
-    out["tiers"] = std::move(tiers);
+    out["tiers"] = other_parameters(limiter.tiers, *limiter.tier, "value");
   }
   return out;
 }

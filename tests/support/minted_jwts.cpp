@@ -2,6 +2,7 @@
 
 #include <array>
 #include <boost/json/parse.hpp>
+#include <chrono>
 #include <cstdio>
 #include <memory>
 
@@ -39,6 +40,12 @@ MintedJwts mint_jwts(std::int64_t now) {
     auth::decode_base64url(text("secret"), one.secret);
   }
   return read;
+}
+
+MintedJwts mint_jwts_now() {
+  return mint_jwts(std::chrono::duration_cast<std::chrono::seconds>(
+                       std::chrono::system_clock::now().time_since_epoch())
+                       .count());
 }
 
 }  // namespace sluice::test

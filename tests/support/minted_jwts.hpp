@@ -21,5 +21,7 @@ struct MintedJwts {
 
 /// Runs the minting script once for `now` (seconds since the epoch); empty if it failed.
 MintedJwts mint_jwts(std::int64_t now);
+/// The same for the system clock's now: tokens a running proxy accepts for the next hour.
+MintedJwts mint_jwts_now();
 
 }  // namespace sluice::test

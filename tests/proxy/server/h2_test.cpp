@@ -486,9 +486,7 @@ TEST(GrpcDownstream, ACallFromADeniedNetworkIsPermissionDenied) {
 }
 
 TEST(GrpcDownstream, ACallWithoutAValidTokenIsUnauthenticated) {
-  const MintedJwts minted = mint_jwts(std::chrono::duration_cast<std::chrono::seconds>(
-                                          std::chrono::system_clock::now().time_since_epoch())
-                                          .count());
+  const MintedJwts minted = mint_jwts_now();
   ASSERT_FALSE(minted.by_algorithm.empty()) << "the minting script ran";
   const TempDirectory directory("sluice-grpc-jwt");
   const std::string pem =

@@ -31,9 +31,7 @@ std::string key_set(const MintedJwts& minted, std::initializer_list<const char*>
 }
 
 TEST(JwksRefresher, FetchesTheKeySetAndAgainWhenATokenNamesAKeyItLacks) {
-  const MintedJwts minted = mint_jwts(std::chrono::duration_cast<std::chrono::seconds>(
-                                          std::chrono::system_clock::now().time_since_epoch())
-                                          .count());
+  const MintedJwts minted = mint_jwts_now();
   ASSERT_FALSE(minted.by_algorithm.empty()) << "the minting script ran";
   const TempDirectory directory("sluice-jwks-refresh");
   const std::string file = directory.write("jwks.json", key_set(minted, {"ES256"})).string();

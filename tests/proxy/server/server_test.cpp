@@ -57,9 +57,7 @@ std::string verifying_config(const TempDirectory& directory, const MintedJwts& m
 
 TEST(Proxy, VerifiesTheCallersTokenAndSendsItsClaimsUpstream) {
   // Tokens valid for an hour from now: the proxy verifies at its own clock.
-  const MintedJwts minted = mint_jwts(std::chrono::duration_cast<std::chrono::seconds>(
-                                          std::chrono::system_clock::now().time_since_epoch())
-                                          .count());
+  const MintedJwts minted = mint_jwts_now();
   ASSERT_FALSE(minted.by_algorithm.empty()) << "the minting script ran";
   const TempDirectory directory("sluice-jwt");
   ProxyFixture proxy(verifying_config(directory, minted));
