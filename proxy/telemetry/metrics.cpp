@@ -36,6 +36,23 @@ std::uint64_t sum(const std::vector<std::unique_ptr<Counters>>& loops, Read read
   return total;
 }
 
+/// A family of per-loop counters as series: per name (a route, an upstream, a provider) and per
+/// one of `values`, the sum over the loops of `count(counters, index)`, as
+/// `metric{first="name",second="value"} N`.
+template <class Family, std::size_t N, class Count>
+void write_counts(fmt::memory_buffer& out, const Family& family, std::string_view metric,
+                  std::string_view first, std::string_view second,
+                  const std::array<std::string_view, N>& values, Count count) {
+  for (const auto& [name, loops] : family) {
+    const std::string shown = label(name);
+    for (std::size_t i = 0; i < N; ++i) {
+      fmt::format_to(std::back_inserter(out), "{}{{{}=\"{}\",{}=\"{}\"}} {}\n", metric, first,
+                     shown, second, values[i],
+                     sum(loops, [&count, i](const auto& counters) { return count(counters, i); }));
+    }
+  }
+}
+
 }  // namespace
 
 void RouteCounters::observe(limiter::Duration duration) noexcept {
@@ -97,13 +114,8 @@ std::string Metrics::render(const Gauges& gauges) const {
   fmt::format_to(to,
                  "# HELP sluice_requests_total Requests by route and decision.\n"
                  "# TYPE sluice_requests_total counter\n");
-  for (const auto& [route, loops] : routes_) {
-    for (std::size_t d = 0; d < kMetricDecisions; ++d) {
-      fmt::format_to(to, "sluice_requests_total{{route=\"{}\",decision=\"{}\"}} {}\n", label(route),
-                     kMetricDecisionNames[d],
-                     sum(loops, [d](const RouteCounters& c) { return c.decisions[d].value(); }));
-    }
-  }
+  write_counts(out, routes_, "sluice_requests_total", "route", "decision", kMetricDecisionNames,
+               [](const RouteCounters& c, std::size_t d) { return c.decisions[d].value(); });
   fmt::format_to(
       to,
       "# HELP sluice_request_duration_seconds Time from a request's header to the end of its "
@@ -134,25 +146,16 @@ std::string Metrics::render(const Gauges& gauges) const {
       to,
       "# HELP sluice_upstream_errors_total Failed upstream exchanges by upstream and kind.\n"
       "# TYPE sluice_upstream_errors_total counter\n");
-  for (const auto& [upstream, loops] : upstreams_) {
-    for (std::size_t k = 0; k < kUpstreamErrorKinds; ++k) {
-      fmt::format_to(to, "sluice_upstream_errors_total{{upstream=\"{}\",kind=\"{}\"}} {}\n",
-                     label(upstream), kErrorNames[k],
-                     sum(loops, [k](const UpstreamCounters& c) { return c.errors[k].value(); }));
-    }
-  }
+  write_counts(out, upstreams_, "sluice_upstream_errors_total", "upstream", "kind", kErrorNames,
+               [](const UpstreamCounters& c, std::size_t k) { return c.errors[k].value(); });
   if (!jwt_providers_.empty()) {
     fmt::format_to(to,
                    "# HELP sluice_jwt_verifications_total Tokens checked by JWT provider and "
                    "result.\n# TYPE sluice_jwt_verifications_total counter\n");
   }
-  for (const auto& [provider, loops] : jwt_providers_) {
-    for (std::size_t r = 0; r < kJwtResults; ++r) {
-      fmt::format_to(to, "sluice_jwt_verifications_total{{provider=\"{}\",result=\"{}\"}} {}\n",
-                     label(provider), kJwtResultNames[r],
-                     sum(loops, [r](const JwtCounters& c) { return c.results[r].value(); }));
-    }
-  }
+  write_counts(out, jwt_providers_, "sluice_jwt_verifications_total", "provider", "result",
+               kJwtResultNames,
+               [](const JwtCounters& c, std::size_t r) { return c.results[r].value(); });
   if (!jwks_refreshes_.empty()) {
     fmt::format_to(to,
                    "# HELP sluice_jwks_refreshes_total Fetches of JWT providers' key sets by "
