@@ -195,27 +195,6 @@ void check_certificate_keys(const ProxyConfig& config, ReadContext& context) {
   }
 }
 
-/// Calendar windows are decided by the memory store only, for now: the Redis store's scripts
-/// count epoch-aligned windows.
-void check_calendar_store(const ProxyConfig& config, ReadContext& context) {
-  if (config.store.type != StoreType::redis) {
-    return;
-  }
-  for (const LimiterConfig& limiter : config.limiters) {
-    bool calendar = limiter.options.calendar != limiter::Calendar::none;
-    for (const std::vector<Override>* others : {&limiter.overrides, &limiter.tiers}) {
-      for (const Override& other : *others) {
-        calendar = calendar || other.options.calendar != limiter::Calendar::none;
-      }
-    }
-    if (calendar) {
-      context.diagnostics.error(limiter.at, "limiters." + limiter.name +
-                                                ".calendar: calendar windows are counted by "
-                                                "the memory store only, not yet with store: redis");
-    }
-  }
-}
-
 Timeouts read_timeouts(MapReader& top) {
   Timeouts timeouts;
   auto section = top.section("timeouts", {"header", "idle", "connect", "upstream", "drain"});
@@ -380,7 +359,6 @@ ProxyConfig read_config(const YAML::Node& root, const std::string& file, ReadCon
   config.deny = read_networks(top, "deny", context);
   config.ban = read_ban(top);
   check_certificate_keys(config, context);
-  check_calendar_store(config, context);
   if (top.require("routes")) {
     config.routes = read_routes(top.node("routes"), config, top.has("upstream"), context);
     if (config.routes.empty() && top.node("routes").IsSequence()) {

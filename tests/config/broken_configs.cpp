@@ -280,11 +280,6 @@ const std::vector<BrokenConfig>& broken_configs() {
         "database (an IANA name: Europe/Berlin, America/New_York, UTC)",
         "proxy.yaml:7:66: limiters.e.calendar: does not apply to sliding_window (its parameters: "
         "limit and window)"}},
-      {"calendar_with_redis",
-       "upstream: \"http://127.0.0.1:9000\"\nstore: {type: redis}\nlimiters:\n  quota: "
-       "{algorithm: fixed_window, limit: 10000, calendar: month}\nroutes: [{name: a}]",
-       {"proxy.yaml:4:10: limiters.quota.calendar: calendar windows are counted by the memory "
-        "store only, not yet with store: redis"}},
       {"global_joined",
        "upstream: \"http://127.0.0.1:9000\"\nlimiters:\n  all: {algorithm: fixed_window, limit: "
        "10, window: 1m, key: \"global+ip\"}\nroutes: [{name: a}]",

@@ -49,9 +49,16 @@ class StoreFixture {
   /// Through the Redis store, deciding at `now` (a simulated clock), or at Redis's own time.
   pipeline::Decision redis(const Request& request, std::optional<limiter::TimePoint> now,
                            std::optional<limiter::Permits> cost = std::nullopt) {
+    return redis_with_clocks(request, now, now.value_or(limiter::SystemClock().now()), cost);
+  }
+
+  /// Through the Redis store, Redis deciding at `now` while the proxy's clock reads `local`.
+  pipeline::Decision redis_with_clocks(const Request& request,
+                                       std::optional<limiter::TimePoint> now,
+                                       limiter::TimePoint local,
+                                       std::optional<limiter::Permits> cost = std::nullopt) {
     pipeline::Decision decision;
     pipeline::Charges charges;
-    const limiter::TimePoint local = now.value_or(limiter::SystemClock().now());
     if (shared_->pipeline().prepare(PipelineFixture::view_of(request), local, cost, decision,
                                     charges)) {
       store_.decide_at(now);

@@ -55,7 +55,7 @@ io::Awaitable<Decided> CrossMasterCharges::charge(const pipeline::Decision& deci
   std::size_t pending = parts.size();
   for (const Part& part : parts) {
     BatchWaiter& waiter = waiters.emplace_back(
-        BatchWaiter{.decision = decision, .charges = part.charges, .permit = permit});
+        BatchWaiter{.decision = decision, .charges = part.charges, .permit = permit, .now = now});
     net::co_spawn(executor, decide_part(lanes_[part.lane], waiter, pending, done), net::detached);
   }
   if (pending > 0) {

@@ -7,7 +7,7 @@ DecisionBatch::DecisionBatch(const io::Executor& executor) : answered_(executor)
 }
 
 void DecisionBatch::add(const KeyLayout& layout, BatchWaiter& waiter) {
-  call_.add(layout, waiter.decision, waiter.charges, waiter.permit);
+  call_.add(layout, waiter.decision, waiter.charges, waiter.permit, waiter.now);
   waiters_.push_back(&waiter);
 }
 

@@ -19,7 +19,8 @@ namespace sluice::store::redis {
 struct BatchWaiter {
   const pipeline::Decision& decision;
   const pipeline::Charges& charges;
-  std::uint64_t permit;  ///< The id its concurrency permits are held under.
+  std::uint64_t permit;    ///< The id its concurrency permits are held under.
+  limiter::TimePoint now;  ///< The proxy's time, which places calendar windows.
   pipeline::ChargeResult result{};
   bool decided = false;  ///< Whether `result` holds Redis's decision.
   /// Not decided because the node did not serve one of its keys' slots (Redis Cluster, a stale

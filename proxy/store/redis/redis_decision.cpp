@@ -6,6 +6,7 @@
 #include <charconv>
 #include <type_traits>
 
+#include "limiter/calendar.hpp"
 #include "limiter/key_hash.hpp"
 #include "proxy/store/redis/cluster_slots.hpp"
 
@@ -43,12 +44,24 @@ double microseconds(limiter::Duration duration) noexcept {
   return static_cast<double>(duration.count()) / 1000.0;
 }
 
-/// The four parameters decide.lua's algorithm reads, in its order.
-std::array<double, 4> script_parameters(const LimiterOptions& o) noexcept {
+/// The four parameters decide.lua's algorithm reads, in its order. A calendar window's are its
+/// limit, the length of the period before (negative, as the mark of a calendar window) and the
+/// bounds (µs) of the period that holds `at`: the time zone database is the proxy's, so the
+/// proxy tells Redis where this month (day, week, year) and the one before start and end.
+std::array<double, 4> script_parameters(const LimiterOptions& o, limiter::TimePoint at) noexcept {
   const auto limit = static_cast<double>(o.limit);
   const double period = microseconds(o.rate.period);
   switch (o.algorithm) {
     case AlgorithmKind::fixed_window:
+      if (o.calendar != limiter::Calendar::none) {
+        const limiter::CalendarPeriods periods(o.calendar, o.time_zone);
+        const std::int64_t index = periods.index(at);
+        const limiter::TimePoint start = periods.start(index);
+        return {limit, -microseconds(start - periods.start(index - 1)),
+                microseconds(start.time_since_epoch()),
+                microseconds(periods.start(index + 1).time_since_epoch())};
+      }
+      return {limit, microseconds(o.window), 0, 0};
     case AlgorithmKind::sliding_log:
     case AlgorithmKind::sliding_window:
       return {limit, microseconds(o.window), 0, 0};
@@ -67,12 +80,24 @@ std::array<double, 4> script_parameters(const LimiterOptions& o) noexcept {
   return {};
 }
 
-/// Hashes what shapes a key's stored state (not mode or max_delay: they only read it).
+/// Hashes what shapes a key's stored state (not mode or max_delay: they only read it). A
+/// calendar window's bounds change every period; its unit and time zone are hashed instead.
 std::uint32_t definition_hash(const LimiterOptions& o) noexcept {
   std::uint64_t hash = 0xcbf29ce484222325;  // FNV-1a over 64-bit words
   const auto mix = [&hash](std::uint64_t word) { hash = (hash ^ word) * 0x100000001b3; };
   mix(static_cast<std::uint64_t>(script_algorithm(o)));
-  for (const double parameter : script_parameters(o)) {
+  const bool calendar =
+      o.algorithm == AlgorithmKind::fixed_window && o.calendar != limiter::Calendar::none;
+  const std::array<double, 4> parameters =
+      calendar ? std::array<double, 4>{static_cast<double>(o.limit), 0, 0, 0}
+               : script_parameters(o, limiter::TimePoint{});
+  if (calendar) {
+    mix(static_cast<std::uint64_t>(o.calendar));
+    for (const char c : o.time_zone != nullptr ? o.time_zone->name() : std::string_view("UTC")) {
+      mix(static_cast<unsigned char>(c));
+    }
+  }
+  for (const double parameter : parameters) {
     mix(std::bit_cast<std::uint64_t>(parameter));
   }
   return static_cast<std::uint32_t>(hash ^ (hash >> 32));
@@ -110,16 +135,17 @@ limiter::Duration from_microseconds(long long us) noexcept {
 }
 
 /// Appends the 7 values of a definition that decide.lua reads (algorithm, delay, max_delay, 4
-/// parameters), calling `end_value` after each.
+/// parameters, a calendar window's those of `at`), calling `end_value` after each.
 template <class EndValue>
-void append_definition(std::string& text, const LimiterOptions& options, EndValue end_value) {
+void append_definition(std::string& text, const LimiterOptions& options, limiter::TimePoint at,
+                       EndValue end_value) {
   append_number(text, script_algorithm(options));
   end_value();
   text += options.policy.mode == limiter::Mode::delay ? '1' : '0';
   end_value();
   append_number(text, microseconds(options.policy.max_delay));
   end_value();
-  for (const double parameter : script_parameters(options)) {
+  for (const double parameter : script_parameters(options, at)) {
     append_number(text, parameter);
     end_value();
   }
@@ -189,18 +215,19 @@ void BatchCall::clear() {
   requests_ = 0;
 }
 
-std::size_t BatchCall::definition(const LimiterOptions& options) {
+std::size_t BatchCall::definition(const LimiterOptions& options, limiter::TimePoint now) {
   const auto known = std::find(defined_.begin(), defined_.end(), &options);
   if (known != defined_.end()) {
     return static_cast<std::size_t>(known - defined_.begin()) + 1;
   }
   defined_.push_back(&options);
-  append_definition(definitions_.text, options, [this] { definitions_.end(); });
+  append_definition(definitions_.text, options, now, [this] { definitions_.end(); });
   return defined_.size();
 }
 
 void BatchCall::add(const KeyLayout& layout, const pipeline::Decision& decision,
-                    const pipeline::Charges& charges, std::uint64_t permit) {
+                    const pipeline::Charges& charges, std::uint64_t permit,
+                    limiter::TimePoint now) {
   ++requests_;
   for (std::size_t i = 0; i < charges.count; ++i) {
     const config::LimiterConfig& limiter = *decision.reports[charges.report[i]].limiter;
@@ -214,7 +241,7 @@ void BatchCall::add(const KeyLayout& layout, const pipeline::Decision& decision,
   append_number(values_.text, permit, 16);
   values_.end();
   for (std::size_t i = 0; i < charges.count; ++i) {
-    append_number(values_.text, definition(*charges.options[i]));
+    append_number(values_.text, definition(*charges.options[i], now));
     values_.end();
     append_number(values_.text, charges.items[i].cost);
     values_.end();
@@ -336,7 +363,10 @@ std::vector<std::string> refund_command(std::string_view target, std::span<const
   for (const RefundItem& item : items) {
     std::string definition;
     std::vector<std::size_t> ends;
-    append_definition(definition, *item.options, [&] { ends.push_back(definition.size()); });
+    // A calendar window's bounds: those of the period it was charged in.
+    append_definition(definition, *item.options,
+                      limiter::TimePoint(std::chrono::microseconds(decided_at)),
+                      [&] { ends.push_back(definition.size()); });
     std::size_t begin = 0;
     for (const std::size_t end : ends) {
       command.push_back(definition.substr(begin, end - begin));

@@ -72,9 +72,10 @@ class BatchCall {
   /// Empties the call, keeping the buffers.
   void clear();
   /// Adds one request: its `charges` (whose limiter names are in `decision`'s reports), held
-  /// under `permit` (the id its concurrency permits get).
+  /// under `permit` (the id its concurrency permits get), at the proxy's time `now` (which
+  /// places calendar windows).
   void add(const KeyLayout& layout, const pipeline::Decision& decision,
-           const pipeline::Charges& charges, std::uint64_t permit);
+           const pipeline::Charges& charges, std::uint64_t permit, limiter::TimePoint now);
   std::size_t requests() const noexcept { return requests_; }
   /// The whole command: `command` (FCALL or EVALSHA) of `target` (the function's name or the
   /// script's SHA1) over the requests added. `now`: the time to decide at; nullopt = Redis's own
@@ -94,7 +95,7 @@ class BatchCall {
     void view_into(std::vector<std::string_view>& out) const;
   };
   /// The index (1-based) of `options` among the call's definitions, added if it is new.
-  std::size_t definition(const limiter::LimiterOptions& options);
+  std::size_t definition(const limiter::LimiterOptions& options, limiter::TimePoint now);
 
   Words keys_;
   Words definitions_;  ///< 7 values per definition: algorithm, policy, parameters.

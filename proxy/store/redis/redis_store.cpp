@@ -132,7 +132,7 @@ io::Awaitable<Decided> RedisStore::charge_in_redis(RedisLoop& loop,
                                                    const pipeline::Charges& charges,
                                                    std::uint64_t permit, limiter::TimePoint now,
                                                    bool remember) {
-  BatchWaiter waiter{.decision = decision, .charges = charges, .permit = permit};
+  BatchWaiter waiter{.decision = decision, .charges = charges, .permit = permit, .now = now};
   LaneIndices lanes{};
   bool routed = false;
   for (int attempt = 0; attempt < 2; ++attempt) {

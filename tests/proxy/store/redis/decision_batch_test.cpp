@@ -23,7 +23,7 @@ struct OneLimiter {
   limiter::LimiterOptions options;
   pipeline::Decision decision;
   pipeline::Charges charges;
-  BatchWaiter waiter{.decision = decision, .charges = charges, .permit = 7};
+  BatchWaiter waiter{.decision = decision, .charges = charges, .permit = 7, .now = {}};
 
   OneLimiter() {
     limiter.name = "per-ip";

@@ -59,11 +59,11 @@ TEST(RedisReleases, GivesBackAPermitOnItsKeysLane) {
   const auto decide = [&]() -> BatchWaiter& {
     pipeline::Decision& decision = decisions.emplace_back();
     pipeline::Charges& charged = charges.emplace_back();
-    EXPECT_TRUE(fixture.pipeline().prepare(test::PipelineFixture::view_of({}),
-                                           limiter::SystemClock().now(), std::nullopt, decision,
-                                           charged));
-    BatchWaiter& waiter = waiters.emplace_back(
-        BatchWaiter{.decision = decision, .charges = charged, .permit = waiters.size() + 1});
+    const limiter::TimePoint now = limiter::SystemClock().now();
+    EXPECT_TRUE(fixture.pipeline().prepare(test::PipelineFixture::view_of({}), now, std::nullopt,
+                                           decision, charged));
+    BatchWaiter& waiter = waiters.emplace_back(BatchWaiter{
+        .decision = decision, .charges = charged, .permit = waiters.size() + 1, .now = now});
     redis.events.run(
         [&] { return redis.loop.batching.wait_in_batch(redis.loop.lanes[0], waiter); });
     EXPECT_TRUE(waiter.decided);

@@ -54,7 +54,8 @@ std::deque<BatchWaiter> wait_together(test::LoopParts& redis, test::PipelineFixt
     pipeline::Charges& charged = charges.emplace_back();
     EXPECT_TRUE(pipeline.pipeline().prepare(test::PipelineFixture::view_of(request), now,
                                             std::nullopt, decision, charged));
-    waiters.emplace_back(BatchWaiter{.decision = decision, .charges = charged, .permit = i + 1});
+    waiters.emplace_back(
+        BatchWaiter{.decision = decision, .charges = charged, .permit = i + 1, .now = now});
   }
   std::size_t done = 0;
   for (BatchWaiter& waiter : waiters) {

@@ -125,9 +125,9 @@ TEST(BatchCall, PutsEveryRequestsKeysFirstThenEachDefinitionOnceThenTheRequests)
   charges.shared_key[0] = 0xab;
 
   BatchCall call;
-  call.add({"p:"}, decision, charges, 0x10);
+  call.add({"p:"}, decision, charges, 0x10, {});
   charges.shared_key[0] = 0xcd;
-  call.add({"p:"}, decision, charges, 0x20);
+  call.add({"p:"}, decision, charges, 0x20, {});
   EXPECT_EQ(call.requests(), 2U);
   const auto arguments = call.arguments(
       "FCALL", "decide", std::chrono::system_clock::time_point(std::chrono::microseconds(42)));
@@ -147,7 +147,7 @@ TEST(BatchCall, PutsEveryRequestsKeysFirstThenEachDefinitionOnceThenTheRequests)
   EXPECT_EQ(std::vector<std::string_view>(arguments.begin() + 5, arguments.end()), expected_tail);
 
   call.clear();
-  call.add({"p:"}, decision, charges, 0x30);
+  call.add({"p:"}, decision, charges, 0x30, {});
   const auto again = call.arguments("EVALSHA", "sha", std::nullopt);
   ASSERT_EQ(again.size(), 2U + 1 + 1 + 3 + 7 + 5);
   EXPECT_EQ(again[2], "1");
@@ -155,6 +155,41 @@ TEST(BatchCall, PutsEveryRequestsKeysFirstThenEachDefinitionOnceThenTheRequests)
   EXPECT_EQ(again[5], "1");
   EXPECT_EQ(again[6], "1");
   EXPECT_EQ(again[16], "30");
+}
+
+TEST(BatchCall, SendsACalendarWindowsBoundsAndThePeriodBeforesLengthKeepingItsKeyName) {
+  // A month in UTC, decided on 2026-02-15: February's bounds, January's 31 days.
+  config::LimiterConfig monthly;
+  monthly.name = "monthly";
+  limiter::LimiterOptions options;
+  options.algorithm = limiter::AlgorithmKind::fixed_window;
+  options.limit = 10000;
+  options.calendar = limiter::Calendar::month;
+  pipeline::Decision decision;
+  decision.reports[0].limiter = &monthly;
+  pipeline::Charges charges;
+  charges.count = 1;
+  charges.live = 1;
+  charges.options[0] = &options;
+  charges.items[0].cost = 1;
+  charges.shared_key[0] = 0xab;
+  BatchCall call;
+  const limiter::TimePoint february{
+      std::chrono::sys_days{std::chrono::year(2026) / std::chrono::February / 15}};
+  call.add({"p:"}, decision, charges, 1, february);
+  const auto arguments = call.arguments("FCALL", "decide");
+  const std::vector<std::string_view> definition(arguments.begin() + 7, arguments.begin() + 14);
+  EXPECT_EQ(definition, (std::vector<std::string_view>{"1", "0", "1e+06", "10000", "-2.6784e+12",
+                                                       "1.769904e+15", "1.7723232e+15"}));
+
+  // The key's name hashes the unit and the zone, never the bounds: the same all year.
+  std::string key;
+  append_redis_key(key, {"p:"}, "monthly", options, 0xab);
+  EXPECT_EQ(std::string(arguments[3]), key);
+  options.calendar = limiter::Calendar::week;
+  std::string weekly;
+  append_redis_key(weekly, {"p:"}, "monthly", options, 0xab);
+  EXPECT_NE(weekly, key);
 }
 
 }  // namespace

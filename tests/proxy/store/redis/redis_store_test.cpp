@@ -17,12 +17,15 @@
 #include <string>
 #include <thread>
 
+#include "config/time_zones.hpp"
+#include "limiter/calendar.hpp"
 #include "tests/proxy/store/redis/redis_test_helpers.hpp"
 #include "tests/support/event_loop.hpp"
 #include "tests/support/manual_clock.hpp"
 #include "tests/support/pipeline_fixture.hpp"
 #include "tests/support/redis_server.hpp"
 #include "tests/support/redis_store_fixture.hpp"
+#include "tests/support/shell.hpp"
 #include "tests/support/store_decision.hpp"
 
 namespace sluice::store::redis {
@@ -162,6 +165,181 @@ INSTANTIATE_TEST_SUITE_P(Algorithms, SameDecisions, ::testing::ValuesIn(every_al
                            return std::get<0>(test.param).name + "_" + std::get<1>(test.param) +
                                   "_" + std::get<2>(test.param);
                          });
+
+/// A calendar window's traffic: steps that land on and just before its boundaries, from a start
+/// a second before one.
+struct CalendarTraffic {
+  std::string name;
+  std::string limiter;  ///< limit 5, and its calendar
+  limiter::Calendar unit;
+  std::string zone;
+  TimePoint start;
+  std::vector<Duration> steps;
+};
+
+void PrintTo(const CalendarTraffic& traffic, std::ostream* out) { *out << traffic.name; }
+
+std::vector<CalendarTraffic> calendar_traffic() {
+  using std::chrono::days;
+  using std::chrono::sys_days;
+  using namespace std::chrono;
+  const auto limiter = [](std::string_view calendar) {
+    return "algorithm: fixed_window, limit: 5, " + std::string(calendar);
+  };
+  return {
+      // Berlin's clocks went back on 2026-10-25: a day of 25 hours.
+      {"day_in_Berlin",
+       limiter("calendar: day, timezone: Europe/Berlin"),
+       limiter::Calendar::day,
+       "Europe/Berlin",
+       sys_days{2026y / October / 23} + 21h + 59min + 59s,
+       {0us, 1us, 100ms, 250ms, 999ms, 1h, 5h, 23h}},
+      {"week_in_Tokyo",
+       limiter("calendar: week, timezone: Asia/Tokyo"),
+       limiter::Calendar::week,
+       "Asia/Tokyo",
+       sys_days{2026y / November / 29} + 14h + 59min + 59s,
+       {0us, 1us, 100ms, 999ms, days(1), days(2)}},
+      {"month_in_UTC",
+       limiter("calendar: month"),
+       limiter::Calendar::month,
+       "UTC",
+       sys_days{2026y / January / 31} + 23h + 59min + 59s,
+       {0us, 1us, 100ms, 999ms, days(1), days(4), days(9)}},
+      {"year_in_New_York",
+       limiter("calendar: year, timezone: America/New_York"),
+       limiter::Calendar::year,
+       "America/New_York",
+       sys_days{2027y / January / 1} + 4h + 59min + 59s,
+       {0us, 1us, 100ms, 999ms, days(30), days(91)}},
+  };
+}
+
+class CalendarDecisions
+    : public ::testing::TestWithParam<std::tuple<CalendarTraffic, std::string, std::string>> {};
+
+/// Calendar windows (SPEC §8's plan quotas), whose bounds the proxy sends with each call:
+/// the same decisions as the memory store's across midnights, a 25-hour day, weeks, months and
+/// years, in both modes, as a function and as a script.
+TEST_P(CalendarDecisions, AsTheMemoryStoreAcrossTheirBoundaries) {
+  const auto& [traffic, mode, code] = GetParam();
+  const auto server = redis_with(code);
+  StoreFixture fixture(config_for({traffic.name, traffic.limiter}, mode),
+                       "url: \"" + server->url() + "\"");
+  std::string error;
+  const limiter::CalendarPeriods periods(
+      traffic.unit, traffic.zone == "UTC" ? nullptr : config::time_zone_named(traffic.zone, error));
+  std::mt19937 random(2028);
+  TimePoint now = traffic.start;
+  const std::int64_t first_period = periods.index(now);
+  int limited = 0;  // or delayed
+  for (int i = 0; i < 300; ++i) {
+    now += traffic.steps[random() % traffic.steps.size()];
+    const auto cost = static_cast<limiter::Permits>(1 + random() % 2);
+    const Request request{.peer = i % 4 == 0 ? "198.51.100.9" : "198.51.100.7"};
+    const pipeline::Decision memory = fixture.memory(request, now, cost);
+    const std::uint64_t cached_before = fixture.store().cached_refusals();
+    const pipeline::Decision redis = fixture.redis(request, now, cost);
+    expect_same(redis, memory, "request " + std::to_string(i),
+                fixture.store().cached_refusals() != cached_before);
+    limited += memory.outcome != pipeline::Outcome::allowed ? 1 : 0;
+  }
+  EXPECT_GT(periods.index(now) - first_period, 4);  // boundaries crossed
+  EXPECT_GT(limited, 20);
+  EXPECT_LT(limited, 280);
+}
+
+std::vector<std::tuple<CalendarTraffic, std::string, std::string>> every_calendar() {
+  std::vector<std::tuple<CalendarTraffic, std::string, std::string>> cases;
+  for (const std::string code : {"functions", "scripts"}) {
+    for (const CalendarTraffic& traffic : calendar_traffic()) {
+      for (const std::string mode : {"reject", "delay"}) {
+        cases.emplace_back(traffic, mode, code);
+      }
+    }
+  }
+  return cases;
+}
+
+INSTANTIATE_TEST_SUITE_P(Calendars, CalendarDecisions, ::testing::ValuesIn(every_calendar()),
+                         [](const auto& test) {
+                           return std::get<0>(test.param).name + "_" + std::get<1>(test.param) +
+                                  "_" + std::get<2>(test.param);
+                         });
+
+/// Near a boundary the proxy's clock and Redis's may stand on either side of it. Redis's clock
+/// decides, so replicas agree: a proxy still in October counts in November once Redis is, and
+/// one already in November counts in October while Redis still is.
+TEST(RedisStore, CountsACalendarWindowByRedissClockWhenTheProxysIsAcrossTheBoundary) {
+  using namespace std::chrono;
+  const test::RedisServer server;
+  StoreFixture fixture(R"(
+upstream: http://127.0.0.1:9000
+limiters:
+  monthly: {algorithm: fixed_window, limit: 3, calendar: month}
+routes:
+  - {name: api, limiters: [monthly]}
+)",
+                       "url: \"" + server.url() + "\"");
+  const TimePoint november = sys_days{2026y / November / 1};
+  // October, on both clocks: two of three.
+  EXPECT_EQ(fixture.redis({}, november - 10ms, 2).outcome, pipeline::Outcome::allowed);
+  // Redis still in October, the proxy already in November: October's last permit, then none.
+  const pipeline::Decision last = fixture.redis_with_clocks({}, november - 5ms, november + 5ms, 1);
+  EXPECT_EQ(last.outcome, pipeline::Outcome::allowed);
+  ASSERT_EQ(last.applied().size(), 1U);
+  EXPECT_EQ(last.applied()[0].status.remaining, 0U);
+  EXPECT_EQ(last.applied()[0].status.reset, 5ms);  // November, by Redis's clock
+  const pipeline::Decision other =
+      fixture.redis_with_clocks({.peer = "198.51.100.99"}, november - 4ms, november + 6ms, 1);
+  EXPECT_EQ(other.outcome, pipeline::Outcome::allowed);  // another client
+  const pipeline::Decision full = fixture.redis_with_clocks({}, november - 4ms, november + 6ms, 1);
+  EXPECT_EQ(full.outcome, pipeline::Outcome::limited);
+  EXPECT_EQ(full.retry_after, 4ms);
+  // Redis in November, the proxy still in October: November's count, which replicas already in
+  // November share, and its reset at the end of November (guessed as long as October until the
+  // proxy's clock passes the boundary: 31 days, not 30).
+  const pipeline::Decision early = fixture.redis_with_clocks({}, november + 1ms, november - 3ms, 2);
+  EXPECT_EQ(early.outcome, pipeline::Outcome::allowed);
+  ASSERT_EQ(early.applied().size(), 1U);
+  EXPECT_EQ(early.applied()[0].status.remaining, 1U);
+  EXPECT_EQ(early.applied()[0].status.reset, days(31) - 1ms);
+  const pipeline::Decision in_step = fixture.redis({}, november + 2ms, 1);
+  ASSERT_EQ(in_step.applied().size(), 1U);
+  EXPECT_EQ(in_step.outcome, pipeline::Outcome::allowed);
+  EXPECT_EQ(in_step.applied()[0].status.remaining, 0U);
+  EXPECT_EQ(in_step.applied()[0].status.reset, days(30) - 2ms);
+}
+
+/// On Redis's own clock (the proxy's way), a calendar day counts until the next UTC midnight and
+/// its key lives as long.
+TEST(RedisStore, CountsACalendarDayOnRedissOwnClock) {
+  const test::RedisServer server;
+  StoreFixture fixture(R"(
+upstream: http://127.0.0.1:9000
+limiters:
+  daily: {algorithm: fixed_window, limit: 2, calendar: day}
+routes:
+  - {name: api, limiters: [daily]}
+)",
+                       "url: \"" + server.url() + "\"");
+  const TimePoint now = limiter::SystemClock().now();
+  const auto midnight = std::chrono::ceil<std::chrono::days>(now);
+  EXPECT_EQ(fixture.redis({}, std::nullopt).outcome, pipeline::Outcome::allowed);
+  const pipeline::Decision second = fixture.redis({}, std::nullopt);
+  ASSERT_EQ(second.applied().size(), 1U);
+  EXPECT_EQ(second.applied()[0].status.remaining, 0U);
+  EXPECT_NEAR(std::chrono::duration<double>(second.applied()[0].status.reset).count(),
+              std::chrono::duration<double>(midnight - now).count(), 2.0);
+  const pipeline::Decision third = fixture.redis({}, std::nullopt);
+  EXPECT_EQ(third.outcome, pipeline::Outcome::limited);
+  const std::string cli = "redis-cli -p " + std::to_string(server.port()) + " ";
+  const std::string key = test::output_of(cli + "--scan --pattern '*daily*'");
+  ASSERT_FALSE(key.empty());
+  const double ttl =
+      std::stod(test::output_of(cli + "PTTL '" + key.substr(0, key.find('\n')) + "'")) / 1000;
+  EXPECT_NEAR(ttl, std::chrono::duration<double>(midnight - now).count(), 2.0);
+}
 
 TEST(RedisStore, ChargesEveryLimiterOfARequestOrNone) {
   const test::RedisServer server;
