@@ -1,7 +1,8 @@
 // Decisions per second through one Redis from one sluice event loop: the Redis store's
 // decide.lua, `in_flight` requests at a time (batched as the store batches them), 1000 clients,
-// a token bucket that never limits (the forward path). bench/redis.sh runs it against a pinned
-// redis-server.
+// a token bucket that never limits (the forward path); and a month's fixed window against a
+// calendar month (whose bounds the proxy computes and sends). bench/redis.sh runs it against a
+// pinned redis-server.
 //
 //   SLUICE_BENCH_REDIS_URL  the Redis to use (default: a redis-server started here)
 #include <benchmark/benchmark.h>
@@ -30,20 +31,28 @@ namespace net = boost::asio;
 constexpr std::size_t kClients = 1000;
 constexpr std::size_t kBatch = 20'000;  ///< Decisions per benchmark iteration.
 
-std::string config_text(const std::string& url) {
+/// The limiters measured: one that never limits, per client.
+constexpr std::array<std::string_view, 3> kLimiters{
+    "algorithm: token_bucket, rate: 1000000/s, burst: 1000000",
+    "algorithm: fixed_window, limit: 4000000000, window: 744h",
+    "algorithm: fixed_window, limit: 4000000000, calendar: month, timezone: Europe/Berlin"};
+
+std::string config_text(const std::string& url, std::string_view limiter) {
   return "upstream: http://127.0.0.1:9000\n"
          "store: {type: redis, redis: {url: \"" +
          url +
          "\", pool: 1, timeout: 1s}}\n"
          "limiters:\n"
-         "  per-ip: {algorithm: token_bucket, rate: 1000000/s, burst: 1000000}\n"
+         "  per-ip: {" +
+         std::string(limiter) +
+         "}\n"
          "routes: [{name: all, limiters: [per-ip]}]\n";
 }
 
 /// Redis, the configuration, the pipeline and the store on one event loop.
 class Setup {
  public:
-  Setup() {
+  explicit Setup(std::string_view limiter) {
     std::string url;
     if (const char* given = std::getenv("SLUICE_BENCH_REDIS_URL")) {
       url = given;
@@ -52,7 +61,7 @@ class Setup {
       url = server_->url();
     }
     config_ = std::make_unique<config::ProxyConfig>(config::parse_config(
-        config_text(url), "bench.yaml", [](std::string_view) { return std::nullopt; }));
+        config_text(url, limiter), "bench.yaml", [](std::string_view) { return std::nullopt; }));
     pipeline_ = std::make_unique<pipeline::Pipeline>(*config_);
     store_ = std::make_unique<RedisStore>(config_->store.redis, 1);
     auto opened = net::co_spawn(io_, store_->open(0), net::use_future);
@@ -143,23 +152,30 @@ class Setup {
   limiter::SystemClock clock_;
 };
 
-Setup& setup() {
-  static Setup instance;
-  return instance;
+/// One Setup per limiter, made when first used (each starts its own redis-server).
+Setup& setup(std::size_t limiter = 0) {
+  static std::array<std::unique_ptr<Setup>, kLimiters.size()> instances;
+  if (!instances[limiter]) {
+    instances[limiter] = std::make_unique<Setup>(kLimiters[limiter]);
+  }
+  return *instances[limiter];
 }
 
-void BM_RedisDecisions(benchmark::State& state) {
-  const auto in_flight = static_cast<std::size_t>(state.range(0));
-  const auto [calls_before, usec_before] = setup().redis_calls();
+void decide_and_count(benchmark::State& state, Setup& measured, std::size_t in_flight) {
+  const auto [calls_before, usec_before] = measured.redis_calls();
   for (auto _ : state) {
-    setup().decide(kBatch, in_flight);
+    measured.decide(kBatch, in_flight);
   }
   const auto decisions = static_cast<double>(state.iterations()) * static_cast<double>(kBatch);
   state.SetItemsProcessed(static_cast<std::int64_t>(decisions));
-  const auto [calls_after, usec_after] = setup().redis_calls();
+  const auto [calls_after, usec_after] = measured.redis_calls();
   // How many requests each call carried, and Redis's time per decision, inside its commands.
   state.counters["per_call"] = decisions / std::max(1.0, calls_after - calls_before);
   state.counters["redis_us"] = (usec_after - usec_before) / decisions;
+}
+
+void BM_RedisDecisions(benchmark::State& state) {
+  decide_and_count(state, setup(), static_cast<std::size_t>(state.range(0)));
 }
 BENCHMARK(BM_RedisDecisions)
     ->ArgName("in_flight")
@@ -167,6 +183,17 @@ BENCHMARK(BM_RedisDecisions)
     ->Arg(16)
     ->Arg(64)
     ->Arg(256)
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+
+/// A 31-day (744 h) fixed window (1) against a calendar month in Berlin (2), 64 requests in flight.
+void BM_RedisWindowDecisions(benchmark::State& state) {
+  decide_and_count(state, setup(static_cast<std::size_t>(state.range(0))), 64);
+}
+BENCHMARK(BM_RedisWindowDecisions)
+    ->ArgName("limiter")
+    ->Arg(1)
+    ->Arg(2)
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
 
