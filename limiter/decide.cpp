@@ -38,9 +38,14 @@ Decision decide(std::span<const Charge> charges, TimePoint now,
   }
   for (std::size_t n = charges.size(); n-- > 0;) {
     const std::uint8_t i = order[n];
-    Limiter& limiter = *charges[i].limiter;
-    outcomes[i].status =
-        decision.admitted ? limiter.commit(tickets[i]) : limiter.abandon(tickets[i]);
+    const Charge& charge = charges[i];
+    Limiter& limiter = *charge.limiter;
+    bool consume = decision.admitted;
+    if (consume && charge.settled_later) {
+      tickets[i].cost = charge.reserve;
+      consume = charge.reserve != 0;
+    }
+    outcomes[i].status = consume ? limiter.commit(tickets[i]) : limiter.abandon(tickets[i]);
   }
   if (decision.admitted) {
     decision.retry_after = {};

@@ -12,6 +12,10 @@ struct Charge {
   Limiter* limiter = nullptr;
   KeyHash key = 0;
   Permits cost = 1;
+  /// A charge settled once the response is over (SPEC §9: `cost: response`, `count_if`): the
+  /// request is admitted if `cost` fits, and consumes only `reserve` now.
+  bool settled_later = false;
+  Permits reserve = 0;
 };
 
 /// The decision over all the limiters of a request.

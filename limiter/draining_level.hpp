@@ -24,6 +24,14 @@ struct DrainingLevel {
     empty_at = saturating_add(std::max(empty_at, now), rate.time_for(permits));
   }
 
+  /// Takes `permits` back out, down to empty.
+  void remove(TimePoint now, double permits, const RateFactors& rate) noexcept {
+    if (empty_at > now) {
+      const Duration back = rate.time_for(permits);
+      empty_at = empty_at - now > back ? empty_at - back : now;
+    }
+  }
+
   /// Headers' view of a bucket of `capacity` permits at this level: whole permits of room left,
   /// and the time until it is empty again.
   Status status(TimePoint now, double capacity, const RateFactors& rate) const noexcept;

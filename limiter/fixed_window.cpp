@@ -47,7 +47,7 @@ void FixedWindow::commit(State& state, TimePoint now, Permits cost, Duration hol
   const std::int64_t window =
       hold == Duration::zero() ? index(now) : index(saturating_add(now, hold));
   if (state.count != 0 && counted_window(state, window) == window) {
-    state.count += cost;
+    state.count = saturating_sum(state.count, cost);
   } else {
     state = {.window = static_cast<std::uint32_t>(window), .count = cost};
   }
@@ -61,8 +61,16 @@ Status FixedWindow::status(const State& state, TimePoint now) const noexcept {
     window = counted_window(state, current);
     used = state.count;
   }
-  return {.remaining = window == current ? options_.limit - used : 0,
+  return {.remaining = window == current ? options_.limit - std::min(used, options_.limit) : 0,
           .reset = start(window + 1) - now};
+}
+
+void FixedWindow::refund(State& state, TimePoint taken_at, TimePoint /*now*/,
+                         Permits cost) const noexcept {
+  const std::int64_t window = index(taken_at);
+  if (state.count != 0 && counted_window(state, window) == window) {
+    state.count -= std::min(state.count, cost);
+  }
 }
 
 TimePoint FixedWindow::fresh_at(const State& state, TimePoint now) const noexcept {

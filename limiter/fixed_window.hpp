@@ -25,6 +25,8 @@ class FixedWindow {
   Verdict evaluate(const State& state, TimePoint now, Permits cost,
                    const Policy& policy) const noexcept;
   void commit(State& state, TimePoint now, Permits cost, Duration hold) const noexcept;
+  /// Gives back `cost` permits taken at `taken_at`, if its window is still the key's.
+  void refund(State& state, TimePoint taken_at, TimePoint now, Permits cost) const noexcept;
   Status status(const State& state, TimePoint now) const noexcept;
   TimePoint fresh_at(const State& state, TimePoint now) const noexcept;
   Permits max_cost() const noexcept { return options_.limit; }

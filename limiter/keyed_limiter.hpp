@@ -71,6 +71,35 @@ class KeyedLimiter final : public Limiter {
     return outcome;
   }
 
+  Status charge(KeyHash key, TimePoint now, Permits cost) noexcept override {
+    Shard& shard = shard_for(key);
+    const std::lock_guard guard(shard.lock);
+    Duration retry_after{};
+    Slot* slot = find_or_claim(shard, key, now, retry_after);
+    if (slot == nullptr) {
+      return {};  // no room for the key (an overflow, counted): nothing to charge it in
+    }
+    if constexpr (requires(typename A::State state) { algorithm_.charge(state, now, cost); }) {
+      algorithm_.charge(slot->state, now, cost);
+    } else {
+      algorithm_.commit(slot->state, now, cost, Duration::zero());
+    }
+    return algorithm_.status(slot->state, now);
+  }
+
+  void refund(KeyHash key, TimePoint taken_at, TimePoint now, Permits cost) noexcept override {
+    if constexpr (requires(typename A::State state) {
+                    algorithm_.refund(state, taken_at, now, cost);
+                  }) {
+      Shard& shard = shard_for(key);
+      const std::lock_guard guard(shard.lock);
+      const std::size_t index = shard.table.find(key);
+      if (index != Table::kNotFound) {
+        algorithm_.refund(shard.table.slot(index).state, taken_at, now, cost);
+      }
+    }
+  }
+
   Status peek(KeyHash key, TimePoint now) noexcept override {
     Shard& shard = shard_for(key);
     const std::lock_guard guard(shard.lock);

@@ -53,6 +53,16 @@ class Limiter {
   /// evaluate() then commit(): the decision for a request that only this limiter governs.
   virtual Outcome decide(KeyHash key, TimePoint now, Permits cost) noexcept;
 
+  /// Consumes `cost` whether it fits or not: a cost learnt once the request was admitted (SPEC
+  /// §9: what the response said it cost). The key may go past its limit, into debt, and stays
+  /// limited until it is back under. Returns the status that follows.
+  virtual Status charge(KeyHash key, TimePoint now, Permits cost) noexcept = 0;
+  /// Gives back up to `cost` of the permits consumed at `taken_at` (an estimate reserved at
+  /// admission that the response came in under), where the algorithm can still tell them
+  /// apart; what it cannot (a window that has passed, a log) it keeps: it errs towards admitting
+  /// less.
+  virtual void refund(KeyHash key, TimePoint taken_at, TimePoint now, Permits cost) noexcept = 0;
+
   /// The key's status without consuming anything ("why was I limited?").
   virtual Status peek(KeyHash key, TimePoint now) noexcept = 0;
   /// Gives back permits of a finished request (concurrency only; others ignore it).

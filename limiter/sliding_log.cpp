@@ -96,6 +96,13 @@ void SlidingLog::commit(State& state, TimePoint now, Permits cost, Duration hold
   }
 }
 
+void SlidingLog::charge(State& state, TimePoint now, Permits cost) const noexcept {
+  const TimePoint at = state.size == 0 ? now : std::max(now, newest(state));
+  const Permits inside = state.size - first_inside(state, at, options_.window);
+  commit(state, at, std::min(cost, options_.limit - std::min(inside, options_.limit)),
+         Duration::zero());
+}
+
 Status SlidingLog::status(const State& state, TimePoint now) const noexcept {
   if (state.size == 0) {
     return {.remaining = options_.limit, .reset = Duration::zero()};

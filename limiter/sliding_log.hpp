@@ -26,6 +26,9 @@ class SlidingLog {
   Verdict evaluate(const State& state, TimePoint now, Permits cost,
                    const Policy& policy) const noexcept;
   void commit(State& state, TimePoint now, Permits cost, Duration hold) const noexcept;
+  /// A cost learnt after admission: logged as far as the log holds (`limit` timestamps), so a
+  /// charge beyond it fills the window, and the key waits a whole window.
+  void charge(State& state, TimePoint now, Permits cost) const noexcept;
   Status status(const State& state, TimePoint now) const noexcept;
   TimePoint fresh_at(const State& state, TimePoint /*now*/) const noexcept;
   Permits max_cost() const noexcept { return options_.limit; }

@@ -94,7 +94,18 @@ void SlidingWindow::commit(State& state, TimePoint now, Permits cost,
   const Counts counts = counted ? counts_in(state, *counted, window) : Counts{};
   state = {.window = static_cast<std::uint32_t>(window),
            .previous = counts.previous,
-           .current = counts.current + cost};
+           .current = saturating_sum(counts.current, cost)};
+}
+
+void SlidingWindow::refund(State& state, TimePoint taken_at, TimePoint /*now*/,
+                           Permits cost) const noexcept {
+  const std::int64_t window = windows_.index(taken_at);
+  const std::optional<std::int64_t> counted = counted_window(state, window);
+  if (counted == window) {
+    state.current -= std::min(state.current, cost);
+  } else if (counted == window + 1) {
+    state.previous -= std::min(state.previous, cost);
+  }
 }
 
 Status SlidingWindow::status(const State& state, TimePoint now) const noexcept {

@@ -28,6 +28,9 @@ class SlidingWindow {
   Verdict evaluate(const State& state, TimePoint now, Permits cost,
                    const Policy& policy) const noexcept;
   void commit(State& state, TimePoint now, Permits cost, Duration hold) const noexcept;
+  /// Gives back `cost` permits taken at `taken_at`, from its window's count if the key still
+  /// keeps it (as the current window or the one before).
+  void refund(State& state, TimePoint taken_at, TimePoint now, Permits cost) const noexcept;
   Status status(const State& state, TimePoint now) const noexcept;
   TimePoint fresh_at(const State& state, TimePoint now) const noexcept;
   Permits max_cost() const noexcept { return options_.limit; }

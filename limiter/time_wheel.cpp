@@ -81,8 +81,22 @@ void TimeWheel::commit(State& state, TimePoint now, Permits cost, Duration hold)
     slot = 0;
   }
   state.head = std::max(state.head, bucket);
-  state.buckets[slot_of(bucket)] += cost;
-  state.total += cost;
+  Permits& slot = state.buckets[slot_of(bucket)];
+  const Permits added = saturating_sum(slot, cost) - slot;
+  slot += added;
+  state.total += added;
+}
+
+void TimeWheel::refund(State& state, TimePoint taken_at, TimePoint /*now*/,
+                       Permits cost) const noexcept {
+  const std::int64_t bucket = buckets_.index(taken_at);
+  if (!state.buckets || bucket > state.head || bucket <= state.head - options_.slots) {
+    return;
+  }
+  Permits& slot = state.buckets[slot_of(bucket)];
+  const Permits back = std::min(slot, cost);
+  slot -= back;
+  state.total -= back;
 }
 
 Status TimeWheel::status(const State& state, TimePoint now) const noexcept {

@@ -24,6 +24,10 @@ class TokenBucket {
   Verdict evaluate(const State& state, TimePoint now, Permits cost,
                    const Policy& policy) const noexcept;
   void commit(State& state, TimePoint now, Permits cost, Duration hold) const noexcept;
+  /// Gives back `cost` tokens taken earlier (an estimate the response came in under).
+  void refund(State& state, TimePoint /*taken_at*/, TimePoint now, Permits cost) const noexcept {
+    state.remove(now, cost, rate_);
+  }
   Status status(const State& state, TimePoint now) const noexcept;
   TimePoint fresh_at(const State& state, TimePoint /*now*/) const noexcept {
     return state.empty_at;

@@ -9,6 +9,12 @@ namespace sluice::limiter {
 /// Permits a request takes (its cost) or a limiter holds. Limits fit in 32 bits.
 using Permits = std::uint32_t;
 
+/// a + b, or the most Permits hold: a count charged after the response (SPEC §9) may pass the
+/// limit, so it may meet the type's end.
+constexpr Permits saturating_sum(Permits a, Permits b) noexcept {
+  return a > static_cast<Permits>(~Permits{0}) - b ? static_cast<Permits>(~Permits{0}) : a + b;
+}
+
 /// reject: answer at once. delay: hold the request until it would be admitted, if that is
 /// within `max_delay`, reserving its permits at arrival (nginx limit_req without nodelay).
 enum class Mode : std::uint8_t { reject, delay };

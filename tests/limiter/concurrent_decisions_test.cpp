@@ -120,5 +120,35 @@ TEST(ConcurrentDecisions, ManyKeysOnManyThreadsStayIndependent) {
   EXPECT_EQ(limiter->stats().keys, 5000U);
 }
 
+/// Costs charged after responses on one key from several threads, each admission checking the
+/// budget without consuming (SPEC §9's `cost: response`): no charge is lost, and once the budget
+/// is spent nothing more is admitted.
+TEST(ConcurrentDecisions, ChargesAfterTheResponseFromManyThreadsAreNeverLost) {
+  for (const Case& c : cases()) {
+    if (c.options.algorithm == AlgorithmKind::concurrency) {
+      continue;  // its permits are held, never charged after
+    }
+    const auto limiter = make_limiter(c.options);
+    const KeyHash key = hash_key("hot-key");
+    std::atomic<int> charged{0};
+    const int admitted = hammer([&] {
+      const std::array<Charge, 1> admission{
+          Charge{.limiter = limiter.get(), .key = key, .cost = 1, .settled_later = true}};
+      std::array<Outcome, 1> outcome{};
+      if (!decide(admission, at(0s), outcome).admitted) {
+        return false;
+      }
+      limiter->charge(key, at(0s), 3);
+      charged.fetch_add(3, std::memory_order_relaxed);
+      return true;
+    });
+    // Each admission saw the charges before it: at most one in flight per thread past the budget.
+    EXPECT_GE(admitted * 3, c.expected) << c.name;
+    EXPECT_LE(admitted, (c.expected + 2) / 3 + kThreads) << c.name;
+    EXPECT_EQ(charged.load(), admitted * 3) << c.name;
+    EXPECT_EQ(limiter->peek(key, at(0s)).remaining, 0U) << c.name;
+  }
+}
+
 }  // namespace
 }  // namespace sluice::limiter

@@ -59,5 +59,26 @@ TEST(Decide, NoLimitersMeansAdmitted) {
   EXPECT_TRUE(decide({}, at(0s), outcomes).admitted);
 }
 
+/// A charge settled after the response is admitted if its cost fits, and consumes only what it
+/// reserves: nothing (count_if, a cost from the response without an estimate) or its estimate.
+TEST(Decide, AChargeSettledLaterConsumesOnlyItsReserve) {
+  const auto bucket = make_limiter({.algorithm = AlgorithmKind::token_bucket,
+                                    .rate = {.permits = 1, .period = 1min},
+                                    .burst = 10});
+  const KeyHash key = hash_key("caller");
+  std::array<Outcome, 1> outcome{};
+  const std::array<Charge, 1> checked{
+      Charge{.limiter = bucket.get(), .key = key, .cost = 1, .settled_later = true}};
+  EXPECT_TRUE(decide(checked, at(0s), outcome).admitted);
+  EXPECT_EQ(outcome[0].status.remaining, 10U);
+  const std::array<Charge, 1> reserved{
+      Charge{.limiter = bucket.get(), .key = key, .cost = 4, .settled_later = true, .reserve = 4}};
+  EXPECT_TRUE(decide(reserved, at(0s), outcome).admitted);
+  EXPECT_EQ(outcome[0].status.remaining, 6U);
+  bucket->charge(key, at(0s), 6);
+  EXPECT_FALSE(decide(checked, at(0s), outcome).admitted);
+  EXPECT_EQ(outcome[0].verdict.retry_after, 1min);
+}
+
 }  // namespace
 }  // namespace sluice::limiter

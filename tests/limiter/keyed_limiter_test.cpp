@@ -6,6 +6,7 @@
 
 #include "limiter/fixed_window.hpp"
 #include "limiter/key_hash.hpp"
+#include "limiter/make_limiter.hpp"
 #include "limiter/sliding_log.hpp"
 #include "limiter/token_bucket.hpp"
 #include "tests/support/manual_clock.hpp"
@@ -135,6 +136,117 @@ TEST(KeyedLimiter, RefusesANewKeyWhenEveryTrackedKeyIsLimited) {
   EXPECT_EQ(refused.verdict.retry_after, 40s);  // when the first tracked key frees up
   EXPECT_EQ(limiter.stats().overflows, 1U);
   EXPECT_TRUE(limiter.decide(key(2), at(60s), 1).verdict.admitted);
+}
+
+// Costs learnt after the response (SPEC §9): charge() consumes whether or not it fits, the key
+// goes into debt and stays limited until it has paid it back; refund() gives back what an
+// estimate reserved too much. Each algorithm, with exact numbers.
+
+TEST(ChargeAfterTheResponse, ATokenBucketInDebtRefillsItBeforeItAdmits) {
+  // 100 tokens a minute: one every 600 ms.
+  const auto limiter = make_limiter({.algorithm = AlgorithmKind::token_bucket,
+                                     .rate = {.permits = 100, .period = 1min},
+                                     .burst = 100});
+  const Status after = limiter->charge(key(1), at(0s), 150);
+  EXPECT_EQ(after.remaining, 0U);
+  EXPECT_EQ(after.reset, 90s);                                  // 150 tokens to refill
+  const Outcome in_debt = limiter->decide(key(1), at(30s), 1);  // -50 + 50 = 0 tokens
+  EXPECT_FALSE(in_debt.verdict.admitted);
+  EXPECT_EQ(in_debt.verdict.retry_after, 600ms);
+  EXPECT_TRUE(limiter->decide(key(1), at(30s) + 600ms, 1).verdict.admitted);
+}
+
+TEST(ChargeAfterTheResponse, ATokenBucketGivesBackWhatAnEstimateReservedTooMuch) {
+  const auto limiter = make_limiter({.algorithm = AlgorithmKind::token_bucket,
+                                     .rate = {.permits = 100, .period = 1min},
+                                     .burst = 100});
+  ASSERT_TRUE(limiter->decide(key(1), at(0s), 40).verdict.admitted);  // 60 left
+  limiter->refund(key(1), at(0s), at(6s), 30);                        // 60 + 10 + 30
+  EXPECT_EQ(limiter->peek(key(1), at(6s)).remaining, 100U);
+  limiter->refund(key(1), at(0s), at(6s), 30);  // never past full
+  EXPECT_EQ(limiter->peek(key(1), at(6s)).remaining, 100U);
+  EXPECT_EQ(limiter->charge(key(1), at(6s), 100).remaining, 0U);
+}
+
+TEST(ChargeAfterTheResponse, ALeakyBucketInDebtDrainsItFirst) {
+  // 10 a second, no burst: a charge of 5 takes 500 ms to drain before the next request fits.
+  const auto limiter = make_limiter(
+      {.algorithm = AlgorithmKind::leaky_bucket, .rate = {.permits = 10, .period = 1s}});
+  limiter->charge(key(1), at(0s), 5);
+  const Outcome refused = limiter->decide(key(1), at(400ms), 1);
+  EXPECT_FALSE(refused.verdict.admitted);
+  EXPECT_EQ(refused.verdict.retry_after, 100ms);
+  EXPECT_TRUE(limiter->decide(key(1), at(500ms), 1).verdict.admitted);
+}
+
+TEST(ChargeAfterTheResponse, AFixedWindowOverItsLimitIsFullUntilItEnds) {
+  const auto limiter =
+      make_limiter({.algorithm = AlgorithmKind::fixed_window, .limit = 10, .window = 1s});
+  ASSERT_TRUE(limiter->decide(key(1), at(0s), 1).verdict.admitted);
+  const Status after = limiter->charge(key(1), at(500ms), 14);  // 15 of 10
+  EXPECT_EQ(after.remaining, 0U);
+  EXPECT_EQ(after.reset, 500ms);
+  const Outcome refused = limiter->decide(key(1), at(900ms), 1);
+  EXPECT_FALSE(refused.verdict.admitted);
+  EXPECT_EQ(refused.verdict.retry_after, 100ms);
+  EXPECT_EQ(refused.status.remaining, 0U);
+  // The debt ends with its window: a fixed window counts each window on its own.
+  EXPECT_EQ(limiter->decide(key(1), at(1s), 1).status.remaining, 9U);
+}
+
+TEST(ChargeAfterTheResponse, AFixedWindowGivesBackOnlyWithinTheWindowCharged) {
+  const auto limiter =
+      make_limiter({.algorithm = AlgorithmKind::fixed_window, .limit = 10, .window = 1s});
+  ASSERT_TRUE(limiter->decide(key(1), at(0s), 5).verdict.admitted);
+  limiter->refund(key(1), at(0s), at(200ms), 3);
+  EXPECT_EQ(limiter->peek(key(1), at(200ms)).remaining, 8U);
+  ASSERT_TRUE(limiter->decide(key(1), at(1s), 5).verdict.admitted);
+  limiter->refund(key(1), at(200ms), at(1s), 5);  // charged in a window that has passed
+  EXPECT_EQ(limiter->peek(key(1), at(1s)).remaining, 5U);
+}
+
+TEST(ChargeAfterTheResponse, AFixedWindowSaturatesAtTheLargestCount) {
+  const auto limiter = make_limiter(
+      {.algorithm = AlgorithmKind::fixed_window, .limit = 4'294'967'295, .window = 1s});
+  limiter->charge(key(1), at(0s), 4'294'967'295);
+  const Status after = limiter->charge(key(1), at(0s), 4'294'967'295);
+  EXPECT_EQ(after.remaining, 0U);
+  EXPECT_FALSE(limiter->decide(key(1), at(999ms), 1).verdict.admitted);
+  EXPECT_EQ(limiter->decide(key(1), at(1s), 1).status.remaining, 4'294'967'294U);
+}
+
+TEST(ChargeAfterTheResponse, ASlidingWindowCarriesTheDebtIntoTheNextWindowWeighted) {
+  const auto limiter =
+      make_limiter({.algorithm = AlgorithmKind::sliding_window, .limit = 10, .window = 1s});
+  limiter->charge(key(1), at(500ms), 15);
+  // In the next window, 15 · (1 − elapsed) + 1 <= 10 from 400 ms in.
+  const Outcome refused = limiter->decide(key(1), at(1390ms), 1);
+  EXPECT_FALSE(refused.verdict.admitted);
+  EXPECT_EQ(refused.verdict.retry_after, 10ms);
+  EXPECT_TRUE(limiter->decide(key(1), at(1400ms), 1).verdict.admitted);
+  // A refund of the charged window's permits, now the window before.
+  limiter->refund(key(1), at(500ms), at(1400ms), 15);
+  EXPECT_EQ(limiter->peek(key(1), at(1400ms)).remaining, 9U);
+}
+
+TEST(ChargeAfterTheResponse, AWheelHoldsTheDebtUntilItsBucketTurnsOut) {
+  const auto limiter =
+      make_limiter({.algorithm = AlgorithmKind::wheel, .limit = 10, .window = 1s, .slots = 10});
+  limiter->charge(key(1), at(50ms), 15);
+  EXPECT_FALSE(limiter->decide(key(1), at(999ms), 1).verdict.admitted);
+  EXPECT_TRUE(limiter->decide(key(1), at(1s), 1).verdict.admitted);
+  limiter->charge(key(1), at(1s), 4);
+  limiter->refund(key(1), at(1s), at(1s), 3);
+  EXPECT_EQ(limiter->peek(key(1), at(1s)).remaining, 8U);  // 1 + 4 − 3 of 10
+}
+
+TEST(ChargeAfterTheResponse, ASlidingLogLogsNoMoreThanItsLimit) {
+  const auto limiter =
+      make_limiter({.algorithm = AlgorithmKind::sliding_log, .limit = 10, .window = 1s});
+  ASSERT_TRUE(limiter->decide(key(1), at(0s), 3).verdict.admitted);
+  EXPECT_EQ(limiter->charge(key(1), at(0s), 1'000'000).remaining, 0U);  // 7 logged, not a million
+  EXPECT_FALSE(limiter->decide(key(1), at(999ms), 1).verdict.admitted);
+  EXPECT_EQ(limiter->decide(key(1), at(1s), 1).status.remaining, 9U);
 }
 
 }  // namespace
