@@ -12,6 +12,7 @@ rules=(
   "limiter||boost asio yaml-cpp spdlog hiredis fmt CLI"
   "config|limiter|asio boost/asio boost/beast spdlog hiredis CLI"
   "proxy/auth||boost/asio boost/beast yaml-cpp spdlog hiredis CLI"
+  "proxy/cost||boost/asio boost/beast yaml-cpp spdlog hiredis fmt CLI"
   "proxy/pipeline|limiter config proxy/auth|boost/asio boost/beast yaml-cpp spdlog hiredis CLI"
   "proxy/replay|limiter config proxy/pipeline proxy/auth|boost/asio boost/beast yaml-cpp spdlog hiredis CLI"
   "proxy/telemetry|limiter config|boost/asio boost/beast yaml-cpp hiredis CLI"

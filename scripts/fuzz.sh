@@ -6,12 +6,13 @@
 #   scripts/fuzz.sh all [SECONDS]      every target for SECONDS each, FUZZ_JOBS at a time
 #                                      (default: one per core)
 #
-# Targets: config, http, http2, pipeline, replay_combined, replay_jsonl, resp (tests/fuzz/NAME_fuzz.cpp
-# says what each one feeds where). A run starts from the target's seeds (tests/fuzz/corpus/TARGET)
-# and regression inputs (tests/fuzz/regressions/TARGET), which are all replayed first, and keeps
-# the inputs it finds in build/fuzz/corpus/TARGET for the next run. A crash, an uncaught
-# exception, undefined behaviour, a leak, a timeout or too much memory fails it: the input is
-# written to build/fuzz/artifacts/TARGET/ and the log's end is shown. Exits 1 if any run failed.
+# Targets: config, http, http2, jwt, pipeline, replay_combined, replay_jsonl, resp, usage
+# (tests/fuzz/NAME_fuzz.cpp says what each one feeds where). A run starts from the target's seeds
+# (tests/fuzz/corpus/TARGET) and regression inputs (tests/fuzz/regressions/TARGET), which are all
+# replayed first, and keeps the inputs it finds in build/fuzz/corpus/TARGET for the next run. A
+# crash, an uncaught exception, undefined behaviour, a leak, a timeout or too much memory fails
+# it: the input is written to build/fuzz/artifacts/TARGET/ and the log's end is shown. Exits 1 if
+# any run failed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

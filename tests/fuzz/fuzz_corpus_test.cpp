@@ -24,6 +24,7 @@ extern "C" int sluice_fuzz_jwt(const std::uint8_t* data, std::size_t size);
 extern "C" int sluice_fuzz_replay_jsonl(const std::uint8_t* data, std::size_t size);
 extern "C" int sluice_fuzz_replay_combined(const std::uint8_t* data, std::size_t size);
 extern "C" int sluice_fuzz_resp(const std::uint8_t* data, std::size_t size);
+extern "C" int sluice_fuzz_usage(const std::uint8_t* data, std::size_t size);
 
 namespace {
 
@@ -41,7 +42,8 @@ constexpr Target kTargets[] = {{"config", sluice_fuzz_config},
                                {"jwt", sluice_fuzz_jwt},
                                {"replay_jsonl", sluice_fuzz_replay_jsonl},
                                {"replay_combined", sluice_fuzz_replay_combined},
-                               {"resp", sluice_fuzz_resp}};
+                               {"resp", sluice_fuzz_resp},
+                               {"usage", sluice_fuzz_usage}};
 
 const fs::path kFuzzDirectory = fs::path(SLUICE_SOURCE_DIR) / "tests" / "fuzz";
 

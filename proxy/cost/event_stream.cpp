@@ -1,0 +1,94 @@
+#include "proxy/cost/event_stream.hpp"
+
+#include <algorithm>
+
+namespace sluice::cost {
+namespace {
+
+bool ends_line(char c) { return c == '\n' || c == '\r'; }
+
+/// Where the line that `from` is in ends in `piece`, or the piece's end.
+std::size_t line_end(std::span<const char> piece, std::size_t from) {
+  return static_cast<std::size_t>(
+      std::find_if(piece.begin() + static_cast<std::ptrdiff_t>(from), piece.end(), ends_line) -
+      piece.begin());
+}
+
+}  // namespace
+
+void EventStreamReader::start() { *this = EventStreamReader(); }
+
+bool EventStreamReader::name_is_data() const {
+  const std::string_view name(name_.data(), name_length_);
+  return !name_too_long_ && (name == "data" || (first_line_ && name == "\xEF\xBB\xBF"
+                                                                       "data"));
+}
+
+void EventStreamReader::end_line(EventStreamSink& sink) {
+  if (line_ == Line::start) {
+    sink.event_end();
+  } else if (line_ == Line::name && name_is_data()) {
+    sink.data_line();  // "data" alone: a data line with an empty value
+  }
+  line_ = Line::start;
+  first_line_ = false;
+}
+
+void EventStreamReader::write(std::span<const char> piece, EventStreamSink& sink) {
+  std::size_t at = 0;
+  while (at < piece.size()) {
+    const char c = piece[at];
+    if (after_cr_) {
+      after_cr_ = false;
+      if (c == '\n') {
+        ++at;
+        continue;
+      }
+    }
+    if (ends_line(c)) {
+      end_line(sink);
+      after_cr_ = c == '\r';
+      ++at;
+      continue;
+    }
+    switch (line_) {
+      case Line::start:
+        name_length_ = 0;
+        name_too_long_ = false;
+        line_ = c == ':' ? Line::skip : Line::name;
+        continue;  // the same byte again, as a name's first or a comment's
+      case Line::name:
+        if (c == ':') {
+          if (name_is_data()) {
+            sink.data_line();
+            line_ = Line::space;
+          } else {
+            line_ = Line::skip;
+          }
+        } else if (name_length_ < name_.size()) {
+          name_[name_length_++] = c;
+        } else {
+          name_too_long_ = true;
+        }
+        ++at;
+        continue;
+      case Line::space:
+        line_ = Line::value;
+        if (c == ' ') {
+          ++at;
+        }
+        continue;
+      case Line::value: {
+        const std::size_t end = line_end(piece, at);
+        sink.data(std::string_view(piece.data() + at, end - at));
+        at = end;
+        continue;
+      }
+      case Line::skip:
+        at = line_end(piece, at);
+        continue;
+    }
+  }
+}
+
+}  // namespace sluice::cost

@@ -1,0 +1,252 @@
+// Usage as the APIs report it (SPEC §9), read from whole JSON bodies and from event streams:
+//
+// - OpenAI chat completions: `usage.prompt_tokens` (input), `usage.completion_tokens` (output),
+//   `usage.total_tokens`. Streamed, every chunk has `"usage": null` but one, after the last
+//   choice, that has the usage (when the request asked for it: with_usage_requested()); then
+//   `data: [DONE]`, which is not JSON.
+// - OpenAI responses: `usage.input_tokens`, `usage.output_tokens`, `usage.total_tokens`;
+//   streamed, in the `response.completed` (or `.incomplete`, `.failed`) event's
+//   `response.usage`, the earlier events' `response.usage` being null.
+// - Anthropic messages: `usage.input_tokens`, `usage.output_tokens`,
+//   `usage.cache_creation_input_tokens`, `usage.cache_read_input_tokens`. Streamed, the
+//   `message_start` event has them in `message.usage`, and each `message_delta` event in `usage`
+//   the counts so far: cumulative, so each replaces the last, never adds to it.
+//
+// Every format's paths are read from every document, whatever its `type` or `event:` line says:
+// only the events that carry usage have those paths, and a later event's count replaces an
+// earlier one's.
+#include "proxy/cost/response_meter.hpp"
+
+#include <algorithm>
+
+namespace sluice::cost {
+namespace {
+
+/// OpenAI's slots.
+constexpr std::uint8_t kInput = 0;
+constexpr std::uint8_t kOutput = 1;
+constexpr std::uint8_t kTotal = 2;
+/// Anthropic's: its input and output, then the input it counts apart, read from or written to its
+/// prompt cache.
+constexpr std::uint8_t kCacheCreation = 2;
+constexpr std::uint8_t kCacheRead = 3;
+
+constexpr std::string_view kUsagePromptTokens[] = {"usage", "prompt_tokens"};
+constexpr std::string_view kUsageCompletionTokens[] = {"usage", "completion_tokens"};
+constexpr std::string_view kUsageInputTokens[] = {"usage", "input_tokens"};
+constexpr std::string_view kUsageOutputTokens[] = {"usage", "output_tokens"};
+constexpr std::string_view kUsageTotalTokens[] = {"usage", "total_tokens"};
+constexpr std::string_view kUsageCacheCreation[] = {"usage", "cache_creation_input_tokens"};
+constexpr std::string_view kUsageCacheRead[] = {"usage", "cache_read_input_tokens"};
+constexpr std::string_view kResponseInputTokens[] = {"response", "usage", "input_tokens"};
+constexpr std::string_view kResponseOutputTokens[] = {"response", "usage", "output_tokens"};
+constexpr std::string_view kResponseTotalTokens[] = {"response", "usage", "total_tokens"};
+constexpr std::string_view kMessageInputTokens[] = {"message", "usage", "input_tokens"};
+constexpr std::string_view kMessageOutputTokens[] = {"message", "usage", "output_tokens"};
+constexpr std::string_view kMessageCacheCreation[] = {"message", "usage",
+                                                      "cache_creation_input_tokens"};
+constexpr std::string_view kMessageCacheRead[] = {"message", "usage", "cache_read_input_tokens"};
+
+constexpr JsonTarget kOpenAiTargets[] = {
+    {kUsagePromptTokens, {}, kInput},   {kUsageInputTokens, {}, kInput},
+    {kResponseInputTokens, {}, kInput}, {kUsageCompletionTokens, {}, kOutput},
+    {kUsageOutputTokens, {}, kOutput},  {kResponseOutputTokens, {}, kOutput},
+    {kUsageTotalTokens, {}, kTotal},    {kResponseTotalTokens, {}, kTotal}};
+constexpr JsonTarget kAnthropicTargets[] = {
+    {kUsageInputTokens, {}, kInput},           {kMessageInputTokens, {}, kInput},
+    {kUsageOutputTokens, {}, kOutput},         {kMessageOutputTokens, {}, kOutput},
+    {kUsageCacheCreation, {}, kCacheCreation}, {kMessageCacheCreation, {}, kCacheCreation},
+    {kUsageCacheRead, {}, kCacheRead},         {kMessageCacheRead, {}, kCacheRead}};
+
+char lower(char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; }
+
+bool equal_ignoring_case(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(),
+                                            [](char x, char y) { return lower(x) == lower(y); });
+}
+
+/// `text/event-stream`, whatever its case, parameters and spaces.
+bool is_event_stream(std::string_view content_type) {
+  std::string_view media_type = content_type.substr(0, content_type.find(';'));
+  const std::size_t first = media_type.find_first_not_of(" \t");
+  if (first == std::string_view::npos) {
+    return false;
+  }
+  media_type = media_type.substr(first, media_type.find_last_not_of(" \t") - first + 1);
+  return equal_ignoring_case(media_type, "text/event-stream");
+}
+
+Reading reading_of(const CostValue& value) {
+  switch (value.state) {
+    case CostValue::State::number:
+      return {Reading::Result::reported, value.number, {}};
+    case CostValue::State::invalid:
+      return {Reading::Result::invalid, 0, value.why};
+    case CostValue::State::absent:
+      break;
+  }
+  return {};
+}
+
+/// A count that adds to another when the response has it, and adds nothing when it has not.
+CostValue zero_if_absent(const CostValue& value) {
+  return value.state == CostValue::State::absent ? CostValue::of(0) : value;
+}
+
+}  // namespace
+
+void ResponseMeter::start(const MeterSpec& spec, std::string_view content_type) {
+  spec_ = &spec;
+  header_value_ = {};
+  body_bytes_ = 0;
+  said_ = {};
+  event_has_data_ = false;
+  switch (spec.kind) {
+    case MeterSpec::Kind::header:
+      body_kind_ = BodyKind::ignored;
+      return;
+    case MeterSpec::Kind::bytes:
+      body_kind_ = BodyKind::counted;
+      return;
+    case MeterSpec::Kind::json:
+      path_target_ = JsonTarget{{}, spec.path, 0};
+      json_.set_targets({&path_target_, 1});
+      break;
+    case MeterSpec::Kind::usage:
+      if (spec.usage == Usage::openai) {
+        json_.set_targets(kOpenAiTargets);
+      } else {
+        json_.set_targets(kAnthropicTargets);
+      }
+      break;
+  }
+  if (is_event_stream(content_type)) {
+    body_kind_ = BodyKind::event_stream;
+    events_.start();
+  } else {
+    body_kind_ = BodyKind::json;
+    json_.start();
+  }
+}
+
+void ResponseMeter::field(std::string_view name, std::string_view value) {
+  if (spec_ != nullptr && spec_->kind == MeterSpec::Kind::header &&
+      equal_ignoring_case(name, spec_->header)) {
+    header_value_ = read_cost_text(value);
+  }
+}
+
+void ResponseMeter::trailer(std::string_view name, std::string_view value) {
+  field(name, value);  // a trailer comes after the head: it replaces the head's value
+}
+
+void ResponseMeter::body(std::span<const char> bytes) {
+  switch (body_kind_) {
+    case BodyKind::ignored:
+      return;
+    case BodyKind::counted:
+      body_bytes_ = bytes.size() >= kMaxCost - body_bytes_ ? kMaxCost : body_bytes_ + bytes.size();
+      return;
+    case BodyKind::json:
+      json_.write(std::string_view(bytes.data(), bytes.size()));
+      return;
+    case BodyKind::event_stream:
+      events_.write(bytes, *this);
+      return;
+  }
+}
+
+void ResponseMeter::data_line() {
+  if (event_has_data_) {
+    json_.write("\n");  // an event's data lines are joined by newlines: whitespace to JSON
+  } else {
+    json_.start();
+    event_has_data_ = true;
+  }
+}
+
+void ResponseMeter::data(std::string_view run) { json_.write(run); }
+
+void ResponseMeter::event_end() {
+  if (event_has_data_) {
+    take_event();
+    event_has_data_ = false;
+  }
+}
+
+void ResponseMeter::take_event() {
+  if (json_.end() != JsonPathReader::Status::complete) {
+    return;  // not a JSON document: `[DONE]`, or an event cut short
+  }
+  for (std::size_t slot = 0; slot < said_.size(); ++slot) {
+    if (json_.found(slot).state != CostValue::State::absent) {
+      said_[slot] = json_.found(slot);
+    }
+  }
+}
+
+Reading ResponseMeter::finish() {
+  if (spec_ == nullptr) {
+    return {};
+  }
+  const Reading reading = read_body_end();
+  spec_ = nullptr;
+  body_kind_ = BodyKind::ignored;
+  return reading;
+}
+
+Reading ResponseMeter::read_body_end() {
+  if (body_kind_ == BodyKind::event_stream && event_has_data_) {
+    take_event();  // a stream cut short may end without the event's blank line
+  }
+  if (body_kind_ == BodyKind::json) {
+    if (json_.end() == JsonPathReader::Status::failed) {
+      return {Reading::Result::invalid, 0, json_.failure()};
+    }
+    for (std::size_t slot = 0; slot < said_.size(); ++slot) {
+      said_[slot] = json_.found(slot);
+    }
+  }
+  switch (spec_->kind) {
+    case MeterSpec::Kind::header:
+      return reading_of(header_value_);
+    case MeterSpec::Kind::bytes:
+      return {Reading::Result::reported, body_bytes_, {}};
+    case MeterSpec::Kind::json:
+      return reading_of(said_[0]);
+    case MeterSpec::Kind::usage:
+      break;
+  }
+  return usage_reading();
+}
+
+Reading ResponseMeter::usage_reading() const {
+  CostValue input;
+  CostValue output;
+  CostValue total;
+  if (spec_->usage == Usage::openai) {
+    input = said_[kInput];
+    output = said_[kOutput];
+    // Embeddings report no output: their total is their input, as the API gives it.
+    total =
+        said_[kTotal].state != CostValue::State::absent ? said_[kTotal] : add_costs(input, output);
+  } else {
+    // Anthropic counts apart the input it wrote to or read from its prompt cache: the call read
+    // all of it, so all of it is input.
+    input = add_costs(add_costs(said_[kInput], zero_if_absent(said_[kCacheCreation])),
+                      zero_if_absent(said_[kCacheRead]));
+    output = said_[kOutput];
+    total = add_costs(input, output);
+  }
+  switch (spec_->count) {
+    case UsageCount::input:
+      return reading_of(input);
+    case UsageCount::output:
+      return reading_of(output);
+    case UsageCount::total:
+      break;
+  }
+  return reading_of(total);
+}
+
+}  // namespace sluice::cost

@@ -1,0 +1,685 @@
+#include "proxy/cost/response_meter.hpp"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tests/support/counted_new.hpp"
+
+namespace sluice::cost {
+namespace {
+
+// Responses as the APIs send them (their documented examples, with counts of their own so that
+// each count is told apart from the others).
+
+constexpr std::string_view kOpenAiChatJson = R"({
+  "id": "chatcmpl-B9MHDbslfkBeAs8l4bebGdFOJ6PeG",
+  "object": "chat.completion",
+  "created": 1741570283,
+  "model": "gpt-4o-2024-08-06",
+  "choices": [
+    {
+      "index": 0,
+      "message": {
+        "role": "assistant",
+        "content": "The image shows a wooden boardwalk through a lush green meadow.",
+        "refusal": null,
+        "annotations": []
+      },
+      "logprobs": null,
+      "finish_reason": "stop"
+    }
+  ],
+  "usage": {
+    "prompt_tokens": 1117,
+    "completion_tokens": 46,
+    "total_tokens": 1163,
+    "prompt_tokens_details": {"cached_tokens": 0, "audio_tokens": 0},
+    "completion_tokens_details": {
+      "reasoning_tokens": 0,
+      "audio_tokens": 0,
+      "accepted_prediction_tokens": 0,
+      "rejected_prediction_tokens": 0
+    }
+  },
+  "service_tier": "default",
+  "system_fingerprint": "fp_fc9f1d7035"
+}
+)";
+
+/// A streamed chat completion with `stream_options.include_usage`: `"usage": null` on every
+/// chunk, then a chunk without choices that has it, then `[DONE]`.
+constexpr std::string_view kOpenAiChatStream =
+    R"(data: {"id":"chatcmpl-123","object":"chat.completion.chunk","created":1694268190,"model":"gpt-4o-mini","system_fingerprint":"fp_44709d6fcb","choices":[{"index":0,"delta":{"role":"assistant","content":"","refusal":null},"logprobs":null,"finish_reason":null}],"usage":null}
+
+data: {"id":"chatcmpl-123","object":"chat.completion.chunk","created":1694268190,"model":"gpt-4o-mini","system_fingerprint":"fp_44709d6fcb","choices":[{"index":0,"delta":{"content":"Hello"},"logprobs":null,"finish_reason":null}],"usage":null}
+
+data: {"id":"chatcmpl-123","object":"chat.completion.chunk","created":1694268190,"model":"gpt-4o-mini","system_fingerprint":"fp_44709d6fcb","choices":[{"index":0,"delta":{"content":" there!"},"logprobs":null,"finish_reason":null}],"usage":null}
+
+data: {"id":"chatcmpl-123","object":"chat.completion.chunk","created":1694268190,"model":"gpt-4o-mini","system_fingerprint":"fp_44709d6fcb","choices":[{"index":0,"delta":{},"logprobs":null,"finish_reason":"stop"}],"usage":null}
+
+data: {"id":"chatcmpl-123","object":"chat.completion.chunk","created":1694268190,"model":"gpt-4o-mini","system_fingerprint":"fp_44709d6fcb","choices":[],"usage":{"prompt_tokens":19,"completion_tokens":10,"total_tokens":29,"prompt_tokens_details":{"cached_tokens":0,"audio_tokens":0},"completion_tokens_details":{"reasoning_tokens":0,"audio_tokens":0,"accepted_prediction_tokens":0,"rejected_prediction_tokens":0}}}
+
+data: [DONE]
+
+)";
+
+constexpr std::string_view kOpenAiResponseJson = R"({
+  "id": "resp_67ccd2bed1ec8190b14f964abc0542670bb6a6b452d3795b",
+  "object": "response",
+  "created_at": 1741476542,
+  "status": "completed",
+  "error": null,
+  "incomplete_details": null,
+  "instructions": null,
+  "max_output_tokens": null,
+  "model": "gpt-4.1-2025-04-14",
+  "output": [
+    {
+      "type": "message",
+      "id": "msg_67ccd2bf17f0819081ff3bb2cf6508e60bb6a6b452d3795b",
+      "status": "completed",
+      "role": "assistant",
+      "content": [
+        {"type": "output_text", "text": "In a peaceful grove beneath a silver moon...", "annotations": []}
+      ]
+    }
+  ],
+  "parallel_tool_calls": true,
+  "previous_response_id": null,
+  "reasoning": {"effort": null, "summary": null},
+  "store": true,
+  "temperature": 1.0,
+  "text": {"format": {"type": "text"}},
+  "tool_choice": "auto",
+  "tools": [],
+  "top_p": 1.0,
+  "truncation": "disabled",
+  "usage": {
+    "input_tokens": 36,
+    "input_tokens_details": {"cached_tokens": 0},
+    "output_tokens": 87,
+    "output_tokens_details": {"reasoning_tokens": 0},
+    "total_tokens": 123
+  },
+  "user": null,
+  "metadata": {}
+})";
+
+/// The responses API streamed: its usage comes in `response.completed`, earlier events having
+/// `"usage": null` in their `response`.
+constexpr std::string_view kOpenAiResponseStream =
+    R"(event: response.created
+data: {"type":"response.created","sequence_number":0,"response":{"id":"resp_67c9fdcecf488190bdd9a0409de3a1ec07b8b0ad4e5eb654","object":"response","created_at":1741290958,"status":"in_progress","error":null,"model":"gpt-4.1-2025-04-14","output":[],"temperature":1.0,"usage":null,"metadata":{}}}
+
+event: response.in_progress
+data: {"type":"response.in_progress","sequence_number":1,"response":{"id":"resp_67c9fdcecf488190bdd9a0409de3a1ec07b8b0ad4e5eb654","object":"response","status":"in_progress","output":[],"usage":null}}
+
+event: response.output_item.added
+data: {"type":"response.output_item.added","sequence_number":2,"output_index":0,"item":{"id":"msg_67c9fdcf37fc8190ba82116e33fb28c507b8b0ad4e5eb654","type":"message","status":"in_progress","role":"assistant","content":[]}}
+
+event: response.output_text.delta
+data: {"type":"response.output_text.delta","sequence_number":4,"item_id":"msg_67c9fdcf37fc8190ba82116e33fb28c507b8b0ad4e5eb654","output_index":0,"content_index":0,"delta":"Hi"}
+
+event: response.output_text.done
+data: {"type":"response.output_text.done","sequence_number":5,"item_id":"msg_67c9fdcf37fc8190ba82116e33fb28c507b8b0ad4e5eb654","output_index":0,"content_index":0,"text":"Hi there! How can I assist you today?"}
+
+event: response.completed
+data: {"type":"response.completed","sequence_number":7,"response":{"id":"resp_67c9fdcecf488190bdd9a0409de3a1ec07b8b0ad4e5eb654","object":"response","created_at":1741290958,"status":"completed","error":null,"model":"gpt-4.1-2025-04-14","output":[{"id":"msg_67c9fdcf37fc8190ba82116e33fb28c507b8b0ad4e5eb654","type":"message","status":"completed","role":"assistant","content":[{"type":"output_text","text":"Hi there! How can I assist you today?","annotations":[]}]}],"temperature":1.0,"usage":{"input_tokens":37,"input_tokens_details":{"cached_tokens":0},"output_tokens":11,"output_tokens_details":{"reasoning_tokens":0},"total_tokens":48},"metadata":{}}}
+
+)";
+
+constexpr std::string_view kAnthropicJson = R"({
+  "id": "msg_01XFDUDYJgAACzvnptvVoYEL",
+  "type": "message",
+  "role": "assistant",
+  "model": "claude-sonnet-4-20250514",
+  "content": [{"type": "text", "text": "Hello! How can I help you today?"}],
+  "stop_reason": "end_turn",
+  "stop_sequence": null,
+  "usage": {
+    "input_tokens": 2095,
+    "cache_creation_input_tokens": 120,
+    "cache_read_input_tokens": 1800,
+    "cache_creation": {"ephemeral_5m_input_tokens": 120, "ephemeral_1h_input_tokens": 0},
+    "output_tokens": 503,
+    "service_tier": "standard"
+  }
+})";
+
+/// Anthropic's stream: the input in `message_start`, then cumulative output counts in each
+/// `message_delta`.
+constexpr std::string_view kAnthropicStream =
+    R"(event: message_start
+data: {"type": "message_start", "message": {"id": "msg_1nZdL29xx5MUA1yADyHTEsnR8uuvGzszyY", "type": "message", "role": "assistant", "content": [], "model": "claude-opus-4-1-20250805", "stop_reason": null, "stop_sequence": null, "usage": {"input_tokens": 25, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 10, "output_tokens": 1}}}
+
+event: content_block_start
+data: {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}
+
+event: ping
+data: {"type": "ping"}
+
+event: content_block_delta
+data: {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Hello"}}
+
+event: content_block_delta
+data: {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "!"}}
+
+event: content_block_stop
+data: {"type": "content_block_stop", "index": 0}
+
+event: message_delta
+data: {"type": "message_delta", "delta": {"stop_reason": null, "stop_sequence": null}, "usage": {"output_tokens": 9}}
+
+event: message_delta
+data: {"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": null}, "usage": {"output_tokens": 15}}
+
+event: message_stop
+data: {"type": "message_stop"}
+
+)";
+
+constexpr std::string_view kJson = "application/json";
+constexpr std::string_view kEventStream = "text/event-stream";
+
+MeterSpec usage_spec(Usage usage, UsageCount count) {
+  MeterSpec spec;
+  spec.kind = MeterSpec::Kind::usage;
+  spec.usage = usage;
+  spec.count = count;
+  return spec;
+}
+
+MeterSpec json_spec(std::vector<std::string> path) {
+  MeterSpec spec;
+  spec.kind = MeterSpec::Kind::json;
+  spec.path = std::move(path);
+  return spec;
+}
+
+MeterSpec header_spec(std::string name) {
+  MeterSpec spec;
+  spec.kind = MeterSpec::Kind::header;
+  spec.header = std::move(name);
+  return spec;
+}
+
+std::string describe(const Reading& reading) {
+  switch (reading.result) {
+    case Reading::Result::reported:
+      return "reported " + std::to_string(reading.cost);
+    case Reading::Result::invalid:
+      return "invalid: " + std::string(reading.why);
+    case Reading::Result::missing:
+      break;
+  }
+  return "missing";
+}
+
+std::span<const char> bytes_of(std::string_view text) { return {text.data(), text.size()}; }
+
+/// The reading of a body given in these pieces, through `meter`.
+std::string meter_pieces(ResponseMeter& meter, const MeterSpec& spec, std::string_view content_type,
+                         const std::vector<std::string_view>& pieces) {
+  meter.start(spec, content_type);
+  for (const std::string_view piece : pieces) {
+    meter.body(bytes_of(piece));
+  }
+  return describe(meter.finish());
+}
+
+std::string meter_whole(const MeterSpec& spec, std::string_view content_type,
+                        std::string_view body) {
+  ResponseMeter meter;
+  return meter_pieces(meter, spec, content_type, {body});
+}
+
+/// Expects `body` to read `expected` whole, a byte at a time, and cut in two at every place,
+/// through one meter reused all along.
+void expect_in_any_pieces(const MeterSpec& spec, std::string_view content_type,
+                          std::string_view body, const std::string& expected) {
+  ResponseMeter meter;
+  EXPECT_EQ(meter_pieces(meter, spec, content_type, {body}), expected) << "whole";
+  std::vector<std::string_view> bytes;
+  for (std::size_t i = 0; i < body.size(); ++i) {
+    bytes.push_back(body.substr(i, 1));
+  }
+  EXPECT_EQ(meter_pieces(meter, spec, content_type, bytes), expected) << "a byte at a time";
+  for (std::size_t cut = 0; cut <= body.size(); ++cut) {
+    const std::string reading =
+        meter_pieces(meter, spec, content_type, {body.substr(0, cut), body.substr(cut)});
+    if (reading != expected) {
+      ADD_FAILURE() << "cut at " << cut << ": " << reading << ", expected " << expected;
+      return;  // one report, not one per place
+    }
+  }
+}
+
+TEST(ResponseMeter, ReadsAnOpenAiChatCompletion) {
+  expect_in_any_pieces(usage_spec(Usage::openai, UsageCount::total), kJson, kOpenAiChatJson,
+                       "reported 1163");
+  expect_in_any_pieces(usage_spec(Usage::openai, UsageCount::input), kJson, kOpenAiChatJson,
+                       "reported 1117");
+  expect_in_any_pieces(usage_spec(Usage::openai, UsageCount::output), kJson, kOpenAiChatJson,
+                       "reported 46");
+}
+
+TEST(ResponseMeter, ReadsAnOpenAiChatStreamsLastChunk) {
+  const std::string_view content_type = "text/event-stream; charset=utf-8";
+  expect_in_any_pieces(usage_spec(Usage::openai, UsageCount::total), content_type,
+                       kOpenAiChatStream, "reported 29");
+  expect_in_any_pieces(usage_spec(Usage::openai, UsageCount::input), content_type,
+                       kOpenAiChatStream, "reported 19");
+  expect_in_any_pieces(usage_spec(Usage::openai, UsageCount::output), content_type,
+                       kOpenAiChatStream, "reported 10");
+}
+
+TEST(ResponseMeter, ReadsAnOpenAiResponse) {
+  expect_in_any_pieces(usage_spec(Usage::openai, UsageCount::total), kJson, kOpenAiResponseJson,
+                       "reported 123");
+  expect_in_any_pieces(usage_spec(Usage::openai, UsageCount::input), kJson, kOpenAiResponseJson,
+                       "reported 36");
+  expect_in_any_pieces(usage_spec(Usage::openai, UsageCount::output), kJson, kOpenAiResponseJson,
+                       "reported 87");
+}
+
+TEST(ResponseMeter, ReadsAnOpenAiResponseStreamsCompletedEvent) {
+  expect_in_any_pieces(usage_spec(Usage::openai, UsageCount::total), kEventStream,
+                       kOpenAiResponseStream, "reported 48");
+  expect_in_any_pieces(usage_spec(Usage::openai, UsageCount::input), kEventStream,
+                       kOpenAiResponseStream, "reported 37");
+  expect_in_any_pieces(usage_spec(Usage::openai, UsageCount::output), kEventStream,
+                       kOpenAiResponseStream, "reported 11");
+}
+
+TEST(ResponseMeter, ReadsAnAnthropicMessageWithItsCachedInputAsInput) {
+  // input 2095 + cache writes 120 + cache reads 1800.
+  expect_in_any_pieces(usage_spec(Usage::anthropic, UsageCount::input), kJson, kAnthropicJson,
+                       "reported 4015");
+  expect_in_any_pieces(usage_spec(Usage::anthropic, UsageCount::output), kJson, kAnthropicJson,
+                       "reported 503");
+  expect_in_any_pieces(usage_spec(Usage::anthropic, UsageCount::total), kJson, kAnthropicJson,
+                       "reported 4518");
+}
+
+TEST(ResponseMeter, TakesAnthropicsLastCumulativeCountNotTheirSum) {
+  // message_start: 25 in, 10 read from the cache, 1 out; message_delta: 9 out, then 15 out.
+  expect_in_any_pieces(usage_spec(Usage::anthropic, UsageCount::input), kEventStream,
+                       kAnthropicStream, "reported 35");
+  expect_in_any_pieces(usage_spec(Usage::anthropic, UsageCount::output), kEventStream,
+                       kAnthropicStream, "reported 15");
+  expect_in_any_pieces(usage_spec(Usage::anthropic, UsageCount::total), kEventStream,
+                       kAnthropicStream, "reported 50");
+}
+
+TEST(ResponseMeter, AnthropicDeltasReplaceInputAndCacheCountsToo) {
+  const std::string stream = std::string(kAnthropicStream) +
+                             R"(event: message_delta
+data: {"type":"message_delta","delta":{},"usage":{"input_tokens":30,"cache_read_input_tokens":0,"output_tokens":16}}
+
+)";
+  expect_in_any_pieces(usage_spec(Usage::anthropic, UsageCount::input), kEventStream, stream,
+                       "reported 30");
+  expect_in_any_pieces(usage_spec(Usage::anthropic, UsageCount::total), kEventStream, stream,
+                       "reported 46");
+}
+
+TEST(ResponseMeter, AStreamCutBeforeItsUsageIsMissing) {
+  const std::string_view before_usage =
+      kOpenAiChatStream.substr(0, kOpenAiChatStream.find(R"("choices":[],"usage")"));
+  EXPECT_EQ(meter_whole(usage_spec(Usage::openai, UsageCount::total), kEventStream, before_usage),
+            "missing");
+  // The usage chunk cut in the middle of its total: no half number is taken.
+  const std::string_view in_total =
+      kOpenAiChatStream.substr(0, kOpenAiChatStream.find(R"("total_tokens":29)") + 16);
+  EXPECT_EQ(meter_whole(usage_spec(Usage::openai, UsageCount::total), kEventStream, in_total),
+            "missing");
+  // A stream that asked for no usage.
+  EXPECT_EQ(meter_whole(usage_spec(Usage::openai, UsageCount::total), kEventStream,
+                        "data: {\"choices\":[],\"usage\":null}\n\ndata: [DONE]\n\n"),
+            "missing");
+}
+
+TEST(ResponseMeter, AStreamCutBeforeItsBlankLineStillCountsItsLastWholeEvent) {
+  std::string_view without_end =
+      kOpenAiChatStream.substr(0, kOpenAiChatStream.find("data: [DONE]"));
+  without_end.remove_suffix(2);  // the usage chunk's blank line
+  EXPECT_EQ(meter_whole(usage_spec(Usage::openai, UsageCount::total), kEventStream, without_end),
+            "reported 29");
+}
+
+TEST(ResponseMeter, AnAnthropicStreamCutAfterMessageStartHasItsFirstCounts) {
+  const std::string_view after_start =
+      kAnthropicStream.substr(0, kAnthropicStream.find("event: content_block_start"));
+  EXPECT_EQ(meter_whole(usage_spec(Usage::anthropic, UsageCount::input), kEventStream, after_start),
+            "reported 35");
+  EXPECT_EQ(
+      meter_whole(usage_spec(Usage::anthropic, UsageCount::output), kEventStream, after_start),
+      "reported 1");
+  EXPECT_EQ(meter_whole(usage_spec(Usage::anthropic, UsageCount::total), kEventStream, after_start),
+            "reported 36");
+  // Cut after the first delta: its count, not the one that never came.
+  const std::string_view after_first_delta =
+      kAnthropicStream.substr(0, kAnthropicStream.rfind("event: message_delta"));
+  EXPECT_EQ(meter_whole(usage_spec(Usage::anthropic, UsageCount::output), kEventStream,
+                        after_first_delta),
+            "reported 9");
+}
+
+TEST(ResponseMeter, AJsonBodyCutShortCountsWhatItHeldWhole) {
+  const std::string_view before_usage =
+      kOpenAiChatJson.substr(0, kOpenAiChatJson.find("\"usage\""));
+  EXPECT_EQ(meter_whole(usage_spec(Usage::openai, UsageCount::total), kJson, before_usage),
+            "missing");
+  const std::string_view after_total =
+      kOpenAiChatJson.substr(0, kOpenAiChatJson.find("\"prompt_tokens_details\""));
+  EXPECT_EQ(meter_whole(usage_spec(Usage::openai, UsageCount::total), kJson, after_total),
+            "reported 1163");
+  // Cut inside "1163": the end would complete "116", which is not taken...
+  const std::string_view in_total = kOpenAiChatJson.substr(0, kOpenAiChatJson.find("1163") + 3);
+  EXPECT_EQ(meter_whole(json_spec({"usage", "total_tokens"}), kJson, in_total), "missing");
+  // ...so the total is the input and output before it.
+  EXPECT_EQ(meter_whole(usage_spec(Usage::openai, UsageCount::total), kJson, in_total),
+            "reported 1163");
+}
+
+TEST(ResponseMeter, OpenAiTotalIsInputPlusOutputWhenNotGiven) {
+  EXPECT_EQ(meter_whole(usage_spec(Usage::openai, UsageCount::total), kJson,
+                        R"({"usage":{"prompt_tokens":7,"completion_tokens":5}})"),
+            "reported 12");
+  EXPECT_EQ(meter_whole(usage_spec(Usage::openai, UsageCount::total), kJson,
+                        R"({"usage":{"prompt_tokens":7}})"),
+            "missing");
+  // Embeddings: no output, a total.
+  EXPECT_EQ(meter_whole(usage_spec(Usage::openai, UsageCount::total), kJson,
+                        R"({"object":"list","usage":{"prompt_tokens":8,"total_tokens":8}})"),
+            "reported 8");
+  EXPECT_EQ(meter_whole(usage_spec(Usage::openai, UsageCount::output), kJson,
+                        R"({"object":"list","usage":{"prompt_tokens":8,"total_tokens":8}})"),
+            "missing");
+}
+
+TEST(ResponseMeter, ANeededCountThatIsNotACostIsInvalid) {
+  const MeterSpec total = usage_spec(Usage::openai, UsageCount::total);
+  EXPECT_EQ(meter_whole(total, kJson, R"({"usage":{"total_tokens":-3}})"), "invalid: negative");
+  EXPECT_EQ(meter_whole(total, kJson, R"({"usage":{"total_tokens":"29"}})"),
+            "invalid: not a number");
+  EXPECT_EQ(meter_whole(total, kJson, R"({"usage":{"total_tokens":29.5}})"), "invalid: fractional");
+  EXPECT_EQ(meter_whole(total, kJson, R"({"usage":{"total_tokens":4294967296}})"),
+            "invalid: too large");
+  EXPECT_EQ(meter_whole(total, kJson, R"({"usage":{"total_tokens":29.0}})"), "reported 29");
+  // Without a total, the sum of an invalid input and a good output is invalid.
+  EXPECT_EQ(meter_whole(total, kJson, R"({"usage":{"prompt_tokens":true,"completion_tokens":5}})"),
+            "invalid: not a number");
+  // An invalid count that is not needed does not matter.
+  EXPECT_EQ(meter_whole(usage_spec(Usage::openai, UsageCount::output), kJson,
+                        R"({"usage":{"prompt_tokens":-1,"completion_tokens":5}})"),
+            "reported 5");
+  // Anthropic's sum beyond a cost.
+  EXPECT_EQ(meter_whole(usage_spec(Usage::anthropic, UsageCount::total), kJson,
+                        R"({"usage":{"input_tokens":4294967295,"output_tokens":1}})"),
+            "invalid: too large");
+  EXPECT_EQ(meter_whole(usage_spec(Usage::anthropic, UsageCount::input), kJson,
+                        R"({"usage":{"input_tokens":4,"cache_read_input_tokens":"x"}})"),
+            "invalid: not a number");
+  // Anthropic's cache counts are optional, its input is not.
+  EXPECT_EQ(meter_whole(usage_spec(Usage::anthropic, UsageCount::input), kJson,
+                        R"({"usage":{"input_tokens":4,"cache_read_input_tokens":null}})"),
+            "reported 4");
+  EXPECT_EQ(meter_whole(usage_spec(Usage::anthropic, UsageCount::input), kJson,
+                        R"({"usage":{"cache_read_input_tokens":4,"output_tokens":3}})"),
+            "missing");
+}
+
+TEST(ResponseMeter, ALaterEventsInvalidCountReplacesAnEarlierGoodOne) {
+  EXPECT_EQ(meter_whole(usage_spec(Usage::anthropic, UsageCount::output), kEventStream,
+                        "data: {\"usage\":{\"output_tokens\":4}}\n\n"
+                        "data: {\"usage\":{\"output_tokens\":-4}}\n\n"),
+            "invalid: negative");
+  // And null does not: it says nothing.
+  EXPECT_EQ(meter_whole(usage_spec(Usage::anthropic, UsageCount::output), kEventStream,
+                        "data: {\"usage\":{\"output_tokens\":4}}\n\n"
+                        "data: {\"usage\":{\"output_tokens\":null}}\n\n"),
+            "reported 4");
+}
+
+TEST(ResponseMeter, ReadsEventStreamsWithAnyLineEndingCommentsAndSplitData) {
+  const MeterSpec total = usage_spec(Usage::openai, UsageCount::total);
+  const std::string chunk = R"({"choices":[],"usage":{"total_tokens":29}})";
+  // \r\n, with a comment, an id and a retry between.
+  expect_in_any_pieces(
+      total, kEventStream,
+      ": keep-alive\r\nid: 7\r\nretry: 1000\r\ndata: " + chunk + "\r\n\r\ndata: [DONE]\r\n\r\n",
+      "reported 29");
+  // \r alone.
+  expect_in_any_pieces(total, kEventStream, "data: " + chunk + "\r\rdata: [DONE]\r\r",
+                       "reported 29");
+  // `data:` without its space, the document over three data lines.
+  expect_in_any_pieces(total, kEventStream,
+                       "data:{\"choices\":[],\ndata:\"usage\":{\"total_tokens\"\ndata: :29}}\n\n",
+                       "reported 29");
+  // Case and parameters of the content type do not matter; without its blank line the event
+  // still counts at the end.
+  expect_in_any_pieces(total, " Text/Event-Stream ; charset=UTF-8", "data: " + chunk,
+                       "reported 29");
+  // The `event:` line does not matter either: only the data's paths do.
+  expect_in_any_pieces(total, kEventStream, "event: ping\ndata: " + chunk + "\n\n", "reported 29");
+}
+
+TEST(ResponseMeter, ReadsAnEventStreamOnlyWhenTheContentTypeSaysSo) {
+  const std::string stream = R"(data: {"usage":{"total_tokens":29}})"
+                             "\n\n";
+  EXPECT_EQ(
+      meter_whole(usage_spec(Usage::openai, UsageCount::total), "text/event-stream-x", stream),
+      "invalid: malformed JSON");
+  EXPECT_EQ(meter_whole(usage_spec(Usage::openai, UsageCount::total), "text/plain", stream),
+            "invalid: malformed JSON");
+}
+
+TEST(ResponseMeter, SkipsEventsThatAreNotJsonDocuments) {
+  const MeterSpec total = usage_spec(Usage::openai, UsageCount::total);
+  EXPECT_EQ(meter_whole(total, kEventStream,
+                        "data: {\"usage\":{\"total_tokens\":29}}\n\n"
+                        "data: {\"usage\":{\"total_tokens\":30}} trailing\n\n"
+                        "data: {\"usage\":{\"total_tokens\":31}\n\n"
+                        "data: {\"usage\":{\"total_tokens\":32}}{}\n\n"
+                        "data: [DONE]\n\n"),
+            "reported 29");
+  // An event whose first document is whole and a second data line starts another.
+  EXPECT_EQ(meter_whole(total, kEventStream,
+                        "data: {\"usage\":{\"total_tokens\":29}}\n\n"
+                        "data: {\"usage\":{\"total_tokens\":33}}\ndata: {}\n\n"),
+            "reported 29");
+}
+
+TEST(ResponseMeter, ReadsAJsonPathInNestedObjectsButNotInArrays) {
+  const MeterSpec path = json_spec({"usage", "total_tokens"});
+  expect_in_any_pieces(path, kJson,
+                       R"({"list":[{"usage":{"total_tokens":1}}],"usage":{"a":{"total_tokens":2},)"
+                       R"("total_tokens":77,"b":[{"total_tokens":3}]},"x":{"usage":4}})",
+                       "reported 77");
+  EXPECT_EQ(meter_whole(path, kJson, R"([{"usage":{"total_tokens":1}}])"), "missing");
+  EXPECT_EQ(meter_whole(path, kJson, R"({"data":{"usage":{"total_tokens":1}}})"), "missing");
+  EXPECT_EQ(meter_whole(path, kJson, R"({"usage":{"total_tokens":null}})"), "missing");
+  EXPECT_EQ(meter_whole(path, kJson, R"({"usage":{"total_tokens":"7"}})"), "invalid: not a number");
+  EXPECT_EQ(meter_whole(path, kJson, R"({"usage":{"total_tokens":false}})"),
+            "invalid: not a number");
+  EXPECT_EQ(meter_whole(path, kJson, R"({"usage":{"total_tokens":{"n":7}}})"),
+            "invalid: not a number");
+  EXPECT_EQ(meter_whole(path, kJson, R"({"usage":{"total_tokens":[7]}})"), "invalid: not a number");
+  EXPECT_EQ(meter_whole(path, kJson, R"({"usage":{"total_tokens":1e3}})"), "reported 1000");
+  // Escaped names are their text.
+  EXPECT_EQ(meter_whole(path, kJson, R"({"\u0075sage":{"total_tokens":8}})"), "reported 8");
+  // A one-key path, and a route's path with a name the usage formats do not know.
+  EXPECT_EQ(meter_whole(json_spec({"cost"}), kJson, R"({"cost":12,"usage":{"total_tokens":8}})"),
+            "reported 12");
+}
+
+TEST(ResponseMeter, TakesTheLastEventThatHasTheJsonPath) {
+  expect_in_any_pieces(json_spec({"meta", "cost"}), kEventStream,
+                       "data: {\"meta\":{\"cost\":3}}\n\n"
+                       "data: {\"meta\":{}}\n\n"
+                       "data: {\"meta\":{\"cost\":5}}\n\n"
+                       "data: {\"other\":1}\n\n",
+                       "reported 5");
+}
+
+TEST(ResponseMeter, AMalformedJsonBodyIsInvalid) {
+  const MeterSpec total = usage_spec(Usage::openai, UsageCount::total);
+  EXPECT_EQ(meter_whole(total, kJson, R"({"usage":{"total_tokens":29}}} )"),
+            "invalid: malformed JSON");
+  EXPECT_EQ(meter_whole(total, kJson, R"({"usage":{"total_tokens":29}},{})"),
+            "invalid: malformed JSON");
+  EXPECT_EQ(meter_whole(total, kJson, "<html>502 Bad Gateway</html>"), "invalid: malformed JSON");
+  EXPECT_EQ(meter_whole(total, kJson, R"({"usage":{"total_tokens":29},,})"),
+            "invalid: malformed JSON");
+  // An empty body says nothing.
+  EXPECT_EQ(meter_whole(total, kJson, ""), "missing");
+  EXPECT_EQ(meter_whole(total, kJson, " \n"), "missing");
+  // Whitespace after the document is part of it.
+  EXPECT_EQ(meter_whole(total, kJson, "{\"usage\":{\"total_tokens\":29}}\r\n\n"), "reported 29");
+  // Text that is not UTF-8 in a string does not lose the usage.
+  EXPECT_EQ(meter_whole(total, kJson, "{\"text\":\"\xff\xfe\",\"usage\":{\"total_tokens\":29}}"),
+            "reported 29");
+}
+
+TEST(ResponseMeter, RefusesDeepNestingWithoutCrashingOrGrowing) {
+  const std::string deep(10'000, '[');
+  const MeterSpec total = usage_spec(Usage::openai, UsageCount::total);
+  ResponseMeter meter;
+  EXPECT_EQ(meter_pieces(meter, total, kJson, {deep}), "invalid: nested too deeply");
+  Reading again;
+  EXPECT_EQ(test::allocations_during([&] {
+              meter.start(total, kJson);
+              meter.body(bytes_of(deep));
+              again = meter.finish();
+            }),
+            0U);
+  EXPECT_EQ(describe(again), "invalid: nested too deeply");
+  // In a stream it is one event skipped; the next is read.
+  const std::string stream = "data: " + deep + "\n\ndata: {\"usage\":{\"total_tokens\":29}}\n\n";
+  EXPECT_EQ(meter_pieces(meter, total, kEventStream, {stream}), "reported 29");
+  // As deep as the reader follows (64 levels, the object's included), and one level deeper.
+  const std::string nested =
+      "{\"usage\":{\"total_tokens\":29},\"x\":" + std::string(63, '[') + std::string(63, ']') + "}";
+  EXPECT_EQ(meter_pieces(meter, total, kJson, {nested}), "reported 29");
+  const std::string one_deeper =
+      "{\"usage\":{\"total_tokens\":29},\"x\":" + std::string(64, '[') + std::string(64, ']') + "}";
+  EXPECT_EQ(meter_pieces(meter, total, kJson, {one_deeper}), "invalid: nested too deeply");
+}
+
+TEST(ResponseMeter, ReadsTenMegabytesOfStreamInFixedMemory) {
+  // Chunks as OpenAI streams them, fed in pieces that cut them anywhere.
+  std::string chunks;
+  while (chunks.size() < 64 * 1024) {
+    chunks +=
+        R"(data: {"id":"chatcmpl-123","object":"chat.completion.chunk","created":1694268190,)"
+        R"("model":"gpt-4o-mini","choices":[{"index":0,"delta":{"content":"Hello, how are you )"
+        R"(doing today?"},"logprobs":null,"finish_reason":null}],"usage":null})"
+        "\n\n";
+  }
+  const std::string last =
+      R"(data: {"choices":[],"usage":{"prompt_tokens":19,"completion_tokens":10,"total_tokens":29}})"
+      "\n\ndata: [DONE]\n\n";
+  std::vector<std::string_view> pieces;
+  for (int repeat = 0; repeat < 160; ++repeat) {  // 10 MiB
+    for (std::size_t at = 0; at < chunks.size(); at += 1000) {
+      pieces.push_back(std::string_view(chunks).substr(at, 1000));
+    }
+  }
+  pieces.push_back(last);
+  const MeterSpec total = usage_spec(Usage::openai, UsageCount::total);
+  ResponseMeter meter;
+  EXPECT_EQ(meter_pieces(meter, total, kEventStream, pieces), "reported 29");  // warms it
+  Reading again;
+  EXPECT_EQ(test::allocations_during([&] {
+              meter.start(total, kEventStream);
+              for (const std::string_view piece : pieces) {
+                meter.body(bytes_of(piece));
+              }
+              again = meter.finish();
+            }),
+            0U);
+  EXPECT_EQ(describe(again), "reported 29");
+}
+
+TEST(ResponseMeter, ReadsAHeaderReplacedByItsTrailer) {
+  const MeterSpec spec = header_spec("X-Tokens-Used");
+  ResponseMeter meter;
+  meter.start(spec, kJson);
+  meter.field("content-type", "application/json");
+  meter.field("x-tokens-used", " 42 ");
+  meter.body(bytes_of(R"({"usage":{"total_tokens":29}})"));
+  EXPECT_EQ(describe(meter.finish()), "reported 42");
+
+  meter.start(spec, kJson);
+  meter.field("X-TOKENS-USED", "42");
+  meter.trailer("x-tokens-used", "43");
+  EXPECT_EQ(describe(meter.finish()), "reported 43");
+
+  // Only in the trailers (gRPC's way), or not at all.
+  meter.start(spec, "application/grpc");
+  meter.trailer("X-Tokens-Used", "7");
+  EXPECT_EQ(describe(meter.finish()), "reported 7");
+  meter.start(spec, kJson);
+  meter.field("x-tokens-used-by", "7");
+  EXPECT_EQ(describe(meter.finish()), "missing");
+}
+
+TEST(ResponseMeter, RefusesAHeaderThatIsNotACost) {
+  const MeterSpec spec = header_spec("x-cost");
+  ResponseMeter meter;
+  for (const auto& [value, expected] :
+       std::vector<std::pair<std::string_view, std::string>>{{"-5", "invalid: negative"},
+                                                             {"1.5", "invalid: fractional"},
+                                                             {"99999999999", "invalid: too large"},
+                                                             {"abc", "invalid: not a number"},
+                                                             {"", "invalid: not a number"},
+                                                             {"4294967295", "reported 4294967295"},
+                                                             {"0", "reported 0"}}) {
+    meter.start(spec, kJson);
+    meter.field("x-cost", value);
+    EXPECT_EQ(describe(meter.finish()), expected) << value;
+  }
+  // A good trailer mends a bad head, and a bad one spoils a good head.
+  meter.start(spec, kJson);
+  meter.field("x-cost", "abc");
+  meter.trailer("x-cost", "5");
+  EXPECT_EQ(describe(meter.finish()), "reported 5");
+  meter.start(spec, kJson);
+  meter.field("x-cost", "5");
+  meter.trailer("x-cost", "-5");
+  EXPECT_EQ(describe(meter.finish()), "invalid: negative");
+}
+
+TEST(ResponseMeter, CountsBodyBytes) {
+  MeterSpec spec;
+  spec.kind = MeterSpec::Kind::bytes;
+  expect_in_any_pieces(spec, kJson, kOpenAiChatJson,
+                       "reported " + std::to_string(kOpenAiChatJson.size()));
+  expect_in_any_pieces(spec, kEventStream, kAnthropicStream,
+                       "reported " + std::to_string(kAnthropicStream.size()));
+  EXPECT_EQ(meter_whole(spec, kJson, ""), "reported 0");
+}
+
+TEST(ResponseMeter, StartForgetsTheLastResponse) {
+  ResponseMeter meter;
+  const MeterSpec total = usage_spec(Usage::openai, UsageCount::total);
+  EXPECT_EQ(meter_pieces(meter, total, kJson, {kOpenAiChatJson}), "reported 1163");
+  EXPECT_EQ(meter_pieces(meter, total, kJson, {"{}"}), "missing");
+  EXPECT_EQ(meter_pieces(meter, total, kEventStream, {kOpenAiChatStream}), "reported 29");
+  // A stream that ends inside an event, then a new one: nothing of the old event carries over.
+  EXPECT_EQ(meter_pieces(meter, total, kEventStream, {"data: {\"usage\":{\"tot"}), "missing");
+  EXPECT_EQ(meter_pieces(meter, total, kEventStream, {"al_tokens\":5}}\n\n"}), "missing");
+  EXPECT_EQ(meter_pieces(meter, total, kJson, {"<html>"}), "invalid: malformed JSON");
+  EXPECT_EQ(meter_pieces(meter, total, kJson, {kOpenAiChatJson}), "reported 1163");
+  // A finished meter reads nothing more.
+  EXPECT_EQ(describe(meter.finish()), "missing");
+  meter.body(bytes_of(kOpenAiChatJson));
+  EXPECT_EQ(describe(meter.finish()), "missing");
+}
+
+}  // namespace
+}  // namespace sluice::cost
