@@ -242,8 +242,17 @@ struct LimiterConfig {
   /// whose tier key cannot be formed, has the limiter's own (SPEC §8).
   std::optional<KeySpec> tier;
   std::vector<Override> tiers;
+  /// `cost: response`: a request is admitted while the key's budget is above zero (or above the
+  /// route's estimate) and charged what its response says it cost, once the response is over
+  /// (the route's `cost_from`, SPEC §9).
+  bool cost_from_response = false;
+  /// `count_if: {status: [...]}`: only responses with one of these statuses are charged.
+  std::vector<unsigned> count_if_status;
   Location at;
   bool valid = false;  ///< Read without problems (a config with problems is never returned).
+
+  /// Whether requests are charged once their response is over rather than at admission.
+  bool settled_later() const noexcept { return cost_from_response || !count_if_status.empty(); }
 };
 
 struct HeaderCondition {
@@ -266,6 +275,21 @@ struct Respond {
   std::string body;
 };
 
+/// Where a route's responses say what they cost (`cost_from`, SPEC §9).
+struct CostFrom {
+  enum class Source : std::uint8_t { usage, header, json, bytes };
+  enum class Usage : std::uint8_t { openai, anthropic };
+  enum class Count : std::uint8_t { total, input, output };
+  Source source = Source::usage;
+  Usage usage = Usage::openai;  ///< Source::usage: whose format.
+  Count count = Count::total;   ///< Source::usage: which tokens.
+  std::string field;            ///< Source::header: its name; Source::json: the dotted path.
+  /// Reserved at admission and corrected when the response ends; also the charge of a response
+  /// that never said (cut short, or no usable value).
+  limiter::Permits estimate = 0;
+  bool include_usage = false;  ///< openai: streaming requests ask for the usage chunk.
+};
+
 struct Route {
   std::string name;
   RouteMatch match;
@@ -274,6 +298,7 @@ struct Route {
   limiter::Permits cost = 1;
   std::optional<Respond> respond;  ///< Answered by the proxy itself.
   std::optional<RouteAuth> auth;   ///< Verifies its requests' tokens (SPEC §8).
+  std::optional<CostFrom> cost_from;
   Location at;
 };
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <charconv>
 #include <stdexcept>
 
 #include "config/names.hpp"
@@ -141,6 +142,45 @@ void refuse_lease_where_it_cannot_work(MapReader& reader, const LimiterConfig& l
   }
 }
 
+/// `cost: response` and `count_if: {status: [...]}`: charged once the response is over.
+void read_charge_after_response(MapReader& reader, LimiterConfig& limiter) {
+  if (auto cost = reader.choice<bool>("cost", {{"response", true}})) {
+    limiter.cost_from_response = *cost;
+  }
+  if (auto section = reader.section("count_if", {"status"})) {
+    if (section->require("status")) {
+      for (const auto& [text, where] : section->located_texts("status")) {
+        unsigned status = 0;
+        const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), status);
+        if (error != std::errc{} || end != text.data() + text.size() || status < 100 ||
+            status > 599) {
+          section->error("status", "\"" + text + "\" is not a status from 100 to 599");
+        } else {
+          limiter.count_if_status.push_back(status);
+        }
+      }
+    }
+  }
+}
+
+/// A charge settled after the response: the request is admitted before its cost is known.
+void refuse_charge_after_response_where_it_cannot_work(MapReader& reader,
+                                                       const LimiterConfig& limiter) {
+  const std::string_view key = limiter.cost_from_response ? "cost" : "count_if";
+  const std::string what = limiter.cost_from_response ? "cost: response" : "count_if";
+  if (limiter.options.algorithm == AlgorithmKind::concurrency) {
+    reader.error(key,
+                 "does not apply to concurrency: it counts requests in flight, not what they "
+                 "cost");
+  } else if (limiter.options.policy.mode == limiter::Mode::delay) {
+    reader.error("mode", "delay does not apply with " + what +
+                             ": a request is admitted before its cost is known");
+  } else if (limiter.lease != 0) {
+    reader.error("lease", "does not apply with " + what +
+                              " yet: a lease hands out permits counted before the request");
+  }
+}
+
 /// `overrides` or `tiers`: key values (any text) mapped to parameters that start from the
 /// limiter's own. Each value's parameters are checked, not the values.
 std::vector<Override> read_other_parameters(MapReader& reader, std::string_view key,
@@ -174,12 +214,12 @@ std::vector<Override> read_other_parameters(MapReader& reader, std::string_view 
 
 LimiterConfig read_limiter(const std::string& name, const YAML::Node& node, std::uint64_t max_keys,
                            ReadContext& context) {
-  MapReader reader(
-      node, "limiters." + name,
-      {"algorithm", "limit",  "window",      "calendar",  "timezone",    "slots", "rate",
-       "burst",     "warmup", "cold_factor", "key",       "ipv6_prefix", "mode",  "max_delay",
-       "shadow",    "status", "lease",       "overrides", "tier",        "tiers"},
-      context);
+  MapReader reader(node, "limiters." + name,
+                   {"algorithm", "limit",     "window", "calendar",    "timezone", "slots",
+                    "rate",      "burst",     "warmup", "cold_factor", "key",      "ipv6_prefix",
+                    "mode",      "max_delay", "shadow", "status",      "lease",    "overrides",
+                    "tier",      "tiers",     "cost",   "count_if"},
+                   context);
   const std::size_t problems_before = context.diagnostics.count();
   LimiterConfig limiter;
   limiter.name = name;
@@ -229,6 +269,7 @@ LimiterConfig read_limiter(const std::string& name, const YAML::Node& node, std:
   if (auto lease = reader.whole_number("lease", 1, 1'000'000'000)) {
     limiter.lease = *lease;
   }
+  read_charge_after_response(reader, limiter);
   if (!algorithm) {
     return limiter;
   }
@@ -260,6 +301,9 @@ LimiterConfig read_limiter(const std::string& name, const YAML::Node& node, std:
   }
   if (limiter.lease != 0) {
     refuse_lease_where_it_cannot_work(reader, limiter);
+  }
+  if (limiter.settled_later()) {
+    refuse_charge_after_response_where_it_cannot_work(reader, limiter);
   }
   if (*algorithm == AlgorithmKind::concurrency &&
       limiter.options.policy.mode == limiter::Mode::delay) {

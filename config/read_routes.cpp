@@ -176,11 +176,123 @@ void check_claim_keys(MapReader& reader, const Route& route, const ProxyConfig& 
   }
 }
 
+/// `cost_from`: one source (usage, header, json or bytes) and its options.
+std::optional<CostFrom> read_cost_from(MapReader& reader) {
+  const bool given = reader.has("cost_from");
+  auto section = reader.section(
+      "cost_from", {"usage", "header", "json", "bytes", "count", "estimate", "include_usage"});
+  if (!section) {
+    return std::nullopt;
+  }
+  MapReader& from = *section;
+  CostFrom cost;
+  std::vector<std::string_view> sources;
+  for (const std::string_view source : {"usage", "header", "json", "bytes"}) {
+    if (from.has(source)) {
+      sources.push_back(source);
+    }
+  }
+  if (sources.empty()) {
+    if (given) {
+      reader.error("cost_from", "give one of usage, header, json or bytes: where the cost is read");
+    }
+    return std::nullopt;
+  }
+  if (sources.size() > 1) {
+    from.error(sources[1], "give only one of usage, header, json or bytes");
+  }
+  if (from.has("usage")) {
+    cost.source = CostFrom::Source::usage;
+    if (auto usage = from.choice<CostFrom::Usage>(
+            "usage",
+            {{"openai", CostFrom::Usage::openai}, {"anthropic", CostFrom::Usage::anthropic}})) {
+      cost.usage = *usage;
+    }
+  } else if (auto header = from.text("header")) {
+    cost.source = CostFrom::Source::header;
+    cost.field = *header;
+    if (!is_token(cost.field)) {
+      from.error("header", "\"" + cost.field + "\" is not a header name");
+    }
+  } else if (auto path = from.text("json")) {
+    cost.source = CostFrom::Source::json;
+    cost.field = *path;
+    if (cost.field.empty() || cost.field.front() == '.' || cost.field.back() == '.' ||
+        cost.field.find("..") != std::string::npos) {
+      from.error("json", "\"" + cost.field + "\" is not a dotted path (usage.total_tokens)");
+    }
+  } else if (from.has("bytes")) {
+    cost.source = CostFrom::Source::bytes;
+    from.choice<bool>("bytes", {{"response", true}});
+  }
+  if (auto count = from.choice<CostFrom::Count>("count", {{"total", CostFrom::Count::total},
+                                                          {"input", CostFrom::Count::input},
+                                                          {"output", CostFrom::Count::output}})) {
+    cost.count = *count;
+    if (cost.source != CostFrom::Source::usage) {
+      from.error("count", "applies with usage only (which of its tokens count)");
+    }
+  }
+  if (auto estimate = from.whole_number("estimate", 0, 4'294'967'295)) {
+    cost.estimate = static_cast<limiter::Permits>(*estimate);
+  }
+  if (auto include_usage = from.flag("include_usage")) {
+    cost.include_usage = *include_usage;
+    if (cost.include_usage &&
+        (cost.source != CostFrom::Source::usage || cost.usage != CostFrom::Usage::openai)) {
+      from.error("include_usage", "applies with usage: openai only");
+    } else if (cost.include_usage) {
+      // The request body is relayed as it streams; rewriting it is not built yet.
+      from.error("include_usage",
+                 "is not built yet: let the client ask for the usage chunk "
+                 "(stream_options: {include_usage: true})");
+    }
+  }
+  return cost;
+}
+
+/// A limiter charged from the response needs the route to say where the cost is, and to let
+/// its estimate through.
+void check_cost_from(MapReader& reader, const Route& route, const ProxyConfig& config) {
+  if (route.cost_from && reader.has("respond")) {
+    reader.error("cost_from",
+                 "a route that answers itself (respond) has no upstream response "
+                 "to read a cost from");
+  }
+  const auto settled_later = std::count_if(
+      route.limiters.begin(), route.limiters.end(),
+      [&](const std::string& name) { return config.limiter_named(name)->settled_later(); });
+  if (static_cast<std::size_t>(settled_later) > limiter::kMaxChargesSettledLater) {
+    reader.error("limiters", "at most " + std::to_string(limiter::kMaxChargesSettledLater) +
+                                 " limiters per route charged after the response (cost: "
+                                 "response, count_if)");
+  }
+  for (const std::string& name : route.limiters) {
+    const LimiterConfig& limiter = *config.limiter_named(name);
+    if (!limiter.valid || !limiter.cost_from_response) {
+      continue;
+    }
+    if (!route.cost_from && !reader.has("cost_from")) {
+      reader.error("limiters", "limiter \"" + name +
+                                   "\" is charged what the response cost (cost: response), but "
+                                   "the route has no cost_from");
+      continue;
+    }
+    const limiter::Permits largest = limiter::make_limiter(limiter.options)->max_cost();
+    if (route.cost_from && route.cost_from->estimate > largest) {
+      reader.error("cost_from", "estimate " + std::to_string(route.cost_from->estimate) +
+                                    " is more than limiter \"" + name +
+                                    "\" can ever admit (at most " + std::to_string(largest) + ")");
+    }
+  }
+}
+
 Route read_route(const YAML::Node& node, std::size_t index, const ProxyConfig& config,
                  bool upstream_given, ReadContext& context) {
   const std::string path = "routes[" + std::to_string(index) + "]";
-  MapReader reader(node, path, {"name", "match", "upstream", "limiters", "cost", "respond", "auth"},
-                   context);
+  MapReader reader(
+      node, path, {"name", "match", "upstream", "limiters", "cost", "respond", "auth", "cost_from"},
+      context);
   Route route;
   route.name = "route-" + std::to_string(index + 1);
   route.at = reader.at();
@@ -208,6 +320,8 @@ Route read_route(const YAML::Node& node, std::size_t index, const ProxyConfig& c
     route.cost = static_cast<limiter::Permits>(*cost);
   }
   check_cost(reader, route, config);
+  route.cost_from = read_cost_from(reader);
+  check_cost_from(reader, route, config);
   if (auto section = reader.section("respond", {"status", "body"})) {
     MapReader& respond = *section;
     // A final status: an interim one (1xx) would leave the client waiting for the real answer.

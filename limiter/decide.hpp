@@ -27,6 +27,8 @@ struct Decision {
 
 /// Limiters one request may name. Config refuses routes with more.
 inline constexpr std::size_t kMaxChargesPerRequest = 16;
+/// Of them, charges settled after the response. Config refuses routes with more.
+inline constexpr std::size_t kMaxChargesSettledLater = 4;
 
 /// All or nothing: the request consumes from every limiter, or from none when any refuses.
 /// The limiters' shards are locked together, in limiter id order (no deadlock), so no other

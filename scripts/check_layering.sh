@@ -18,13 +18,13 @@ rules=(
   "proxy/telemetry|limiter config|boost/asio boost/beast yaml-cpp hiredis CLI"
   "proxy/io||boost/beast/http yaml-cpp spdlog hiredis CLI"
   "proxy/tls|limiter config proxy/pipeline proxy/auth proxy/io|boost/beast/http yaml-cpp spdlog hiredis CLI"
-  "proxy/live|limiter config proxy/pipeline proxy/auth proxy/telemetry proxy/tls|boost/asio boost/beast hiredis CLI"
+  "proxy/live|limiter config proxy/pipeline proxy/auth proxy/cost proxy/telemetry proxy/tls|boost/asio boost/beast hiredis CLI"
   "proxy/store|limiter config proxy/pipeline proxy/auth proxy/telemetry proxy/io|boost/beast/http CLI"
-  "proxy/http|limiter config proxy/pipeline proxy/auth proxy/telemetry proxy/live proxy/io proxy/tls proxy/store|hiredis CLI"
-  "proxy/http/h2|limiter config proxy/pipeline proxy/auth proxy/telemetry proxy/live proxy/io proxy/tls proxy/store proxy/http|hiredis CLI"
-  "proxy/admin|limiter config proxy/pipeline proxy/auth proxy/telemetry proxy/live proxy/io proxy/tls proxy/store proxy/http|hiredis CLI"
-  "proxy/server|limiter config proxy/pipeline proxy/auth proxy/telemetry proxy/live proxy/io proxy/tls proxy/store proxy/http proxy/http/h2 proxy/admin|hiredis CLI"
-  "proxy/cli|limiter config proxy/pipeline proxy/auth proxy/replay proxy/telemetry proxy/live proxy/io proxy/tls proxy/store proxy/http proxy/http/h2 proxy/admin proxy/server|hiredis"
+  "proxy/http|limiter config proxy/pipeline proxy/auth proxy/cost proxy/telemetry proxy/live proxy/io proxy/tls proxy/store|hiredis CLI"
+  "proxy/http/h2|limiter config proxy/pipeline proxy/auth proxy/cost proxy/telemetry proxy/live proxy/io proxy/tls proxy/store proxy/http|hiredis CLI"
+  "proxy/admin|limiter config proxy/pipeline proxy/auth proxy/cost proxy/telemetry proxy/live proxy/io proxy/tls proxy/store proxy/http|hiredis CLI"
+  "proxy/server|limiter config proxy/pipeline proxy/auth proxy/cost proxy/telemetry proxy/live proxy/io proxy/tls proxy/store proxy/http proxy/http/h2 proxy/admin|hiredis CLI"
+  "proxy/cli|limiter config proxy/pipeline proxy/auth proxy/cost proxy/replay proxy/telemetry proxy/live proxy/io proxy/tls proxy/store proxy/http proxy/http/h2 proxy/admin proxy/server|hiredis"
 )
 
 status=0

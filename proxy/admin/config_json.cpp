@@ -159,6 +159,16 @@ json::object limiter_config(const config::LimiterConfig& limiter, std::uint64_t 
                               {"lease_holders", lease_holders},
                               {"per", "lease x lease holders (event loops of all replicas)"}};
   }
+  if (limiter.cost_from_response) {
+    out["cost"] = "response";
+  }
+  if (!limiter.count_if_status.empty()) {
+    json::array statuses;
+    for (const unsigned status : limiter.count_if_status) {
+      statuses.emplace_back(status);
+    }
+    out["count_if"] = {{"status", std::move(statuses)}};
+  }
   out["overrides"] = other_parameters(limiter.overrides, limiter.key, "key");
   if (limiter.tier) {
     out["tier"] = limiter.tier->text;
@@ -205,6 +215,32 @@ json::object route_match(const config::RouteMatch& match) {
   return out;
 }
 
+/// Where a route reads its responses' cost, in the file's words.
+json::object cost_from(const config::CostFrom& from) {
+  using Source = config::CostFrom::Source;
+  json::object out;
+  switch (from.source) {
+    case Source::usage:
+      out["usage"] = from.usage == config::CostFrom::Usage::openai ? "openai" : "anthropic";
+      out["count"] = from.count == config::CostFrom::Count::total   ? "total"
+                     : from.count == config::CostFrom::Count::input ? "input"
+                                                                    : "output";
+      out["include_usage"] = from.include_usage;
+      break;
+    case Source::header:
+      out["header"] = from.field;
+      break;
+    case Source::json:
+      out["json"] = from.field;
+      break;
+    case Source::bytes:
+      out["bytes"] = "response";
+      break;
+  }
+  out["estimate"] = from.estimate;
+  return out;
+}
+
 json::object route(const config::Route& route) {
   json::object out;
   out["name"] = route.name;
@@ -219,6 +255,9 @@ json::object route(const config::Route& route) {
   }
   if (route.auth) {
     out["auth"] = {{"jwt", route.auth->provider}, {"required", route.auth->required}};
+  }
+  if (route.cost_from) {
+    out["cost_from"] = cost_from(*route.cost_from);
   }
   return out;
 }

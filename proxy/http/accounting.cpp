@@ -87,7 +87,9 @@ void account(const LoopContext& loop, const Exchange& exchange, unsigned status,
                               .status = status,
                               .key_hash = key,
                               .upstream = relayed ? relayed->upstream_time : limiter::Duration{},
-                              .total = total});
+                              .total = total,
+                              .cost = exchange.charged_cost,
+                              .cost_problem = exchange.cost_problem});
 }
 
 }  // namespace sluice::http

@@ -11,7 +11,7 @@ io::Awaitable<void> BodyCarry::rest() {
         fail(ec, true);
         co_return;
       }
-      stage_ = Stage::piece_ready;
+      piece_came();
     } else {  // sending
       const beast::error_code ec = co_await sink_.send_rest();
       if (piece_sent(ec)) {

@@ -60,6 +60,16 @@ class BodySink {
   ~BodySink() = default;
 };
 
+/// Sees each piece of a body as it passes, without holding on to it (what a response cost,
+/// read from its body: SPEC §9).
+class BodyObserver {
+ public:
+  virtual void seen(const BodyPiece& piece) = 0;
+
+ protected:
+  ~BodyObserver() = default;
+};
+
 /// How carrying a body ended: clear, or the error and the side it came from.
 struct Carried {
   beast::error_code error;
@@ -81,7 +91,9 @@ struct Carried {
 /// cache are allocated, which measured more than the rest of the loop on an h2c request.)
 class BodyCarry {
  public:
-  BodyCarry(BodySource& source, BodySink& sink) noexcept : source_(source), sink_(sink) {}
+  /// `observer`, if any, sees each piece as it comes from the source.
+  BodyCarry(BodySource& source, BodySink& sink, BodyObserver* observer = nullptr) noexcept
+      : source_(source), sink_(sink), observer_(observer) {}
 
   /// Carries what goes without a wait; true when the body is over (or failed). Called again
   /// after something changed, it goes on where it stopped.
@@ -95,10 +107,18 @@ class BodyCarry {
 
   /// The piece has been sent (or failed, `ec`); true when the body is over.
   bool piece_sent(const beast::error_code& ec) noexcept;
+  /// A piece came from the source.
+  void piece_came() {
+    stage_ = Stage::piece_ready;
+    if (observer_ != nullptr) {
+      observer_->seen(piece_);
+    }
+  }
   void fail(const beast::error_code& ec, bool source) noexcept;
 
   BodySource& source_;
   BodySink& sink_;
+  BodyObserver* observer_;
   BodyPiece piece_;
   Stage stage_ = Stage::piece_wanted;
   Carried result_;
@@ -118,7 +138,7 @@ inline bool BodyCarry::now() {
           fail(ec, true);
           return true;
         }
-        stage_ = Stage::piece_ready;
+        piece_came();
         break;
       }
       case Stage::piece_ready: {

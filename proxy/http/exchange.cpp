@@ -35,6 +35,51 @@ bool start_answer(Downstream& downstream, Exchange& exchange) {
   return downstream.send_own_now(exchange);
 }
 
+telemetry::CostReading reading_of(const cost::Reading& reading) noexcept {
+  switch (reading.result) {
+    case cost::Reading::Result::reported:
+      return telemetry::CostReading::reported;
+    case cost::Reading::Result::missing:
+      return telemetry::CostReading::missing;
+    case cost::Reading::Result::invalid:
+      return telemetry::CostReading::invalid;
+  }
+  return telemetry::CostReading::missing;
+}
+
+/// Settles the charges that waited for the response (SPEC §9) with what it said, `status`
+/// being what the client got (0: nothing), and counts them. A request that never went upstream
+/// (the client left while it was held) cost nothing.
+void settle_later_charges(LoopContext& loop, Exchange& exchange, unsigned status,
+                          bool forwarded = true) {
+  const pipeline::Decision& decision = exchange.decision;
+  if (decision.later_count == 0) {
+    return;
+  }
+  const cost::Reading reading = exchange.cost != nullptr ? exchange.cost->end() : cost::Reading{};
+  const pipeline::ResponseSaid said{
+      .status = status,
+      .cost = !forwarded ? std::optional<limiter::Permits>(0)
+              : reading.result == cost::Reading::Result::reported
+                  ? std::optional(static_cast<limiter::Permits>(reading.cost))
+                  : std::nullopt};
+  loop.proxy.store->settle(loop.index, decision, said, loop.proxy.clock.now());
+  exchange.cost_problem = reading.why;
+  for (std::size_t i = 0; i < decision.later_count; ++i) {
+    const pipeline::LaterCharge& later = decision.later[i];
+    const limiter::Permits owed = pipeline::owed_for(*decision.route, later, said);
+    telemetry::CostCounters& counters =
+        exchange.generation.cost_counters_for(*later.config, loop.index);
+    counters.charged.add(owed);
+    if (later.config->cost_from_response) {
+      counters.read(reading_of(reading));
+      exchange.charged_cost = owed;
+    } else if (!exchange.charged_cost) {
+      exchange.charged_cost = owed;
+    }
+  }
+}
+
 }  // namespace
 
 io::Awaitable<void> serve_exchange(Downstream& downstream, Exchange& exchange, LoopContext& loop) {
@@ -55,6 +100,15 @@ io::Awaitable<void> serve_exchange(Downstream& downstream, Exchange& exchange, L
     }
     pipeline.conclude(decision, exchange.charges, exchange.charged, now);
   }
+  exchange.cost = nullptr;
+  exchange.charged_cost = std::nullopt;
+  exchange.cost_problem = {};
+  if (decision.later_count != 0 && exchange.forwards()) {
+    exchange.meter = exchange.generation.meter_spec_for(*decision.route);
+    if (exchange.meter != nullptr) {
+      exchange.cost = &downstream.response_cost();
+    }
+  }
   if (decision.hold > limiter::Duration::zero()) {
     // Delay mode: a timer, never a blocked thread. Held is held, whoever answers: a route that
     // responds itself waits as long as one that forwards.
@@ -63,6 +117,7 @@ io::Awaitable<void> serve_exchange(Downstream& downstream, Exchange& exchange, L
   }
   if (downstream.gone()) {
     store.release(loop.index, decision);  // reset while it was decided or held
+    settle_later_charges(loop, exchange, 0, false);
     co_return;
   }
   if (!exchange.forwards()) {
@@ -72,6 +127,7 @@ io::Awaitable<void> serve_exchange(Downstream& downstream, Exchange& exchange, L
       co_await downstream.send_own(exchange);
     }
     store.release(loop.index, decision);
+    settle_later_charges(loop, exchange, decision.status);
     account(loop, exchange, decision.status, nullptr);
     co_return;
   }
@@ -86,8 +142,10 @@ io::Awaitable<void> serve_exchange(Downstream& downstream, Exchange& exchange, L
     outcome.status = static_cast<unsigned>(outcome.answer);
     outcome.keep_alive = false;
   }
-  // The permits go back once the response is over, or the client has gone.
+  // The permits go back once the response is over, or the client has gone; the charges that
+  // waited for it are settled.
   store.release(loop.index, decision);
+  settle_later_charges(loop, exchange, outcome.status);
   account(loop, exchange, outcome.status, &outcome);
   exchange.keep_alive = outcome.keep_alive;
 }

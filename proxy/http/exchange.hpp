@@ -1,11 +1,13 @@
 #pragma once
 
 #include <chrono>
+#include <optional>
 #include <string_view>
 
 #include "proxy/http/client_connection.hpp"
 #include "proxy/http/loop_context.hpp"
 #include "proxy/http/request_head.hpp"
+#include "proxy/http/response_cost.hpp"
 #include "proxy/http/responses.hpp"
 #include "proxy/live/generation.hpp"
 #include "proxy/pipeline/pipeline.hpp"
@@ -46,6 +48,14 @@ struct Exchange {
   /// before the exchange and when it answers.
   bool keep_alive = false;
   std::chrono::steady_clock::time_point started;
+  /// Reads the response's cost, when charges wait for it (SPEC §9): the relay begins it with
+  /// the response head as `meter` says, and shows it the body.
+  ResponseCost* cost = nullptr;
+  const cost::MeterSpec* meter = nullptr;
+  /// Once settled: what the response was charged (nullopt: no charge waited for it), and why
+  /// what it said could not be used, if so (for the access log).
+  std::optional<limiter::Permits> charged_cost{};
+  std::string_view cost_problem{};
 
   const config::ProxyConfig& config() const noexcept { return *generation.config; }
   /// The route's upstream, or the default one.
@@ -83,6 +93,8 @@ class Downstream {
   virtual io::Awaitable<void> send_own(Exchange& exchange) = 0;
   /// Relays the request to its upstream and the response back.
   virtual io::Awaitable<RelayOutcome> relay(Exchange& exchange) = 0;
+  /// Where the response's cost is read, kept with the request's state.
+  virtual ResponseCost& response_cost() = 0;
 
  protected:
   ~Downstream() = default;

@@ -72,6 +72,7 @@ class Http1Downstream final : public Downstream {
   io::Awaitable<RelayOutcome> relay(Exchange& exchange) override {
     return http::relay(client_, exchange, loop_);
   }
+  ResponseCost& response_cost() override { return client_.state->response_cost(); }
 
  private:
   ClientConnection& client_;

@@ -182,7 +182,10 @@ io::Awaitable<RelayOutcome> relay(ClientConnection& downstream, const Exchange& 
   MessageBodySource body(server, server_buffer, response, std::span<char>(*chunk),
                          timeouts.upstream);
   SocketBodySink to_client(client, &head, framing.chunked && !response.is_done(), timeouts.idle);
-  BodyCarry carry(body, to_client);
+  if (exchange.cost != nullptr) {
+    exchange.cost->begin(*exchange.meter, response.head());
+  }
+  BodyCarry carry(body, to_client, exchange.cost);
   if (!carry.now()) {
     co_await carry.rest();
   }

@@ -2,11 +2,13 @@
 
 #include <boost/beast/core/flat_buffer.hpp>
 #include <cstddef>
+#include <memory>
 #include <optional>
 
 #include "proxy/http/head_fields.hpp"
 #include "proxy/http/header_text.hpp"
 #include "proxy/http/message_parser.hpp"
+#include "proxy/http/response_cost.hpp"
 #include "proxy/http/responses.hpp"
 #include "proxy/io/spare_pool.hpp"
 #include "proxy/pipeline/pipeline.hpp"
@@ -31,6 +33,15 @@ struct RequestState {
   pipeline::ChargeResult charged;
   OwnResponse own;      ///< An answer the proxy gives itself.
   HeadText relay_head;  ///< The heads of a relayed request and its response.
+  /// Made for the first request whose route reads a cost from its response, then kept.
+  std::unique_ptr<ResponseCost> cost;
+
+  ResponseCost& response_cost() {
+    if (!cost) {
+      cost = std::make_unique<ResponseCost>();
+    }
+    return *cost;
+  }
 
   /// Forgets the last connection's request, keeping only the usual storage (SparePool calls it).
   void recycle() noexcept {

@@ -6,6 +6,45 @@
 #include "proxy/tls/contexts.hpp"
 
 namespace sluice::live {
+namespace {
+
+/// How a route's `cost_from` reads a response, as the cost meter takes it.
+std::unique_ptr<const cost::MeterSpec> meter_spec(const config::Route& route) {
+  if (!route.cost_from) {
+    return nullptr;
+  }
+  using Source = config::CostFrom::Source;
+  const config::CostFrom& from = *route.cost_from;
+  auto spec = std::make_unique<cost::MeterSpec>();
+  switch (from.source) {
+    case Source::usage:
+      spec->kind = cost::MeterSpec::Kind::usage;
+      spec->usage = from.usage == config::CostFrom::Usage::openai ? cost::Usage::openai
+                                                                  : cost::Usage::anthropic;
+      spec->count = from.count == config::CostFrom::Count::total   ? cost::UsageCount::total
+                    : from.count == config::CostFrom::Count::input ? cost::UsageCount::input
+                                                                   : cost::UsageCount::output;
+      break;
+    case Source::header:
+      spec->kind = cost::MeterSpec::Kind::header;
+      spec->header = from.field;
+      break;
+    case Source::json:
+      spec->kind = cost::MeterSpec::Kind::json;
+      for (std::size_t begin = 0; begin <= from.field.size();) {
+        const std::size_t end = std::min(from.field.find('.', begin), from.field.size());
+        spec->path.push_back(from.field.substr(begin, end - begin));
+        begin = end + 1;
+      }
+      break;
+    case Source::bytes:
+      spec->kind = cost::MeterSpec::Kind::bytes;
+      break;
+  }
+  return spec;
+}
+
+}  // namespace
 
 Generation::Generation(std::shared_ptr<const config::ProxyConfig> loaded,
                        const Generation* previous, telemetry::Metrics& metrics,
@@ -20,6 +59,7 @@ Generation::Generation(std::shared_ptr<const config::ProxyConfig> loaded,
   }
   for (const config::Route& route : config->routes) {
     route_counters.push_back(metrics.route(route.name));
+    meter_specs.push_back(meter_spec(route));
     const config::Upstream* upstream = route.upstream ? &*route.upstream : nullptr;
     if (!upstream && config->upstream) {
       upstream = &*config->upstream;
@@ -28,6 +68,8 @@ Generation::Generation(std::shared_ptr<const config::ProxyConfig> loaded,
                                          : std::vector<telemetry::UpstreamCounters*>{});
   }
   for (const config::LimiterConfig& limiter : config->limiters) {
+    cost_counters.push_back(limiter.settled_later() ? metrics.cost(limiter.name)
+                                                    : std::vector<telemetry::CostCounters*>{});
     for (const config::KeyPart& part : limiter.key.parts) {
       if (part.kind == config::KeyPart::Kind::query &&
           std::find(secret_query.begin(), secret_query.end(), part.name) == secret_query.end()) {
@@ -77,6 +119,11 @@ telemetry::JwtCounters& Generation::jwt_counters_for(const config::JwtProviderCo
 telemetry::UpstreamCounters& Generation::upstream_counters_for(const config::Route& route,
                                                                std::size_t loop) const {
   return *upstream_counters[static_cast<std::size_t>(&route - config->routes.data())][loop];
+}
+
+telemetry::CostCounters& Generation::cost_counters_for(const config::LimiterConfig& limiter,
+                                                       std::size_t loop) const {
+  return *cost_counters[static_cast<std::size_t>(&limiter - config->limiters.data())][loop];
 }
 
 }  // namespace sluice::live

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "config/proxy_config.hpp"
+#include "proxy/cost/response_meter.hpp"
 #include "proxy/pipeline/pipeline.hpp"
 #include "proxy/telemetry/metrics.hpp"
 
@@ -46,6 +47,10 @@ struct Generation {
   std::vector<std::vector<telemetry::UpstreamCounters*>> upstream_counters;  ///< [route][loop]
   std::vector<telemetry::RouteCounters*> unrouted;  ///< Requests refused before a route, and 404s.
   std::vector<std::vector<telemetry::JwtCounters*>> jwt_counters;  ///< [provider][loop]
+  /// [limiter][loop]; empty for a limiter charged at admission only.
+  std::vector<std::vector<telemetry::CostCounters*>> cost_counters;
+  /// [route]: how its responses' cost is read (its `cost_from`), or null.
+  std::vector<std::unique_ptr<const cost::MeterSpec>> meter_specs;
   /// The query parameters some limiter keys on: the access log hides their values.
   std::vector<std::string> secret_query;
 
@@ -57,6 +62,12 @@ struct Generation {
                                            std::size_t loop) const;
   telemetry::UpstreamCounters& upstream_counters_for(const config::Route& route,
                                                      std::size_t loop) const;
+  const cost::MeterSpec* meter_spec_for(const config::Route& route) const {
+    return meter_specs[static_cast<std::size_t>(&route - config->routes.data())].get();
+  }
+  /// The counters of a limiter charged after the response.
+  telemetry::CostCounters& cost_counters_for(const config::LimiterConfig& limiter,
+                                             std::size_t loop) const;
 };
 
 /// The configuration in force. A reload publishes a new generation; readers see it from their

@@ -34,6 +34,23 @@ void keep_permits(const Charges& charges, std::size_t first, std::size_t last, D
   }
 }
 
+/// Keeps the charges of charges[first, last) that wait for the response.
+void keep_later_charges(const Charges& charges, std::size_t first, std::size_t last,
+                        limiter::TimePoint now, Decision& decision) {
+  for (std::size_t i = first; i < last; ++i) {
+    const Charge& charge = charges.items[i];
+    if (charge.settled_later) {
+      decision.later[decision.later_count++] = {
+          .limiter = charge.limiter,
+          .key = charge.key,
+          .reserved = charge.reserve,
+          .cost = charge.cost,
+          .decided_at = now,
+          .config = decision.reports[charges.report[i]].limiter};
+    }
+  }
+}
+
 /// Whether two limiter definitions key requests alike, so their counts mean the same thing.
 bool same_keys(const config::LimiterConfig& a, const config::LimiterConfig& b) {
   return a.key.text == b.key.text && a.ipv6_prefix == b.ipv6_prefix;
@@ -224,10 +241,20 @@ bool Pipeline::prepare(const RequestView& request, limiter::TimePoint now,
                                                        decision.auth.identity.get(), tier_text);
     const auto [instance, options] = instance_for(
         slot, key_text, tiered ? std::optional<std::string_view>(tier_text) : std::nullopt);
-    const Found found{{instance, limiter::hash_key(key_text), cost.value_or(route.cost)},
-                      limiter::hash_key(key_text, kSharedKeySeed),
-                      options,
-                      decision.report_count++};
+    Found found{{instance, limiter::hash_key(key_text), cost.value_or(route.cost)},
+                limiter::hash_key(key_text, kSharedKeySeed),
+                options,
+                decision.report_count++};
+    if (slot.config->settled_later()) {
+      // Admitted while the budget has room (for the estimate, if any); charged once the
+      // response is over.
+      found.charge.settled_later = true;
+      if (slot.config->cost_from_response) {
+        const limiter::Permits estimate = route.cost_from ? route.cost_from->estimate : 0;
+        found.charge.cost = std::max<limiter::Permits>(estimate, 1);
+        found.charge.reserve = estimate;
+      }
+    }
     decision.reports[found.report].limiter = slot.config;
     decision.reports[found.report].options = options;
     decision.reports[found.report].key = found.charge.key;
@@ -309,9 +336,11 @@ void Pipeline::conclude(Decision& decision, const Charges& charges, const Charge
     return;
   }
   keep_permits(charges, 0, charges.live, decision);
+  keep_later_charges(charges, 0, charges.live, now, decision);
   // A shadow refusal never stops a request: it is only reported (shadow_limited).
   if (result.shadow_admitted) {
     keep_permits(charges, charges.live, charges.count, decision);
+    keep_later_charges(charges, charges.live, charges.count, now, decision);
   }
   decision.hold = {};
   for (std::size_t i = 0; i < charges.live; ++i) {
@@ -326,6 +355,32 @@ void Pipeline::release_locally(const Decision& decision) noexcept {
   for (std::size_t i = 0; i < decision.permit_count; ++i) {
     const Permit& permit = decision.permits[i];
     permit.limiter->release(permit.key, permit.cost);
+  }
+}
+
+limiter::Permits owed_for(const config::Route& route, const LaterCharge& later,
+                          const ResponseSaid& said) noexcept {
+  const config::LimiterConfig& limiter = *later.config;
+  const std::vector<unsigned>& statuses = limiter.count_if_status;
+  if (!statuses.empty() &&
+      std::find(statuses.begin(), statuses.end(), said.status) == statuses.end()) {
+    return 0;
+  }
+  if (!limiter.cost_from_response) {
+    return later.cost;
+  }
+  return said.cost.value_or(route.cost_from ? route.cost_from->estimate : 0);
+}
+
+void Pipeline::settle_locally(const config::Route& route, std::span<const LaterCharge> charges,
+                              const ResponseSaid& said, limiter::TimePoint now) noexcept {
+  for (const LaterCharge& later : charges) {
+    const limiter::Permits owed = owed_for(route, later, said);
+    if (owed > later.reserved) {
+      later.limiter->charge(later.key, now, owed - later.reserved);
+    } else if (owed < later.reserved) {
+      later.limiter->refund(later.key, later.decided_at, now, later.reserved - owed);
+    }
   }
 }
 

@@ -46,6 +46,29 @@ struct Permit {
   const limiter::LimiterOptions* options = nullptr;  ///< With the key's override applied.
 };
 
+/// A charge that waits for the response (SPEC §9): a `cost: response` or `count_if` limiter's.
+struct LaterCharge {
+  limiter::Limiter* limiter = nullptr;  ///< The memory limiter that counts it.
+  limiter::KeyHash key = 0;
+  limiter::Permits reserved = 0;  ///< Consumed at admission (cost: response's estimate).
+  limiter::Permits cost = 0;      ///< count_if alone: the request's cost.
+  limiter::TimePoint decided_at{};
+  const config::LimiterConfig* config = nullptr;
+};
+
+/// What a request's response said, for its charges settled after it.
+struct ResponseSaid {
+  unsigned status = 0;  ///< 0: there was none (the client went away first).
+  /// What the route's `cost_from` read; nullopt when the response said nothing usable.
+  std::optional<limiter::Permits> cost;
+};
+
+/// What a charge that waited for the response is owed: `cost: response`, what the response
+/// said it cost, else the route's estimate; `count_if`, the request's cost if the response's
+/// status is listed (both: the former if it is), else nothing.
+limiter::Permits owed_for(const config::Route& route, const LaterCharge& later,
+                          const ResponseSaid& said) noexcept;
+
 /// The pipeline's answer for one request. Fixed-size, so deciding allocates nothing.
 struct Decision {
   Outcome outcome = Outcome::no_route;
@@ -62,6 +85,8 @@ struct Decision {
   std::size_t permit_count = 0;
   /// Nonzero when a shared store holds the permits, under this id (see Store::release).
   std::uint64_t store_permit = 0;
+  std::array<LaterCharge, limiter::kMaxChargesSettledLater> later{};
+  std::size_t later_count = 0;
 
   /// The limiters that applied (their key could be formed), in the route's order.
   std::span<const LimiterReport> applied() const noexcept { return {reports.data(), report_count}; }
@@ -140,6 +165,16 @@ class Pipeline {
                 limiter::TimePoint now);
   /// Gives back the concurrency permits that the memory limiters hold for a finished request.
   static void release_locally(const Decision& decision) noexcept;
+  /// Settles the charges that waited for the response with the memory limiters: each is
+  /// charged what it is owed (owed_for) less what it reserved at admission, or given back the
+  /// difference when it reserved more.
+  static void settle_locally(const Decision& decision, const ResponseSaid& said,
+                             limiter::TimePoint now) noexcept {
+    settle_locally(*decision.route, {decision.later.data(), decision.later_count}, said, now);
+  }
+  /// The same for charges kept apart from their decision (replay settles them later).
+  static void settle_locally(const config::Route& route, std::span<const LaterCharge> later,
+                             const ResponseSaid& said, limiter::TimePoint now) noexcept;
   /// Drops the idle keys of every limiter; call from a timer.
   void collect_idle(limiter::TimePoint now);
 

@@ -104,9 +104,23 @@ std::optional<std::string> parse_combined_line(std::string_view line, ReplayReco
   }
   record.method = request->substr(0, first);
   record.path = request->substr(first + 1, second - first - 1);
-  // Status and bytes, then the quoted referer and user agent (kept as headers for keys).
+  // Status and bytes (what the response said, for charges settled after it), then the quoted
+  // referer and user agent (kept as headers for keys).
   for (int field = 0; field < 2 && at < line.size(); ++field) {
-    at = line.find(' ', at + 1);
+    const std::size_t begin = at + 1;
+    at = line.find(' ', begin);
+    const std::string_view text =
+        line.substr(begin, at == std::string_view::npos ? std::string_view::npos : at - begin);
+    std::uint64_t number = 0;
+    const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), number);
+    if (error != std::errc{} || end != text.data() + text.size()) {
+      continue;  // "-" (no body), or not a number: left as it was
+    }
+    if (field == 0 && number >= 100 && number <= 599) {
+      record.status = static_cast<unsigned>(number);
+    } else if (field == 1) {
+      record.response_bytes = number;
+    }
   }
   if (at != std::string_view::npos && ++at < line.size()) {
     if (const auto referer = quoted(line, at); referer && *referer != "-") {

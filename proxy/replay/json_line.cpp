@@ -13,13 +13,32 @@ namespace {
 namespace json = boost::json;
 
 /// The members a line may have; any other is skipped, whatever its value.
-enum class Field { t, duration, cost, ip, method, path, host, headers, other };
+enum class Field {
+  t,
+  duration,
+  cost,
+  response_cost,
+  status,
+  ip,
+  method,
+  path,
+  host,
+  headers,
+  other
+};
 
 Field field_named(std::string_view name) {
   static constexpr std::pair<std::string_view, Field> kFields[] = {
-      {"t", Field::t},       {"duration", Field::duration}, {"cost", Field::cost},
-      {"ip", Field::ip},     {"method", Field::method},     {"path", Field::path},
-      {"host", Field::host}, {"headers", Field::headers}};
+      {"t", Field::t},
+      {"duration", Field::duration},
+      {"cost", Field::cost},
+      {"ip", Field::ip},
+      {"method", Field::method},
+      {"path", Field::path},
+      {"host", Field::host},
+      {"headers", Field::headers},
+      {"response_cost", Field::response_cost},
+      {"status", Field::status}};
   for (const auto& [known, field] : kFields) {
     if (name == known) {
       return field;
@@ -37,6 +56,10 @@ const char* expected_of(Field field) {
       return "duration must be a non-negative number";
     case Field::cost:
       return "cost must be a whole number of at least 1";
+    case Field::response_cost:
+      return "response_cost must be a whole number from 0 to 4294967295";
+    case Field::status:
+      return "status must be a whole number from 100 to 599";
     case Field::headers:
       return "headers must be an object";
     default:
@@ -223,6 +246,18 @@ class RecordReader {
           return wrong_value(ec);
         }
         record_.cost = static_cast<limiter::Permits>(value);
+        return true;
+      case Field::response_cost:
+        if (!finite || value < 0 || value > 4294967295.0 || std::floor(value) != value) {
+          return wrong_value(ec);
+        }
+        record_.response_cost = static_cast<limiter::Permits>(value);
+        return true;
+      case Field::status:
+        if (!finite || value < 100 || value > 599 || std::floor(value) != value) {
+          return wrong_value(ec);
+        }
+        record_.status = static_cast<unsigned>(value);
         return true;
       default:
         return wrong_value(ec);

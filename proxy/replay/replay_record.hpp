@@ -29,6 +29,11 @@ struct ReplayRecord {
   std::size_t header_count = 0;
   std::optional<limiter::Permits> cost;
   double duration = 0;  ///< Seconds in flight, for concurrency limiters.
+  /// What the response said (SPEC §9), for the charges settled after it: its cost, its status,
+  /// and (a combined log's) its body's bytes.
+  std::optional<limiter::Permits> response_cost;
+  unsigned status = 200;
+  std::optional<std::uint64_t> response_bytes;
   std::string scratch;  ///< Holds unescaped strings; capacity is kept between lines.
 
   void reset(std::size_t line_size) {
@@ -40,12 +45,16 @@ struct ReplayRecord {
     header_count = 0;
     cost.reset();
     duration = 0;
+    response_cost.reset();
+    status = 200;
+    response_bytes.reset();
     scratch.clear();
     scratch.reserve(line_size);  // views into it must not move: it never outgrows the line
   }
 };
 
-/// Parses a JSON line {"t": 12.5, "ip": ..., "headers": {...}, "cost": 1, "duration": 0.2}.
+/// Parses a JSON line {"t": 12.5, "ip": ..., "headers": {...}, "cost": 1, "duration": 0.2,
+/// "response_cost": 1500, "status": 200}.
 /// Returns an error message (nullopt on success). Unknown fields are ignored.
 std::optional<std::string> parse_json_line(std::string_view line, ReplayRecord& record);
 

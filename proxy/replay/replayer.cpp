@@ -4,6 +4,7 @@
 #include <boost/json/serializer.hpp>
 #include <charconv>
 #include <cmath>
+#include <limits>
 
 #include "limiter/key_hash.hpp"
 #include "proxy/pipeline/request_key.hpp"
@@ -62,13 +63,45 @@ void Replayer::release_due(TimePoint now) {
     permit.limiter->release(permit.key, permit.cost);
     releases_.pop();
   }
+  while (!settlements_.empty() && settlements_.top().at <= now) {
+    const PendingSettlement& due = settlements_.top();
+    pipeline::Pipeline::settle_locally(*due.route, {due.later.data(), due.count}, due.said, due.at);
+    settlements_.pop();
+  }
+}
+
+TimePoint Replayer::response_end(const pipeline::Decision& decision, TimePoint now) const {
+  const auto in_flight = Duration(std::llround(record_.duration * 1e9));
+  // A response that ends beyond the end of the clock never ends.
+  return limiter::saturating_add(limiter::saturating_add(now, decision.hold), in_flight);
+}
+
+void Replayer::hold_later_charges(const pipeline::Decision& decision, TimePoint now) {
+  if (decision.later_count == 0) {
+    return;
+  }
+  const config::CostFrom* from = decision.route->cost_from ? &*decision.route->cost_from : nullptr;
+  std::optional<limiter::Permits> cost = record_.response_cost;
+  if (!cost && record_.response_bytes && from && from->source == config::CostFrom::Source::bytes) {
+    cost = static_cast<limiter::Permits>(std::min<std::uint64_t>(
+        *record_.response_bytes, std::numeric_limits<limiter::Permits>::max()));
+  }
+  PendingSettlement settlement{.at = response_end(decision, now),
+                               .route = decision.route,
+                               .later = decision.later,
+                               .count = decision.later_count,
+                               .said = {.status = record_.status, .cost = cost}};
+  if (settlement.at <= now) {
+    pipeline::Pipeline::settle_locally(
+        *settlement.route, {settlement.later.data(), settlement.count}, settlement.said, now);
+  } else {
+    settlements_.push(settlement);
+  }
 }
 
 void Replayer::hold_permits(const pipeline::Decision& decision, TimePoint now) {
-  const auto in_flight = Duration(std::llround(record_.duration * 1e9));
   // A permit held beyond the end of the clock is never given back.
-  const TimePoint done =
-      limiter::saturating_add(limiter::saturating_add(now, decision.hold), in_flight);
+  const TimePoint done = response_end(decision, now);
   for (std::size_t i = 0; i < decision.permit_count; ++i) {
     if (done <= now) {
       decision.permits[i].limiter->release(decision.permits[i].key, decision.permits[i].cost);
@@ -188,6 +221,7 @@ void Replayer::feed(std::string_view line, std::string& out) {
                                       .peer = *peer};
   const pipeline::Decision decision = pipeline_.decide(request, now, record_.cost);
   hold_permits(decision, now);
+  hold_later_charges(decision, now);
   bool shadow_limited = false;
   for (const pipeline::LimiterReport& report : decision.applied()) {
     if (!report.verdict.admitted) {

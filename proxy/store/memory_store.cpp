@@ -20,4 +20,9 @@ void MemoryStore::release(std::size_t /*loop*/, const pipeline::Decision& decisi
   pipeline::Pipeline::release_locally(decision);
 }
 
+void MemoryStore::settle(std::size_t /*loop*/, const pipeline::Decision& decision,
+                         const pipeline::ResponseSaid& said, limiter::TimePoint now) {
+  pipeline::Pipeline::settle_locally(decision, said, now);
+}
+
 }  // namespace sluice::store

@@ -15,6 +15,8 @@ class MemoryStore final : public Store {
                                                const pipeline::Charges& charges,
                                                limiter::TimePoint now) override;
   void release(std::size_t loop, const pipeline::Decision& decision) override;
+  void settle(std::size_t loop, const pipeline::Decision& decision,
+              const pipeline::ResponseSaid& said, limiter::TimePoint now) override;
 };
 
 }  // namespace sluice::store

@@ -67,6 +67,10 @@ class Store {
   virtual io::Awaitable<void> give_back(std::size_t /*loop*/) { co_return; }
   /// Gives back the concurrency permits of a finished request, wherever they are held.
   virtual void release(std::size_t loop, const pipeline::Decision& decision) = 0;
+  /// Settles a finished request's charges that waited for its response (SPEC §9), wherever
+  /// they are counted.
+  virtual void settle(std::size_t loop, const pipeline::Decision& decision,
+                      const pipeline::ResponseSaid& said, limiter::TimePoint now) = 0;
 
   /// nullopt for a store inside the process, which has nothing to report.
   virtual std::optional<StoreHealth> health() const { return std::nullopt; }

@@ -65,8 +65,15 @@ void format_into(fmt::memory_buffer& out, config::LogFormat format, const Access
     append_json_escaped(out, r.route);
     fmt::format_to(to,
                    R"(","decision":"{}","status":{},"key":"{:016x}","upstream_ms":{:.3f},)"
-                   R"("duration_ms":{:.3f}}})",
+                   R"("duration_ms":{:.3f})",
                    decision, r.status, r.key_hash, milliseconds(r.upstream), milliseconds(r.total));
+    if (r.cost) {
+      fmt::format_to(to, R"(,"cost":{})", *r.cost);
+    }
+    if (!r.cost_problem.empty()) {
+      fmt::format_to(to, R"(,"cost_problem":"{}")", r.cost_problem);
+    }
+    out.push_back('}');
     return;
   }
   fmt::format_to(to, "{} \"", r.client);
@@ -76,6 +83,12 @@ void format_into(fmt::memory_buffer& out, config::LogFormat format, const Access
   fmt::format_to(to, "\" {} route={} decision={} key={:016x} upstream_ms={:.3f} duration_ms={:.3f}",
                  r.status, r.route.empty() ? "-" : r.route, decision, r.key_hash,
                  milliseconds(r.upstream), milliseconds(r.total));
+  if (r.cost) {
+    fmt::format_to(to, " cost={}", *r.cost);
+  }
+  if (!r.cost_problem.empty()) {
+    fmt::format_to(to, " cost_problem=\"{}\"", r.cost_problem);
+  }
 }
 
 }  // namespace

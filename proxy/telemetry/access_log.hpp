@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -32,6 +33,10 @@ struct AccessRecord {
   std::uint64_t key_hash = 0;    ///< The first limiter's key, hashed: never the key itself.
   limiter::Duration upstream{};  ///< Until the upstream's response header; 0 if not forwarded.
   limiter::Duration total{};
+  /// What the response was charged (SPEC §9); nullopt when no charge waited for it.
+  std::optional<std::uint64_t> cost{};
+  /// Why what the response said of its cost could not be used ("negative"), if so.
+  std::string_view cost_problem{};
 };
 
 /// The access log: one line per request on standard output, text or JSON. Lines go through a

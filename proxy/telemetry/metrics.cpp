@@ -94,6 +94,8 @@ std::vector<JwtCounters*> Metrics::jwt(std::string_view name) {
   return series(jwt_providers_, name);
 }
 
+std::vector<CostCounters*> Metrics::cost(std::string_view name) { return series(costs_, name); }
+
 void Metrics::count_jwks_refresh(std::string_view provider, bool succeeded) {
   const std::lock_guard lock(mutex_);
   auto found = jwks_refreshes_.find(provider);
@@ -156,6 +158,22 @@ std::string Metrics::render(const Gauges& gauges) const {
   write_counts(out, jwt_providers_, "sluice_jwt_verifications_total", "provider", "result",
                kJwtResultNames,
                [](const JwtCounters& c, std::size_t r) { return c.results[r].value(); });
+  if (!costs_.empty()) {
+    fmt::format_to(to,
+                   "# HELP sluice_cost_charged_total What responses cost, charged by limiter "
+                   "(cost: response, count_if).\n# TYPE sluice_cost_charged_total counter\n");
+  }
+  for (const auto& [limiter, loops] : costs_) {
+    fmt::format_to(to, "sluice_cost_charged_total{{limiter=\"{}\"}} {}\n", label(limiter),
+                   sum(loops, [](const CostCounters& c) { return c.charged.value(); }));
+  }
+  if (!costs_.empty()) {
+    fmt::format_to(to,
+                   "# HELP sluice_cost_readings_total Responses' costs by limiter and how they "
+                   "read.\n# TYPE sluice_cost_readings_total counter\n");
+  }
+  write_counts(out, costs_, "sluice_cost_readings_total", "limiter", "result", kCostReadingNames,
+               [](const CostCounters& c, std::size_t r) { return c.readings[r].value(); });
   if (!jwks_refreshes_.empty()) {
     fmt::format_to(to,
                    "# HELP sluice_jwks_refreshes_total Fetches of JWT providers' key sets by "

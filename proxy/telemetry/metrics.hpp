@@ -89,6 +89,20 @@ struct alignas(64) JwtCounters {
   std::array<LoopCounter, kJwtResults> results;
 };
 
+/// What a response said it cost (SPEC §9): a usable value, nothing, or a value that could not
+/// be used (negative, fractional, too large, not a number): the last two charge the estimate.
+enum class CostReading : std::uint8_t { reported, missing, invalid };
+inline constexpr std::array<std::string_view, 3> kCostReadingNames{"reported", "missing",
+                                                                   "invalid"};
+
+/// One limiter charged after the response, on one event loop: what it was charged, and how its
+/// responses' costs read.
+struct alignas(64) CostCounters {
+  LoopCounter charged;
+  std::array<LoopCounter, kCostReadingNames.size()> readings;
+  void read(CostReading reading) noexcept { readings[static_cast<std::size_t>(reading)].add(); }
+};
+
 /// The process's metrics, exposed on the admin port in Prometheus' text format.
 ///
 /// Routes and upstreams are registered by name when a configuration is loaded (under a lock);
@@ -106,6 +120,8 @@ class Metrics {
   std::vector<UpstreamCounters*> upstream(std::string_view url);
   /// The verification counters of the JWT provider `name`, one per loop.
   std::vector<JwtCounters*> jwt(std::string_view name);
+  /// The after-response charges of the limiter `name`, one per loop.
+  std::vector<CostCounters*> cost(std::string_view name);
   /// A fetch of a provider's JWK Set (start, refresh or an unknown `kid`): off the request path.
   void count_jwks_refresh(std::string_view provider, bool succeeded);
   void count_reload(bool succeeded) noexcept;
@@ -158,6 +174,7 @@ class Metrics {
   Family<RouteCounters> routes_;
   Family<UpstreamCounters> upstreams_;
   Family<JwtCounters> jwt_providers_;
+  Family<CostCounters> costs_;
   /// Per provider: fetches that succeeded, and that failed.
   std::map<std::string, std::array<std::uint64_t, 2>, std::less<>> jwks_refreshes_;
   std::atomic<std::uint64_t> reloads_succeeded_{0};

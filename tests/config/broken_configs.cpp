@@ -280,6 +280,67 @@ const std::vector<BrokenConfig>& broken_configs() {
         "database (an IANA name: Europe/Berlin, America/New_York, UTC)",
         "proxy.yaml:7:66: limiters.e.calendar: does not apply to sliding_window (its parameters: "
         "limit and window)"}},
+      {"cost_not_response",
+       "upstream: \"http://127.0.0.1:9000\"\nlimiters:\n  t: {algorithm: token_bucket, rate: 10/s, "
+       "cost: request}\nroutes: [{name: a}]",
+       {"proxy.yaml:3:50: limiters.t.cost: \"request\" is not one of response"}},
+      {"count_if_problems",
+       "upstream: \"http://127.0.0.1:9000\"\nlimiters:\n  a: {algorithm: fixed_window, limit: 5, "
+       "window: 1m, count_if: {status: [401, 700, nope]}}\n  b: {algorithm: fixed_window, limit: "
+       "5, window: 1m, count_if: {}}\nroutes: [{name: a}]",
+       {"proxy.yaml:3:73: limiters.a.count_if.status: \"700\" is not a status from 100 to 599",
+        "proxy.yaml:3:73: limiters.a.count_if.status: \"nope\" is not a status from 100 to 599",
+        "proxy.yaml:4:64: limiters.b.count_if.status: missing"}},
+      {"charge_after_response_where_it_cannot_work",
+       "upstream: \"http://127.0.0.1:9000\"\nlimiters:\n  a: {algorithm: concurrency, limit: 5, "
+       "cost: response}\n  b: {algorithm: token_bucket, rate: 10/s, mode: delay, count_if: "
+       "{status: 401}}\n  c: {algorithm: fixed_window, limit: 5, window: 1m, lease: 2, cost: "
+       "response}\nroutes: [{name: a}]",
+       {"proxy.yaml:3:47: limiters.a.cost: does not apply to concurrency: it counts requests in "
+        "flight, not what they cost",
+        "proxy.yaml:4:50: limiters.b.mode: delay does not apply with count_if: a request is "
+        "admitted before its cost is known",
+        "proxy.yaml:5:61: limiters.c.lease: does not apply with cost: response yet: a lease hands "
+        "out permits counted before the request"}},
+      {"charge_after_response_with_redis",
+       "upstream: \"http://127.0.0.1:9000\"\nstore: {type: redis}\nlimiters:\n  tokens: "
+       "{algorithm: token_bucket, rate: 100/s, cost: response}\nroutes: [{name: a}]",
+       {"proxy.yaml:4:11: limiters.tokens.cost: charges after the response are counted by the "
+        "memory store only, not yet with store: redis"}},
+      {"route_without_cost_from",
+       "upstream: \"http://127.0.0.1:9000\"\nlimiters:\n  tokens: {algorithm: token_bucket, rate: "
+       "100/s, burst: 100, cost: response}\nroutes: [{name: a, limiters: [tokens]}]",
+       {"proxy.yaml:4:30: routes[0].limiters: limiter \"tokens\" is charged what the response cost "
+        "(cost: response), but the route has no cost_from"}},
+      {"cost_from_problems",
+       "upstream: \"http://127.0.0.1:9000\"\nlimiters:\n  tokens: {algorithm: token_bucket, rate: "
+       "100/s, burst: 100, cost: response}\nroutes:\n  - {name: a, match: {path: /a}, limiters: "
+       "[tokens], cost_from: {usage: openai, header: X-Cost}}\n  - {name: b, match: {path: /b}, "
+       "limiters: [tokens], cost_from: {estimate: 5}}\n  - {name: c, match: {path: /c}, limiters: "
+       "[tokens], cost_from: {usage: gemini, include_usage: yes}}\n  - {name: d, match: {path: "
+       "/d}, limiters: [tokens], cost_from: {usage: anthropic, include_usage: true}}\n  - {name: "
+       "e, match: {path: /e}, limiters: [tokens], cost_from: {header: \"X Cost\", count: input}}\n "
+       " - {name: f, match: {path: /f}, limiters: [tokens], cost_from: {json: usage..total}}\n  - "
+       "{name: g, match: {path: /g}, limiters: [tokens], cost_from: {bytes: request, estimate: "
+       "101}}\n  - {name: h, match: {path: /h}, respond: {status: 200}, cost_from: {bytes: "
+       "response}}",
+       {"proxy.yaml:5:89: routes[0].cost_from.header: give only one of usage, header, json or "
+        "bytes",
+        "proxy.yaml:6:65: routes[1].cost_from: give one of usage, header, json or bytes: where the "
+        "cost is read",
+        "proxy.yaml:7:73: routes[2].cost_from.usage: \"gemini\" is not one of openai or anthropic",
+        "proxy.yaml:7:96: routes[2].cost_from.include_usage: \"yes\" is not one of true or false",
+        "proxy.yaml:8:99: routes[3].cost_from.include_usage: applies with usage: openai only",
+        "proxy.yaml:9:74: routes[4].cost_from.header: \"X Cost\" is not a header name",
+        "proxy.yaml:9:91: routes[4].cost_from.count: applies with usage only (which of its tokens "
+        "count)",
+        "proxy.yaml:10:72: routes[5].cost_from.json: \"usage..total\" is not a dotted path "
+        "(usage.total_tokens)",
+        "proxy.yaml:11:65: routes[6].cost_from: estimate 101 is more than limiter \"tokens\" can "
+        "ever admit (at most 100)",
+        "proxy.yaml:11:73: routes[6].cost_from.bytes: \"request\" is not one of response",
+        "proxy.yaml:12:69: routes[7].cost_from: a route that answers itself (respond) has no "
+        "upstream response to read a cost from"}},
       {"global_joined",
        "upstream: \"http://127.0.0.1:9000\"\nlimiters:\n  all: {algorithm: fixed_window, limit: "
        "10, window: 1m, key: \"global+ip\"}\nroutes: [{name: a}]",

@@ -227,6 +227,49 @@ TEST(LoadConfig, ReadsJwtProvidersAndRoutesThatVerify) {
   EXPECT_TRUE(tenant.reads_claims());
 }
 
+TEST(LoadConfig, ReadsChargesAfterTheResponse) {
+  const ProxyConfig config = parse_config(R"(
+upstream: "http://127.0.0.1:9000"
+limiters:
+  tokens-per-user: {algorithm: token_bucket, rate: 100000/m, burst: 100000, key: "header:X-User", cost: response}
+  failed-logins: {algorithm: sliding_log, limit: 5, window: 15m, count_if: {status: [401, 403]}}
+routes:
+  - {name: chat, match: {path: /chat}, limiters: [tokens-per-user], cost_from: {usage: openai, count: input, estimate: 500, include_usage: false}}
+  - {name: messages, match: {path: /messages}, limiters: [tokens-per-user], cost_from: {usage: anthropic}}
+  - {name: metered, match: {path: /metered}, limiters: [tokens-per-user], cost_from: {header: X-Tokens-Used}}
+  - {name: json, match: {path: /json}, limiters: [tokens-per-user], cost_from: {json: usage.total_tokens}}
+  - {name: downloads, match: {path: /downloads}, limiters: [tokens-per-user], cost_from: {bytes: response}}
+  - {name: login, match: {path: /login}, limiters: [failed-logins]}
+)",
+                                          "proxy.yaml", test_environment);
+  const LimiterConfig& tokens = *config.limiter_named("tokens-per-user");
+  EXPECT_TRUE(tokens.cost_from_response);
+  EXPECT_TRUE(tokens.settled_later());
+  const LimiterConfig& logins = *config.limiter_named("failed-logins");
+  EXPECT_FALSE(logins.cost_from_response);
+  EXPECT_EQ(logins.count_if_status, (std::vector<unsigned>{401, 403}));
+  EXPECT_TRUE(logins.settled_later());
+
+  ASSERT_EQ(config.routes.size(), 6U);
+  const CostFrom& chat = *config.routes[0].cost_from;
+  EXPECT_EQ(chat.source, CostFrom::Source::usage);
+  EXPECT_EQ(chat.usage, CostFrom::Usage::openai);
+  EXPECT_EQ(chat.count, CostFrom::Count::input);
+  EXPECT_EQ(chat.estimate, 500U);
+  EXPECT_FALSE(chat.include_usage);
+  const CostFrom& messages = *config.routes[1].cost_from;
+  EXPECT_EQ(messages.usage, CostFrom::Usage::anthropic);
+  EXPECT_EQ(messages.count, CostFrom::Count::total);
+  EXPECT_EQ(messages.estimate, 0U);
+  EXPECT_FALSE(messages.include_usage);
+  EXPECT_EQ(config.routes[2].cost_from->source, CostFrom::Source::header);
+  EXPECT_EQ(config.routes[2].cost_from->field, "X-Tokens-Used");
+  EXPECT_EQ(config.routes[3].cost_from->source, CostFrom::Source::json);
+  EXPECT_EQ(config.routes[3].cost_from->field, "usage.total_tokens");
+  EXPECT_EQ(config.routes[4].cost_from->source, CostFrom::Source::bytes);
+  EXPECT_FALSE(config.routes[5].cost_from.has_value());
+}
+
 TEST(LoadConfig, FillsInTheDefaults) {
   const ProxyConfig config = parse_config(
       "upstream: http://127.0.0.1:9000\n"

@@ -81,7 +81,7 @@ TEST_F(SluiceCli, CheckPrintsEveryErrorAndExitsOne) {
                 "accepted keys: algorithm, limit, window, calendar, timezone, slots, rate, burst, "
                 "warmup, "
                 "cold_factor, key, ipv6_prefix, mode, max_delay, shadow, status, lease, "
-                "overrides, tier or tiers\n" +
+                "overrides, tier, tiers, cost or count_if\n" +
                 file +
                 ":4:39: routes[0].limiters: no limiter is named \"nope\"; defined: per-ip\n" +
                 file + ": 4 errors\n");

@@ -116,6 +116,9 @@ io::Awaitable<RelayOutcome> relay_http1_to_http2(ClientConnection& downstream,
   if (!no_body && !chunked && !has_field(*call, "content-length")) {
     outcome.keep_alive = false;  // HTTP/1.0 without a length: the body runs until the close
   }
+  if (exchange.cost != nullptr) {
+    exchange.cost->begin(*exchange.meter, call->head);
+  }
   head.clear();
   write_client_head(*call, version, chunked, outcome.keep_alive, exchange.decision,
                     config.limits_headers, head);
@@ -128,7 +131,8 @@ io::Awaitable<RelayOutcome> relay_http1_to_http2(ClientConnection& downstream,
   if (!no_body) {
     CallBodySource body(*session, *call, timeouts.upstream);
     SocketBodySink to_client(client, nullptr, chunked, timeouts.idle);
-    BodyCarry carried_body(body, to_client);  // no coroutine of its own while nothing waits
+    // No coroutine of its own while nothing waits.
+    BodyCarry carried_body(body, to_client, exchange.cost);
     if (!carried_body.now()) {
       co_await carried_body.rest();
     }

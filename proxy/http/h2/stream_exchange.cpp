@@ -46,6 +46,7 @@ class StreamDownstream final : public Downstream {
                ? relay_to_http2(*connection_, stream_, state_, exchange, grpc_, deadline_passed_)
                : relay_to_http1(*connection_, *stream_, state_, exchange);
   }
+  ResponseCost& response_cost() override { return state_.response_cost(); }
 
  private:
   const std::shared_ptr<Connection>& connection_;

@@ -94,6 +94,9 @@ io::Awaitable<RelayOutcome> relay_to_http1(Connection& connection, RequestStream
   if (const auto length = response.content_length()) {
     framing.length = *length;
   }
+  if (exchange.cost != nullptr) {
+    exchange.cost->begin(*exchange.meter, response.head());
+  }
   FieldList& fields = connection.response_fields();
   FieldListOut out(fields);
   write_client_head(response, kHttp11, framing, true, false, exchange.decision,
@@ -110,7 +113,8 @@ io::Awaitable<RelayOutcome> relay_to_http1(Connection& connection, RequestStream
     stream.upstream = &server->stream;
     MessageBodySource body(server->stream, buffer, response, chunk, timeouts.upstream);
     StreamBodySink to_client(connection, stream, timeouts.idle);
-    BodyCarry carried_body(body, to_client);  // no coroutine of its own while nothing waits
+    // No coroutine of its own while nothing waits.
+    BodyCarry carried_body(body, to_client, exchange.cost);
     if (!carried_body.now()) {
       co_await carried_body.rest();
     }

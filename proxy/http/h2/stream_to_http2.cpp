@@ -103,7 +103,7 @@ io::Awaitable<RelayOutcome> relay_to_http2(Connection& connection,
   bool up_over = !with_body;
   CallBodySource response_body(*upstream_session, *call, timeouts.upstream);
   StreamBodySink to_client(connection, stream, timeouts.idle);
-  BodyCarry going_down(response_body, to_client);
+  BodyCarry going_down(response_body, to_client, exchange.cost);
   bool head_sent = false;
   bool down_over = false;
   for (;;) {
@@ -116,6 +116,9 @@ io::Awaitable<RelayOutcome> relay_to_http2(Connection& connection,
       head_sent = true;
       outcome.status = call->head.status();
       outcome.upstream_time = std::chrono::steady_clock::now() - started;
+      if (exchange.cost != nullptr) {
+        exchange.cost->begin(*exchange.meter, call->head);
+      }
       add_limit_fields(call->head, exchange.decision, exchange.config().limits_headers);
       const bool body_down = !(call->body_done && call->body.empty());
       down_over = !body_down;

@@ -101,6 +101,16 @@ void FieldList::add(std::string_view name, std::string_view value) {
   fields_.push_back(Field{name_at, name.size(), value_at, value.size()});
 }
 
+std::string_view FieldList::value_of(std::string_view name) const noexcept {
+  for (const Field& field : fields_) {
+    const std::string_view found(text_.data() + field.name, field.name_length);
+    if (pipeline::equal_ignoring_case(found, name)) {
+      return {text_.data() + field.value, field.value_length};
+    }
+  }
+  return {};
+}
+
 void FieldList::set_status(unsigned status) {
   status_ = status;
   status_text_ = {static_cast<char>('0' + status / 100 % 10),

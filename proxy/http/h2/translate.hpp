@@ -44,6 +44,8 @@ class FieldList {
   /// Sets :status, which then comes first.
   void set_status(unsigned status);
   unsigned status() const noexcept { return status_; }
+  /// The first field with this name (case-insensitive), or "".
+  std::string_view value_of(std::string_view name) const noexcept;
   /// The fields for nghttp2 (valid until the next change).
   const std::vector<nghttp2_nv>& list();
 

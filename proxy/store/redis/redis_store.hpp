@@ -68,6 +68,10 @@ class RedisStore final : public Store {
   /// holds them (PermitReleases), at once when `on_error: local` took them from the memory
   /// limiters.
   void release(std::size_t loop, const pipeline::Decision& decision) override;
+  /// Nothing to settle: configurations that charge after the response are refused with the
+  /// Redis store for now (config/load_config.cpp), so no decision of its has such a charge.
+  void settle(std::size_t /*loop*/, const pipeline::Decision& /*decision*/,
+              const pipeline::ResponseSaid& /*said*/, limiter::TimePoint /*now*/) override {}
 
   std::optional<StoreHealth> health() const override;
   /// While a breaker is open, asks Redis (PING on loop `loop`) whether it answers again, and

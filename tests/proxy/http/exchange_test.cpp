@@ -49,12 +49,22 @@ class RecordingDownstream final : public Downstream {
     ADD_FAILURE() << "answered at once: nothing to finish";
     co_return;
   }
-  io::Awaitable<RelayOutcome> relay(Exchange&) override {
+  io::Awaitable<RelayOutcome> relay(Exchange& exchange) override {
     ++relayed;
+    if (exchange.cost != nullptr && response_head != nullptr) {
+      exchange.cost->begin(*exchange.meter, *response_head);
+      for (const std::string_view piece : response_body) {
+        exchange.cost->seen(BodyPiece{.bytes = piece, .last = false, .trailers = nullptr});
+      }
+    }
     co_return relay_outcome;
   }
+  ResponseCost& response_cost() override { return cost_; }
 
   RelayOutcome relay_outcome{.keep_alive = true, .status = 200};  ///< What each relay returns.
+  /// The response each relay shows the exchange's cost meter, if any.
+  const HeadFields* response_head = nullptr;
+  std::vector<std::string_view> response_body;
   std::vector<unsigned> answered;    ///< The status of each own answer.
   bool answered_keep_alive = false;  ///< The last own answer's.
   int relayed = 0;
@@ -63,6 +73,7 @@ class RecordingDownstream final : public Downstream {
  private:
   const RequestHead& request_;
   OwnResponse own_;
+  ResponseCost cost_;
   pipeline::IpAddress peer_ = *pipeline::IpAddress::parse("192.0.2.7");
 };
 
@@ -114,6 +125,7 @@ class ExchangeLoop {
   }
 
   test::ManualClock& clock() { return clock_; }
+  telemetry::Metrics& metrics() { return metrics_; }
   pipeline::Outcome last_outcome = pipeline::Outcome::no_route;
 
  private:
@@ -164,6 +176,45 @@ TEST(ServeExchange, RelaysWhatThePipelineAdmitsAndAnswersWhatItLimits) {
   loop.clock().advance(1min);
   EXPECT_TRUE(loop.serve(downstream, request.request));
   EXPECT_EQ(downstream.relayed, 3);
+}
+
+/// A response head with these fields, as a relay reads it.
+HeadFields response_head(
+    std::initializer_list<std::pair<std::string_view, std::string_view>> fields) {
+  HeadFields head;
+  for (const auto& [name, value] : fields) {
+    head.add(http::string_to_field(name), name, value);
+  }
+  head.seal();
+  return head;
+}
+
+TEST(ServeExchange, ChargesWhatTheResponseSaidItCostOnceItIsOver) {
+  // 100 tokens a minute; the response reports 150 in OpenAI's usage, in two pieces.
+  ExchangeLoop loop(
+      "limiters: {tokens: {algorithm: token_bucket, rate: 100/m, burst: 100, cost: response}}\n"
+      "routes: [{name: chat, limiters: [tokens], cost_from: {usage: openai}}]");
+  ParsedRequest request(
+      "POST /v1/chat/completions HTTP/1.1\r\nHost: a\r\nContent-Length: 0\r\n\r\n");
+  RecordingDownstream downstream(request.request);
+  const HeadFields head = response_head({{"Content-Type", "application/json"}});
+  downstream.response_head = &head;
+  downstream.response_body = {R"({"id":"c1","usage":{"prompt_tokens":50,"complet)",
+                              R"(ion_tokens":100,"total_tokens":150}})"};
+  loop.serve(downstream, request.request);
+  EXPECT_EQ(downstream.relayed, 1);
+  telemetry::CostCounters& counters = *loop.metrics().cost("tokens")[0];
+  EXPECT_EQ(counters.charged.value(), 150U);
+  EXPECT_EQ(counters.readings[0].value(), 1U);  // reported
+  // 50 tokens in debt: limited until they are paid back and one more is in.
+  loop.serve(downstream, request.request);
+  EXPECT_EQ(downstream.answered, std::vector<unsigned>{429});
+  loop.clock().advance(30600ms);
+  downstream.response_body = {R"({"usage":{"total_tokens":-4}})"};
+  loop.serve(downstream, request.request);
+  EXPECT_EQ(downstream.relayed, 2);
+  EXPECT_EQ(counters.readings[2].value(), 1U);  // invalid: charged the estimate, 0
+  EXPECT_EQ(counters.charged.value(), 150U);
 }
 
 TEST(ServeExchange, AnswersARouteThatRespondsAndARequestThatMatchesNone) {

@@ -239,6 +239,68 @@ routes: [{name: all, limiters: [per-ip], cost: 4}]
   EXPECT_EQ(fixture.send({}, at(0s)).outcome, Outcome::limited);
 }
 
+TEST(Pipeline, ChargesWhatTheResponseCostOnceItIsOver) {
+  // 100 tokens a minute (one every 600 ms): admitted while the budget is above zero, then in
+  // debt for what the response said it cost.
+  test::PipelineFixture fixture(R"(
+upstream: http://127.0.0.1:9000
+limiters:
+  tokens: {algorithm: token_bucket, rate: 100/m, burst: 100, cost: response}
+routes: [{name: all, limiters: [tokens], cost_from: {header: X-Tokens}}]
+)");
+  const Decision first = fixture.send({}, at(0s));
+  EXPECT_EQ(first.outcome, Outcome::allowed);
+  EXPECT_EQ(first.applied()[0].status.remaining, 100U);  // nothing taken before the response
+  ASSERT_EQ(first.later_count, 1U);
+  Pipeline::settle_locally(first, {.status = 200, .cost = 150}, at(0s));
+  const Decision in_debt = fixture.send({}, at(0s));
+  EXPECT_EQ(in_debt.outcome, Outcome::limited);
+  EXPECT_EQ(in_debt.retry_after, 30600ms);  // 50 tokens of debt and one to take
+  EXPECT_EQ(fixture.send({}, at(30600ms)).outcome, Outcome::allowed);
+}
+
+TEST(Pipeline, ReservesTheEstimateAndSettlesTheDifference) {
+  test::PipelineFixture fixture(R"(
+upstream: http://127.0.0.1:9000
+limiters:
+  tokens: {algorithm: fixed_window, limit: 100, window: 1m, cost: response}
+routes: [{name: all, limiters: [tokens], cost_from: {usage: openai, estimate: 40}}]
+)");
+  const Decision first = fixture.send({}, at(0s));
+  EXPECT_EQ(first.applied()[0].status.remaining, 60U);
+  Pipeline::settle_locally(first, {.status = 200, .cost = 10}, at(1s));  // 30 given back
+  const Decision second = fixture.send({}, at(1s));
+  EXPECT_EQ(second.applied()[0].status.remaining, 50U);  // 90, less this one's estimate
+  // A response that said nothing is charged the estimate: what was reserved.
+  EXPECT_EQ(owed_for(*second.route, second.later[0], {.status = 200, .cost = std::nullopt}), 40U);
+  Pipeline::settle_locally(second, {.status = 200, .cost = std::nullopt}, at(1s));
+  EXPECT_EQ(fixture.send({}, at(1s)).applied()[0].status.remaining, 10U);
+  // The budget must hold the estimate: 10 left does not.
+  EXPECT_EQ(fixture.send({}, at(1s)).outcome, Outcome::limited);
+}
+
+TEST(Pipeline, CountsOnlyResponsesWithTheListedStatuses) {
+  // Failed logins: 2 per window; successful ones are never counted.
+  test::PipelineFixture fixture(R"(
+upstream: http://127.0.0.1:9000
+limiters:
+  failed-logins: {algorithm: sliding_log, limit: 2, window: 15m, count_if: {status: [401, 403]}}
+routes: [{name: login, limiters: [failed-logins]}]
+)");
+  for (int i = 0; i < 5; ++i) {
+    const Decision ok = fixture.send({}, at(0s));
+    ASSERT_EQ(ok.outcome, Outcome::allowed);
+    Pipeline::settle_locally(ok, {.status = 200, .cost = std::nullopt}, at(0s));
+  }
+  Pipeline::settle_locally(fixture.send({}, at(1s)), {.status = 401, .cost = std::nullopt}, at(1s));
+  // A client gone before its response is not counted either.
+  Pipeline::settle_locally(fixture.send({}, at(1s)), {.status = 0, .cost = std::nullopt}, at(1s));
+  Pipeline::settle_locally(fixture.send({}, at(2s)), {.status = 403, .cost = std::nullopt}, at(2s));
+  const Decision refused = fixture.send({}, at(3s));
+  EXPECT_EQ(refused.outcome, Outcome::limited);
+  EXPECT_EQ(refused.retry_after, 15min - 2s);  // until the first failure leaves the window
+}
+
 TEST(Pipeline, AnswersRespondRoutesWithTheirStatus) {
   test::PipelineFixture fixture(R"(
 routes: [{name: status, match: {path: /status}, respond: {status: 204}}]

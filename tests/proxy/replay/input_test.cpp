@@ -52,6 +52,9 @@ TEST(ParseJsonLine, ExplainsWhatIsWrong) {
       {R"({"t": -1})", "t must be a non-negative number at column 7"},
       {R"({"t": 1, "cost": 0})", "cost must be a whole number of at least 1 at column 18"},
       {R"({"t": 1, "cost": 1.5})", "cost must be a whole number of at least 1 at column 18"},
+      {R"({"t": 1, "response_cost": -3})",
+       "response_cost must be a whole number from 0 to 4294967295 at column 27"},
+      {R"({"t": 1, "status": 99})", "status must be a whole number from 100 to 599 at column 20"},
       {R"({"t": 1, "ip": 5})", "expected a string at column 16"},
       {R"({"t": 1, "headers": {"a": 1}})", "header values must be strings at column 27"},
       {R"({"t": 1} trailing)", "unexpected text after the object at column 10"},
@@ -154,6 +157,17 @@ TEST(ParseCombinedLine, ReadsAddressTimeRequestAndAgent) {
   ASSERT_EQ(record.header_count, 2U);
   EXPECT_EQ(record.headers[1].name, "User-Agent");
   EXPECT_EQ(record.headers[1].value, "Mozilla/4.08 [en] (Win98; I ;Nav)");
+  // What the response said, for the charges settled after it (SPEC §9).
+  EXPECT_EQ(record.status, 200U);
+  EXPECT_EQ(record.response_bytes, 2326U);
+  record.reset(0);
+  ASSERT_FALSE(
+      parse_combined_line(
+          R"(1.2.3.4 - - [10/Oct/2000:13:55:36 +0000] "POST /login HTTP/1.1" 401 - "-" "-")",
+          record)
+          .has_value());
+  EXPECT_EQ(record.status, 401U);
+  EXPECT_FALSE(record.response_bytes.has_value());
 }
 
 TEST(ParseCombinedLine, RefusesOtherLines) {

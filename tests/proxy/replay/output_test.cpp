@@ -101,6 +101,42 @@ routes: [{name: api, auth: {jwt: idp}, respond: {status: 200}, limiters: [per-us
   EXPECT_THAT(summary.str(), ::testing::HasSubstr("per-user alice"));  // claims shown as they are
 }
 
+TEST(ReplayOutput, ChargesWhatEachResponseCostWhenItEnds) {
+  // A token budget of 100 a minute over an LLM gateway's log: each call's tokens are charged
+  // when its response ends (t + duration), so a call that starts before the one before it ends
+  // still gets in (the overshoot that a budget charged after the response allows).
+  const config::ProxyConfig config = config::parse_config(
+      R"(
+upstream: "http://127.0.0.1:9"
+limiters:
+  tokens: {algorithm: token_bucket, rate: 100/m, burst: 100, cost: response}
+  failed-logins: {algorithm: fixed_window, limit: 1, window: 1h, count_if: {status: [401]}}
+routes:
+  - {name: chat, match: {path: /v1/chat}, limiters: [tokens], cost_from: {usage: openai}}
+  - {name: login, match: {path: /login}, limiters: [failed-logins]}
+)",
+      "proxy.yaml", [](std::string_view) { return std::nullopt; });
+  Replayer replayer(config, InputFormat::jsonl);
+  std::string out;
+  replayer.feed(R"({"t": 0, "path": "/v1/chat", "duration": 2, "response_cost": 90})", out);
+  replayer.feed(R"({"t": 1, "path": "/v1/chat", "duration": 2, "response_cost": 90})", out);
+  // 100 − 90 at t=2, + 1 2/3 − 90 at t=3: −78 1/3 tokens, back at 0 at t=50.
+  replayer.feed(R"({"t": 3, "path": "/v1/chat", "response_cost": 1})", out);
+  replayer.feed(R"({"t": 50, "path": "/v1/chat", "response_cost": 1})", out);
+  replayer.feed(R"({"t": 50.6, "path": "/v1/chat", "response_cost": 1})", out);
+  replayer.feed(R"({"t": 100, "path": "/login", "status": 200})", out);
+  replayer.feed(R"({"t": 101, "path": "/login", "status": 401})", out);
+  replayer.feed(R"({"t": 102, "path": "/login", "status": 401})", out);
+  const std::vector<json::value> lines = parsed_lines(out);
+  ASSERT_EQ(lines.size(), 8U) << out;
+  std::vector<std::string> decisions;
+  for (const json::value& line : lines) {
+    decisions.emplace_back(line.at("decision").as_string());
+  }
+  EXPECT_EQ(decisions, (std::vector<std::string>{"allowed", "allowed", "limited", "limited",
+                                                 "allowed", "allowed", "allowed", "limited"}));
+}
+
 TEST(ReplayOutput, SaysRetryAfterAsTheProxysHeaderWould) {
   const config::ProxyConfig config = config::parse_config(
       R"(

@@ -1,0 +1,118 @@
+// What a response cost, read on its way through the proxy (SPEC §9), over real sockets: a real
+// upstream's responses (chunked event streams, a header, a stream cut short) to curl over
+// HTTP/1.1 and HTTP/2, the limiter charged what they said, the body passed on unchanged, and
+// the charge on /metrics.
+#include "proxy/http/response_cost.hpp"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "tests/support/eventually.hpp"
+#include "tests/support/proxy_fixture.hpp"
+#include "tests/support/shell.hpp"
+#include "tests/support/test_upstream.hpp"
+
+namespace sluice::test {
+namespace {
+
+using ::testing::HasSubstr;
+
+/// An OpenAI chat completion streamed with include_usage: chunks with `"usage": null`, then the
+/// usage chunk, then [DONE]; in HTTP/1.1 chunks split mid-event.
+constexpr std::string_view kEvents =
+    "data: {\"id\":\"c1\",\"choices\":[{\"delta\":{\"content\":\"Hi\"}}],\"usage\":null}\n\n"
+    "data: {\"id\":\"c1\",\"choices\":[],\"usage\":{\"prompt_tokens\":50,\"completion_tokens\":"
+    "100,\"total_tokens\":150}}\n\n"
+    "data: [DONE]\n\n";
+
+std::string chunked(std::string_view body, std::size_t piece) {
+  std::string out;
+  for (std::size_t at = 0; at < body.size(); at += piece) {
+    const std::string_view part = body.substr(at, piece);
+    char size[16];
+    std::snprintf(size, sizeof size, "%zx\r\n", part.size());
+    out += size;
+    out += part;
+    out += "\r\n";
+  }
+  return out + "0\r\n\r\n";
+}
+
+std::string event_stream_response() {
+  return "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n"
+         "Connection: close\r\n\r\n" +
+         chunked(kEvents, 37);
+}
+
+std::string config_for(const CannedUpstream& upstream, std::string_view cost_from) {
+  return "limiters: {tokens: {algorithm: token_bucket, rate: 100/m, burst: 100, cost: response}}\n"
+         "routes: [{name: chat, upstream: \"" +
+         upstream.url() + "\", limiters: [tokens], cost_from: " + std::string(cost_from) + "}]";
+}
+
+std::string curl(const std::string& arguments) {
+  return output_of("curl -s --max-time 5 " + arguments + " 2>&1");
+}
+
+std::string chat_url(const ProxyFixture& proxy) {
+  return "http://127.0.0.1:" + std::to_string(proxy.port()) + "/v1/chat/completions";
+}
+
+std::string metrics_of(ProxyFixture& proxy) { return proxy.send(get("/metrics"), true).body(); }
+
+/// Waits until the proxy has charged `cost` in all: the client may have its response's last
+/// byte before the proxy has settled it.
+void charged(ProxyFixture& proxy, int cost) {
+  const std::string line =
+      "sluice_cost_charged_total{limiter=\"tokens\"} " + std::to_string(cost) + "\n";
+  EXPECT_TRUE(holds_within(std::chrono::seconds(5), [&] {
+    return metrics_of(proxy).find(line) != std::string::npos;
+  })) << metrics_of(proxy);
+}
+
+TEST(ResponseCost, ChargesAnEventStreamItsUsageOverHttp11AndHttp2) {
+  for (const std::string version : {"--http1.1", "--http2-prior-knowledge"}) {
+    SCOPED_TRACE(version);
+    CannedUpstream upstream(event_stream_response());
+    ProxyFixture proxy(config_for(upstream, "{usage: openai}"), "threads: 1");
+    // The stream reaches the client as the upstream sent it.
+    EXPECT_EQ(curl(version + " -d '{}' " + chat_url(proxy)), kEvents);
+    charged(proxy, 150);
+    // 150 tokens of a budget of 100: 50 in debt, paid back at 100 a minute.
+    EXPECT_EQ(curl(version + " -d '{}' -o /dev/null -w '%{http_code}' " + chat_url(proxy)), "429");
+    EXPECT_EQ(upstream.requests(), 1);
+    EXPECT_THAT(
+        metrics_of(proxy),
+        HasSubstr("sluice_cost_readings_total{limiter=\"tokens\",result=\"reported\"} 1\n"));
+  }
+}
+
+TEST(ResponseCost, ChargesWhatAHeaderSays) {
+  CannedUpstream upstream(
+      "HTTP/1.1 200 OK\r\nX-Tokens-Used: 70\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok");
+  ProxyFixture proxy(config_for(upstream, "{header: X-Tokens-Used}"), "threads: 1");
+  EXPECT_EQ(curl("-o /dev/null -w '%{http_code}' " + chat_url(proxy)), "200");
+  charged(proxy, 70);  // 30 left
+  EXPECT_EQ(curl("-o /dev/null -w '%{http_code}' " + chat_url(proxy)), "200");
+  charged(proxy, 140);  // -40 left
+  EXPECT_EQ(curl("-o /dev/null -w '%{http_code}' " + chat_url(proxy)), "429");
+}
+
+TEST(ResponseCost, ChargesTheEstimateForAStreamCutBeforeItsUsage) {
+  // The upstream goes away in the middle of the stream: the usage never came.
+  const std::string events = chunked(kEvents.substr(0, 80), 40);
+  CannedUpstream upstream(
+      "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n"
+      "Connection: close\r\n\r\n" +
+      events.substr(0, events.size() - 5));  // without the last chunk
+  ProxyFixture proxy(config_for(upstream, "{usage: openai, estimate: 30}"), "threads: 1");
+  curl("-o /dev/null " + chat_url(proxy));
+  charged(proxy, 30);
+  EXPECT_THAT(metrics_of(proxy),
+              HasSubstr("sluice_cost_readings_total{limiter=\"tokens\",result=\"missing\"} 1\n"));
+}
+
+}  // namespace
+}  // namespace sluice::test
