@@ -7,11 +7,16 @@
 
 namespace sluice::cost {
 
+/// Where the first line of `text` ends: at its first \n or \r, else its size.
+std::size_t first_line_end(std::string_view text);
+
 /// What an event stream's lines say, in order.
 class EventStreamSink {
  public:
-  /// A `data` line starts; its value follows through data(), in runs.
-  virtual void data_line() = 0;
+  /// A `data` line starts; its value follows through data(), in runs. `ahead` is the rest of the
+  /// piece from just past the field's colon (empty for a bare `data` line): a look at what comes
+  /// without holding it.
+  virtual void data_line(std::string_view ahead) = 0;
   /// A run of the current data line's value (its one leading space dropped).
   virtual void data(std::string_view run) = 0;
   /// A blank line: the event the data lines since the last one make is complete.

@@ -34,6 +34,18 @@ inline constexpr std::size_t kMaxJsonSlots = 4;
 /// It bounds the parser's own stack, the only memory a document costs.
 inline constexpr std::size_t kMaxJsonDepth = 64;
 
+/// The ending the targets' last keys share ("_tokens"), searched for first by may_hold_target();
+/// empty when there is none worth it. It is part of a target's key.
+std::string_view last_keys_ending(std::span<const JsonTarget> targets);
+
+/// Whether a whole JSON document could hold a value at one of the targets' paths, found without
+/// parsing it: false only when, if it is JSON at all, no target has a value there but null. A
+/// document that is not JSON holds nothing anyway, so this need not validate it; it only has to
+/// read JSON's strings and nesting right. When unsure (an escaped member name on a path, nesting
+/// past what it tracks) it says true. `ending` is last_keys_ending(targets).
+bool may_hold_target(std::string_view document, std::span<const JsonTarget> targets,
+                     std::string_view ending);
+
 /// The parser's events, matched against the targets as they come: nothing of the document is
 /// kept but which targets the current position is on, one mask per open object or array.
 class JsonPathEvents {

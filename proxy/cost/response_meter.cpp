@@ -101,6 +101,7 @@ void ResponseMeter::start(const MeterSpec& spec, std::string_view content_type) 
   body_bytes_ = 0;
   said_ = {};
   event_has_data_ = false;
+  skipping_event_ = false;
   switch (spec.kind) {
     case MeterSpec::Kind::header:
       body_kind_ = BodyKind::ignored;
@@ -110,16 +111,18 @@ void ResponseMeter::start(const MeterSpec& spec, std::string_view content_type) 
       return;
     case MeterSpec::Kind::json:
       path_target_ = JsonTarget{{}, spec.path, 0};
-      json_.set_targets({&path_target_, 1});
+      targets_ = {&path_target_, 1};
       break;
     case MeterSpec::Kind::usage:
       if (spec.usage == Usage::openai) {
-        json_.set_targets(kOpenAiTargets);
+        targets_ = kOpenAiTargets;
       } else {
-        json_.set_targets(kAnthropicTargets);
+        targets_ = kAnthropicTargets;
       }
       break;
   }
+  json_.set_targets(targets_);
+  last_keys_ending_ = last_keys_ending(targets_);
   if (is_event_stream(content_type)) {
     body_kind_ = BodyKind::event_stream;
     events_.start();
@@ -156,21 +159,48 @@ void ResponseMeter::body(std::span<const char> bytes) {
   }
 }
 
-void ResponseMeter::data_line() {
+// Most events of a stream hold no usage (OpenAI's chunks say `"usage": null`), and parsing each
+// costs far more than relaying it. An event whose one data line ends, with the event, in the
+// piece at hand is looked at there first, and not parsed when it cannot hold a target: what it
+// would have given is nothing, whether or not it is JSON. Any other event is parsed as it comes.
+bool ResponseMeter::can_skip_event(std::string_view ahead) const {
+  if (!ahead.empty() && ahead.front() == ' ') {
+    ahead.remove_prefix(1);
+  }
+  const std::size_t line_end = first_line_end(ahead);
+  if (line_end + 1 >= ahead.size() || ahead[line_end] != '\n' || ahead[line_end + 1] != '\n') {
+    return false;  // the event goes on past this line or this piece (or \r ends its lines)
+  }
+  return !may_hold_target(ahead.substr(0, line_end), targets_, last_keys_ending_);
+}
+
+void ResponseMeter::data_line(std::string_view ahead) {
   if (event_has_data_) {
-    json_.write("\n");  // an event's data lines are joined by newlines: whitespace to JSON
-  } else {
+    if (!skipping_event_) {
+      json_.write("\n");  // an event's data lines are joined by newlines: whitespace to JSON
+    }
+    return;
+  }
+  event_has_data_ = true;
+  skipping_event_ = can_skip_event(ahead);
+  if (!skipping_event_) {
     json_.start();
-    event_has_data_ = true;
   }
 }
 
-void ResponseMeter::data(std::string_view run) { json_.write(run); }
+void ResponseMeter::data(std::string_view run) {
+  if (!skipping_event_) {
+    json_.write(run);
+  }
+}
 
 void ResponseMeter::event_end() {
   if (event_has_data_) {
-    take_event();
+    if (!skipping_event_) {
+      take_event();
+    }
     event_has_data_ = false;
+    skipping_event_ = false;
   }
 }
 
@@ -196,7 +226,7 @@ Reading ResponseMeter::finish() {
 }
 
 Reading ResponseMeter::read_body_end() {
-  if (body_kind_ == BodyKind::event_stream && event_has_data_) {
+  if (body_kind_ == BodyKind::event_stream && event_has_data_ && !skipping_event_) {
     take_event();  // a stream cut short may end without the event's blank line
   }
   if (body_kind_ == BodyKind::json) {

@@ -83,7 +83,8 @@ class ResponseMeter final : private EventStreamSink {
  private:
   enum class BodyKind : std::uint8_t { ignored, counted, json, event_stream };
 
-  void data_line() override;
+  void data_line(std::string_view ahead) override;
+  bool can_skip_event(std::string_view ahead) const;
   void data(std::string_view run) override;
   void event_end() override;
   void take_event();
@@ -97,6 +98,9 @@ class ResponseMeter final : private EventStreamSink {
   JsonPathReader json_;
   EventStreamReader events_;
   bool event_has_data_ = false;
+  bool skipping_event_ = false;  ///< The event was seen whole ahead, and holds no target.
+  std::span<const JsonTarget> targets_;
+  std::string_view last_keys_ending_;
   JsonTarget path_target_;  ///< With `json`: the route's path.
   /// What the body said: a JSON body's values, or an event stream's latest.
   std::array<CostValue, kMaxJsonSlots> said_{};

@@ -167,5 +167,56 @@ TEST(JsonPathReader, RefusesNestingDeeperThanItsBound) {
   EXPECT_EQ(read_document(reader, {R"({"usage":{"total_tokens":30}})"}).total, "30");
 }
 
+TEST(MayHoldTarget, SaysNoOnlyWhereNoTargetHasAValueButNull) {
+  const std::string_view ending = last_keys_ending(kUsageTargets);
+  EXPECT_EQ(ending, "_tokens");
+  const auto may = [ending](std::string_view document) {
+    return may_hold_target(document, kUsageTargets, ending);
+  };
+  EXPECT_FALSE(may(R"({"id":"x","choices":[{"delta":{"content":"hi"}}],"usage":null})"));
+  EXPECT_FALSE(may(R"({"usage" : null, "usage":{"other":1}})"));
+  EXPECT_FALSE(may(R"({"usage":{"total_tokens":null,"input_tokens" :  null}})"));
+  EXPECT_FALSE(may("[DONE]"));
+  EXPECT_FALSE(may(R"([{"usage":{"total_tokens":1}}])"));  // no member path into an array
+  // Names inside strings are text, escaped quotes and backslashes and all.
+  EXPECT_FALSE(may(R"({"text":"\"usage\":{\"total_tokens\":5}","usage":null})"));
+  EXPECT_FALSE(may(R"({"text":"a\\","t":"\"total_tokens\":5 \\\"usage\":{"})"));
+  // Deeper objects named usage are on no path.
+  EXPECT_FALSE(
+      may(R"({"choices":[{"usage":{"total_tokens":5}}],"x":{"usage":{"total_tokens":6}}})"));
+  EXPECT_FALSE(may(R"({"usage":{"a":{"total_tokens":7}}})"));
+  EXPECT_FALSE(may(R"({"usage":5,"total_tokens":6})"));
+  // Anything else may: a value at a path, whatever it is, with spaces anywhere JSON allows them.
+  EXPECT_TRUE(may(R"({"usage":{"total_tokens":5}})"));
+  EXPECT_TRUE(may("{ \"usage\" :\t{ \"input_tokens\" : 5 } }"));
+  EXPECT_TRUE(may(R"({"usage":{"total_tokens":"5"}})"));
+  EXPECT_TRUE(may(R"({"usage":{"total_tokens":{}}})"));
+  EXPECT_TRUE(may(R"({"text":"\"usage\":null","usage":{"total_tokens":0}})"));
+  EXPECT_TRUE(may(R"({"x":"a\\","usage":{"total_tokens":1}})"));
+  // An escape may spell a name on a path.
+  EXPECT_TRUE(may(R"({"\u0075sage":{"total_tokens":8}})"));
+  EXPECT_TRUE(may(R"({"usage":{"total\u005ftokens":8}})"));
+  // The document itself is a target's value.
+  constexpr std::string_view kNoKeys[] = {"x"};
+  const JsonTarget whole[] = {{{}, {}, 0}, {kNoKeys, {}, 1}};
+  EXPECT_TRUE(may_hold_target("[DONE]", whole, last_keys_ending(whole)));
+}
+
+TEST(MayHoldTarget, NeverSaysNoWhereTheReaderFindsAValue) {
+  JsonPathReader reader;
+  reader.set_targets(kUsageTargets);
+  const std::string_view ending = last_keys_ending(kUsageTargets);
+  for (const std::string_view document :
+       {R"({"usage":{"total_tokens":5}})", R"({"usage":{"total_tokens":-1}})",
+        R"({"usage":{"input_tokens":[1]}})", R"({ "usage" : { "total_tokens" : 5 } })",
+        R"({"usage":{"total_tokens":5},"usage":null})", R"({"\u0075sage":{"total_tokens":8}})",
+        R"({"a":"\\","usage":{"total_tokens":5}})", R"({"a":"\"","usage":{"total_tokens":5}})",
+        R"({"usage":{"x":{},"y":[{"total_tokens":1}],"input_tokens":2}})"}) {
+    const ReadDocument read = read_document(reader, {document});
+    ASSERT_TRUE(read.total != "absent" || read.input != "absent") << document;
+    EXPECT_TRUE(may_hold_target(document, kUsageTargets, ending)) << document;
+  }
+}
+
 }  // namespace
 }  // namespace sluice::cost

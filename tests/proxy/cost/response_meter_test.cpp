@@ -468,6 +468,67 @@ TEST(ResponseMeter, ReadsEventStreamsWithAnyLineEndingCommentsAndSplitData) {
   expect_in_any_pieces(total, kEventStream, "event: ping\ndata: " + chunk + "\n\n", "reported 29");
 }
 
+TEST(ResponseMeter, ReadsEventsLookedAtAheadAsThoseParsedAsTheyCome) {
+  // Whole, an event is looked at in its piece before it is parsed; a byte at a time, or cut, it
+  // is parsed as it comes: the same readings.
+  const MeterSpec total = usage_spec(Usage::openai, UsageCount::total);
+  const std::string chunk = R"({"choices":[{"delta":{"content":"x"}}],"usage":null})";
+  // A name inside a string is no member's.
+  expect_in_any_pieces(total, kEventStream,
+                       "data: {\"usage\":{\"total_tokens\":29}}\n\n"
+                       "data: {\"text\":\"\\\"usage\\\":{\\\"total_tokens\\\":5}\",\"usage\":null}"
+                       "\n\ndata: " +
+                           chunk + "\n\ndata: [DONE]\n\n",
+                       "reported 29");
+  // Spaces around the colon, and a value on a path after one that is null.
+  expect_in_any_pieces(total, kEventStream,
+                       "data: " + chunk +
+                           "\n\ndata: { \"usage\" : { \"total_tokens\" : 31 } }\n\n" +
+                           "data: " + chunk + "\n\n",
+                       "reported 31");
+  // Usage deeper than its path is not the response's.
+  expect_in_any_pieces(
+      total, kEventStream,
+      "data: {\"usage\":{\"total_tokens\":3}}\n\n"
+      "data: {\"choices\":[{\"usage\":{\"total_tokens\":4}}],"
+      "\"x\":{\"usage\":{\"total_tokens\":5}},\"usage\":{\"a\":{\"total_tokens\":6}}}"
+      "\n\n",
+      "reported 3");
+  // An escaped name, a document over two data lines, an event with a comment amid.
+  expect_in_any_pieces(total, kEventStream, "data: {\"\\u0075sage\":{\"total_tokens\":8}}\n\n",
+                       "reported 8");
+  expect_in_any_pieces(total, kEventStream,
+                       "data: " + chunk + "\n\ndata: {\"usage\":\ndata: {\"total_tokens\":9}}\n\n",
+                       "reported 9");
+  expect_in_any_pieces(total, kEventStream,
+                       "data: {\"usage\":\n: ping\ndata: {\"total_tokens\":10}}\n\n",
+                       "reported 10");
+  // An invalid document with a value on a path says nothing, looked at or not.
+  expect_in_any_pieces(total, kEventStream,
+                       "data: {\"usage\":{\"total_tokens\":11}}\n\n"
+                       "data: {\"x\":tru,\"usage\":{\"total_tokens\":12}}\n\n"
+                       "data: {\"usage\":nul,\"total_tokens\":13}\n\n",
+                       "reported 11");
+  // A null count does not replace an earlier one; an invalid one does.
+  expect_in_any_pieces(total, kEventStream,
+                       "data: {\"usage\":{\"total_tokens\":14}}\n\n"
+                       "data: {\"usage\":{\"total_tokens\" : null}}\n\n",
+                       "reported 14");
+  expect_in_any_pieces(total, kEventStream,
+                       "data: {\"usage\":{\"total_tokens\":14}}\n\n"
+                       "data: {\"usage\":{\"total_tokens\":\"15\"}}\n\n",
+                       "invalid: not a number");
+  // OpenAI's responses and Anthropic's messages, nested one deeper.
+  expect_in_any_pieces(total, kEventStream,
+                       "data: {\"response\":{\"usage\":{\"total_tokens\":16}}}\n\n"
+                       "data: {\"response\":{\"id\":\"r\",\"usage\":null}}\n\n",
+                       "reported 16");
+  expect_in_any_pieces(usage_spec(Usage::anthropic, UsageCount::input), kEventStream,
+                       "data: {\"message\":{\"usage\":{\"input_tokens\":17}}}\n\n"
+                       "data: {\"type\":\"ping\"}\n\n",
+                       "reported 17");
+}
+
 TEST(ResponseMeter, ReadsAnEventStreamOnlyWhenTheContentTypeSaysSo) {
   const std::string stream = R"(data: {"usage":{"total_tokens":29}})"
                              "\n\n";
