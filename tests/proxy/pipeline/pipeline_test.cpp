@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <deque>
 #include <thread>
 
 #include "tests/support/manual_clock.hpp"
@@ -299,6 +300,39 @@ routes: [{name: login, limiters: [failed-logins]}]
   const Decision refused = fixture.send({}, at(3s));
   EXPECT_EQ(refused.outcome, Outcome::limited);
   EXPECT_EQ(refused.retry_after, 15min - 2s);  // until the first failure leaves the window
+}
+
+TEST(Pipeline, ChargesAfterTheResponseOvershootByNoMoreThanWhatIsInFlight) {
+  // A budget of 1000 tokens, calls of 300 each, at most 4 in flight per key (a concurrency
+  // limiter beside the budget). Each call is admitted while the budget is above zero, and
+  // charged when it ends: the budget is passed by less than 4 calls' cost.
+  test::PipelineFixture fixture(R"(
+upstream: http://127.0.0.1:9000
+limiters:
+  tokens: {algorithm: token_bucket, rate: 1/h, burst: 1000, cost: response}
+  in-flight: {algorithm: concurrency, limit: 4}
+routes: [{name: all, limiters: [tokens, in-flight], cost_from: {header: X-Tokens}}]
+)");
+  std::deque<Decision> in_flight;
+  int admitted = 0;
+  for (int step = 0; step < 20; ++step) {
+    // As many calls as are let in; then the oldest ends.
+    for (Decision call = fixture.send({}, at(0s)); call.outcome == Outcome::allowed;
+         call = fixture.send({}, at(0s))) {
+      in_flight.push_back(call);
+      ++admitted;
+    }
+    if (in_flight.empty()) {
+      break;
+    }
+    Pipeline::settle_locally(in_flight.front(), {.status = 200, .cost = 300}, at(0s));
+    Pipeline::release_locally(in_flight.front());
+    in_flight.pop_front();
+  }
+  // 4 at once, then one more as each of the first three ends (700, 400 and 100 left): 7 calls,
+  // 2100 tokens, 1100 past the budget: under 4 × 300.
+  EXPECT_EQ(admitted, 7);
+  EXPECT_LT(admitted * 300 - 1000, 4 * 300);
 }
 
 TEST(Pipeline, AnswersRespondRoutesWithTheirStatus) {
