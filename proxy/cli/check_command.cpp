@@ -87,6 +87,47 @@ std::string behaviour(const LimiterConfig& limiter) {
     text += ", " + std::to_string(limiter.overrides.size()) + " override" +
             (limiter.overrides.size() == 1 ? "" : "s");
   }
+  if (limiter.cost_from_response) {
+    text += ", charged what the response cost";
+  }
+  if (!limiter.count_if_status.empty()) {
+    text += ", counts only";
+    for (const unsigned status : limiter.count_if_status) {
+      text += " " + std::to_string(status);
+    }
+  }
+  return text;
+}
+
+/// A route's cost: its own, and where its responses' cost is read (`cost_from`).
+std::string cost_text(const config::Route& route) {
+  std::string text = std::to_string(route.cost);
+  if (!route.cost_from) {
+    return text;
+  }
+  using Source = config::CostFrom::Source;
+  const config::CostFrom& from = *route.cost_from;
+  switch (from.source) {
+    case Source::usage:
+      text += from.usage == config::CostFrom::Usage::openai ? ", openai " : ", anthropic ";
+      text += from.count == config::CostFrom::Count::total   ? "total"
+              : from.count == config::CostFrom::Count::input ? "input"
+                                                             : "output";
+      text += " tokens";
+      break;
+    case Source::header:
+      text += ", header " + from.field;
+      break;
+    case Source::json:
+      text += ", json " + from.field;
+      break;
+    case Source::bytes:
+      text += ", response bytes";
+      break;
+  }
+  if (from.estimate != 0) {
+    text += " (estimate " + std::to_string(from.estimate) + ")";
+  }
   return text;
 }
 
@@ -170,8 +211,8 @@ void print_config_summary(const config::ProxyConfig& config, std::ostream& out) 
   }
   std::vector<Row> routes{{"ROUTE", "MATCH", "LIMITERS", "COST", "TARGET"}};
   for (const Route& route : config.routes) {
-    routes.push_back({route.name, match_text(route.match), joined(route.limiters),
-                      std::to_string(route.cost), target(route, config)});
+    routes.push_back({route.name, match_text(route.match), joined(route.limiters), cost_text(route),
+                      target(route, config)});
   }
   print_table(routes, out);
 }
