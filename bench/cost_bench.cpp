@@ -1,12 +1,14 @@
 // What reading a response's cost costs, per byte, on one core (SPEC §9): the cost meter over 1 MiB
 // streams (OpenAI's chat and responses, Anthropic's messages) and a 4 KiB chat completion, lent in
-// the relay's 16 KiB pieces, against copying the same pieces (what relaying a body does to each
-// byte at the least). The end-to-end numbers through the proxy are in docs/benchmarks.md ("Cost
-// from the response").
+// the relay's 16 KiB pieces (the chat stream also in the smaller pieces reads often return),
+// against copying the same pieces (what relaying a body does to each byte at the least). The
+// end-to-end numbers through the proxy are in docs/benchmarks.md ("Cost from the response").
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
 #include <cstring>
+#include <random>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -85,16 +87,35 @@ std::string chat_completion(std::size_t bytes) {
          "900,\"total_tokens\":950}}";
 }
 
+/// Piece sizes as a socket's reads give them when the upstream writes from another core: from a
+/// TCP segment's payload to the relay's whole buffer. A fixed seed keeps runs comparable.
+std::vector<std::size_t> random_pieces() {
+  std::mt19937 random(20260127);
+  std::vector<std::size_t> sizes(4096);
+  for (std::size_t& size : sizes) {
+    size = 500 + random() % (kPiece - 500 + 1);
+  }
+  return sizes;
+}
+
+/// The sizes the body is lent in, in turn (the last repeated).
+const std::vector<std::size_t> kWholePieces = {kPiece};
+
 void meter(benchmark::State& state, const std::string& body, std::string_view content_type,
-           cost::Usage usage = cost::Usage::openai) {
+           cost::Usage usage = cost::Usage::openai,
+           std::span<const std::size_t> pieces = kWholePieces) {
   cost::MeterSpec spec;
   spec.kind = cost::MeterSpec::Kind::usage;
   spec.usage = usage;
   cost::ResponseMeter meter;
   for (auto _ : state) {
     meter.start(spec, content_type);
-    for (std::size_t at = 0; at < body.size(); at += kPiece) {
-      meter.body({body.data() + at, std::min(kPiece, body.size() - at)});
+    std::size_t next = 0;
+    for (std::size_t at = 0; at < body.size();) {
+      const std::size_t size = std::min(pieces[next % pieces.size()], body.size() - at);
+      meter.body({body.data() + at, size});
+      at += size;
+      ++next;
     }
     const cost::Reading reading = meter.finish();
     if (reading.result != cost::Reading::Result::reported) {
@@ -122,6 +143,23 @@ void BM_MeterEventStream1MiB(benchmark::State& state) {
   static const std::string body = chat_stream(1 << 20);
   meter(state, body, "text/event-stream");
 }
+// The same stream in the pieces reads return end to end: an Ethernet segment's payload, a page,
+// and sizes between.
+void BM_MeterEventStream1MiBIn1448(benchmark::State& state) {
+  static const std::string body = chat_stream(1 << 20);
+  static const std::vector<std::size_t> pieces = {1448};
+  meter(state, body, "text/event-stream", cost::Usage::openai, pieces);
+}
+void BM_MeterEventStream1MiBIn4096(benchmark::State& state) {
+  static const std::string body = chat_stream(1 << 20);
+  static const std::vector<std::size_t> pieces = {4096};
+  meter(state, body, "text/event-stream", cost::Usage::openai, pieces);
+}
+void BM_MeterEventStream1MiBInRandom(benchmark::State& state) {
+  static const std::string body = chat_stream(1 << 20);
+  static const std::vector<std::size_t> pieces = random_pieces();
+  meter(state, body, "text/event-stream", cost::Usage::openai, pieces);
+}
 void BM_CopyEventStream1MiB(benchmark::State& state) {
   static const std::string body = chat_stream(1 << 20);
   copy(state, body);
@@ -143,6 +181,9 @@ void BM_CopyJson4KiB(benchmark::State& state) {
   copy(state, body);
 }
 BENCHMARK(BM_MeterEventStream1MiB);
+BENCHMARK(BM_MeterEventStream1MiBIn1448);
+BENCHMARK(BM_MeterEventStream1MiBIn4096);
+BENCHMARK(BM_MeterEventStream1MiBInRandom);
 BENCHMARK(BM_CopyEventStream1MiB);
 BENCHMARK(BM_MeterResponseStream1MiB);
 BENCHMARK(BM_MeterAnthropicStream1MiB);

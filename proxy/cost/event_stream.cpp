@@ -47,10 +47,26 @@ void EventStreamReader::end_line(EventStreamSink& sink) {
   if (line_ == Line::start) {
     sink.event_end();
   } else if (line_ == Line::name && name_is_data()) {
-    sink.data_line({});  // "data" alone: a data line with an empty value
+    (void)sink.data_line({});  // "data" alone: a data line with an empty value
   }
   line_ = Line::start;
   first_line_ = false;
+}
+
+/// The data field whose colon is at `colon` starts: where to go on from.
+std::size_t EventStreamReader::data_field(std::span<const char> piece, std::size_t colon,
+                                          EventStreamSink& sink) {
+  const std::size_t next = colon + 1;
+  const std::size_t taken =
+      sink.data_line(std::string_view(piece.data() + next, piece.size() - next));
+  if (taken == 0) {
+    line_ = Line::space;
+  } else if (piece[next + taken - 1] == '\n') {
+    line_ = Line::start;  // the sink saw the event through its blank line
+  } else {
+    line_ = Line::value;  // the sink saw the line to the piece's end, its space with it
+  }
+  return next + taken;
 }
 
 void EventStreamReader::write(std::span<const char> piece, EventStreamSink& sink) {
@@ -72,6 +88,16 @@ void EventStreamReader::write(std::span<const char> piece, EventStreamSink& sink
     }
     switch (line_) {
       case Line::start:
+        // Most lines of a stream are data: its name is not taken a byte at a time.
+        if (piece.size() - at >= 5 && std::memcmp(piece.data() + at, "data:", 5) == 0) {
+          first_line_ = false;
+          at = data_field(piece, at + 4, sink);
+          continue;
+        }
+        if (c != 'd' && !first_line_) {
+          line_ = Line::skip;  // no data field (nor one with a byte order mark, past the first)
+          continue;
+        }
         name_length_ = 0;
         name_too_long_ = false;
         line_ = c == ':' ? Line::skip : Line::name;
@@ -79,11 +105,10 @@ void EventStreamReader::write(std::span<const char> piece, EventStreamSink& sink
       case Line::name:
         if (c == ':') {
           if (name_is_data()) {
-            sink.data_line(std::string_view(piece.data() + at + 1, piece.size() - at - 1));
-            line_ = Line::space;
-          } else {
-            line_ = Line::skip;
+            at = data_field(piece, at, sink);
+            continue;
           }
+          line_ = Line::skip;
         } else if (name_length_ < name_.size()) {
           name_[name_length_++] = c;
         } else {

@@ -15,8 +15,11 @@ class EventStreamSink {
  public:
   /// A `data` line starts; its value follows through data(), in runs. `ahead` is the rest of the
   /// piece from just past the field's colon (empty for a bare `data` line): a look at what comes
-  /// without holding it.
-  virtual void data_line(std::string_view ahead) = 0;
+  /// without holding it. The sink may take bytes of `ahead` as seen, and returns how many it took:
+  /// none; the line's value with its \n and the blank line's \n, when they end the event (the
+  /// reader passes no data() and no event_end() for them); or, when the line runs past the piece,
+  /// all of `ahead` (no data() for it: the line's value goes on in the next piece).
+  virtual std::size_t data_line(std::string_view ahead) = 0;
   /// A run of the current data line's value (its one leading space dropped).
   virtual void data(std::string_view run) = 0;
   /// A blank line: the event the data lines since the last one make is complete.
@@ -49,6 +52,7 @@ class EventStreamReader {
   };
 
   void end_line(EventStreamSink& sink);
+  std::size_t data_field(std::span<const char> piece, std::size_t colon, EventStreamSink& sink);
   bool name_is_data() const;
 
   /// "data" (or anything as short) fits; a longer name is no field that matters.

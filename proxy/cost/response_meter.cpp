@@ -18,6 +18,10 @@
 #include "proxy/cost/response_meter.hpp"
 
 #include <algorithm>
+#include <cstring>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 namespace sluice::cost {
 namespace {
@@ -93,6 +97,79 @@ CostValue zero_if_absent(const CostValue& value) {
   return value.state == CostValue::State::absent ? CostValue::of(0) : value;
 }
 
+/// What look_at_line() saw.
+struct LineLook {
+  std::size_t end = 0;    ///< Where the line ends: first_line_end().
+  bool may_hold = false;  ///< Whether may_hold_target() could say true of the line.
+};
+
+/// The first line of `text`, in one pass: where it ends, and whether it has a backslash or
+/// `ending` (last_keys_ending()). With neither it holds no target (see last_keys_only_null), so
+/// most events are passed over without a second look. Data is most of a stream's bytes: 16 at a
+/// time where SSE2 is.
+LineLook look_at_line(std::string_view text, std::string_view ending) {
+  LineLook look;
+  if (ending.empty()) {
+    look.may_hold = true;
+    look.end = first_line_end(text);
+    return look;
+  }
+  const char* const begin = text.data();
+  const char* const end = begin + text.size();
+  const char* p = begin;
+  // A stop: a line's end, a backslash, or where the ending may be.
+  auto at_stop = [&](const char* q) {
+    if (*q == '\n' || *q == '\r') {
+      look.end = static_cast<std::size_t>(q - begin);
+      return true;
+    }
+    if (*q == '\\' || (static_cast<std::size_t>(end - q) >= ending.size() &&
+                       q[ending.size() - 1] == ending.back() &&
+                       std::memcmp(q, ending.data(), ending.size()) == 0)) {
+      look.may_hold = true;
+      look.end = static_cast<std::size_t>(q - begin) +
+                 first_line_end(std::string_view(q, static_cast<std::size_t>(end - q)));
+      return true;
+    }
+    return false;
+  };
+#if defined(__SSE2__)
+  const __m128i lf = _mm_set1_epi8('\n');
+  const __m128i cr = _mm_set1_epi8('\r');
+  const __m128i backslash = _mm_set1_epi8('\\');
+  const __m128i first = _mm_set1_epi8(ending.front());
+  auto stops_in = [&](const char* q) {
+    const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(q));
+    return static_cast<std::uint32_t>(_mm_movemask_epi8(_mm_or_si128(
+        _mm_or_si128(_mm_cmpeq_epi8(bytes, lf), _mm_cmpeq_epi8(bytes, cr)),
+        _mm_or_si128(_mm_cmpeq_epi8(bytes, backslash), _mm_cmpeq_epi8(bytes, first)))));
+  };
+  for (; end - p >= 32; p += 32) {
+    for (std::uint32_t stops = stops_in(p) | stops_in(p + 16) << 16; stops != 0;
+         stops &= stops - 1) {
+      if (at_stop(p + __builtin_ctz(stops))) {
+        return look;
+      }
+    }
+  }
+  if (end - p >= 16) {
+    for (std::uint32_t stops = stops_in(p); stops != 0; stops &= stops - 1) {
+      if (at_stop(p + __builtin_ctz(stops))) {
+        return look;
+      }
+    }
+    p += 16;
+  }
+#endif
+  for (; p < end; ++p) {
+    if ((*p == '\n' || *p == '\r' || *p == '\\' || *p == ending.front()) && at_stop(p)) {
+      return look;
+    }
+  }
+  look.end = text.size();
+  return look;
+}
+
 }  // namespace
 
 void ResponseMeter::start(const MeterSpec& spec, std::string_view content_type) {
@@ -101,7 +178,10 @@ void ResponseMeter::start(const MeterSpec& spec, std::string_view content_type) 
   body_bytes_ = 0;
   said_ = {};
   event_has_data_ = false;
-  skipping_event_ = false;
+  event_data_ = EventData::parsed;
+  carried_size_ = 0;
+  carried_clear_ = 0;
+  carried_lines_ = false;
   switch (spec.kind) {
     case MeterSpec::Kind::header:
       body_kind_ = BodyKind::ignored;
@@ -160,48 +240,102 @@ void ResponseMeter::body(std::span<const char> bytes) {
 }
 
 // Most events of a stream hold no usage (OpenAI's chunks say `"usage": null`), and parsing each
-// costs far more than relaying it. An event whose one data line ends, with the event, in the
-// piece at hand is looked at there first, and not parsed when it cannot hold a target: what it
-// would have given is nothing, whether or not it is JSON. Any other event is parsed as it comes.
-bool ResponseMeter::can_skip_event(std::string_view ahead) const {
-  if (!ahead.empty() && ahead.front() == ' ') {
-    ahead.remove_prefix(1);
-  }
-  const std::size_t line_end = first_line_end(ahead);
-  if (line_end + 1 >= ahead.size() || ahead[line_end] != '\n' || ahead[line_end + 1] != '\n') {
-    return false;  // the event goes on past this line or this piece (or \r ends its lines)
-  }
-  return !may_hold_target(ahead.substr(0, line_end), targets_, last_keys_ending_);
-}
-
-void ResponseMeter::data_line(std::string_view ahead) {
+// costs far more than relaying it. An event's data is looked at whole first, and not parsed when
+// it cannot hold a target: what it would have given is nothing, whether or not it is JSON. When
+// its one data line ends, with the event, in the piece at hand, it is looked at there and the
+// reader is told to go past it; when a piece's end cuts it (reads often return no more than a TCP
+// segment), it is carried to the event's end, up to kCarryRoom bytes. Longer data is parsed as it
+// comes.
+std::size_t ResponseMeter::data_line(std::string_view ahead) {
   if (event_has_data_) {
-    if (!skipping_event_) {
+    if (event_data_ == EventData::parsed) {
       json_.write("\n");  // an event's data lines are joined by newlines: whitespace to JSON
+    } else {
+      carried_lines_ = true;
+      carry("\n");
     }
-    return;
+    return 0;
+  }
+  const std::size_t space = !ahead.empty() && ahead.front() == ' ' ? 1 : 0;
+  ahead.remove_prefix(space);
+  const LineLook look = look_at_line(ahead, last_keys_ending_);
+  const bool whole_event =
+      look.end + 1 < ahead.size() && ahead[look.end] == '\n' && ahead[look.end + 1] == '\n';
+  if (whole_event && (!look.may_hold ||
+                      !may_hold_target(ahead.substr(0, look.end), targets_, last_keys_ending_))) {
+    return space + look.end + 2;  // the event holds nothing: the reader goes past it
   }
   event_has_data_ = true;
-  skipping_event_ = can_skip_event(ahead);
-  if (!skipping_event_) {
+  if (whole_event || look.end > kCarryRoom) {
+    event_data_ = EventData::parsed;
     json_.start();
+    return 0;
   }
+  event_data_ = EventData::carried;  // the event goes on past this line or this piece
+  carried_size_ = 0;
+  carried_clear_ = 0;
+  carried_lines_ = false;
+  if (look.end == ahead.size() && !ahead.empty()) {
+    carry(ahead);  // the line runs past the piece: taken here rather than run by run
+    carried_clear_ = look.may_hold ? 0 : ahead.size();
+    return space + ahead.size();
+  }
+  return 0;
 }
 
 void ResponseMeter::data(std::string_view run) {
-  if (!skipping_event_) {
-    json_.write(run);
+  switch (event_data_) {
+    case EventData::parsed:
+      json_.write(run);
+      return;
+    case EventData::carried:
+      carry(run);
+      return;
   }
 }
 
-void ResponseMeter::event_end() {
-  if (event_has_data_) {
-    if (!skipping_event_) {
-      take_event();
-    }
-    event_has_data_ = false;
-    skipping_event_ = false;
+void ResponseMeter::carry(std::string_view run) {
+  if (run.size() <= carried_.size() - carried_size_) {
+    std::memcpy(carried_.data() + carried_size_, run.data(), run.size());
+    carried_size_ += run.size();
+    return;
   }
+  parse_carried();  // too long to hold: parsed from here on as it comes
+  json_.write(run);
+}
+
+bool ResponseMeter::carried_may_hold() const {
+  if (carried_lines_) {
+    return true;  // look_at_line() would stop at the first line's end
+  }
+  // What was looked at when cut need not be again, but for an ending that may start in its last
+  // bytes and go on past them.
+  const std::size_t overlap = last_keys_ending_.empty() ? 0 : last_keys_ending_.size() - 1;
+  const std::size_t from = carried_clear_ > overlap ? carried_clear_ - overlap : 0;
+  return look_at_line(std::string_view(carried_.data() + from, carried_size_ - from),
+                      last_keys_ending_)
+      .may_hold;
+}
+
+void ResponseMeter::parse_carried() {
+  event_data_ = EventData::parsed;
+  json_.start();
+  json_.write(std::string_view(carried_.data(), carried_size_));
+}
+
+void ResponseMeter::event_end() {
+  if (!event_has_data_) {
+    return;
+  }
+  const std::string_view carried(carried_.data(), carried_size_);
+  if (event_data_ == EventData::parsed) {
+    take_event();
+  } else if (carried_may_hold() && may_hold_target(carried, targets_, last_keys_ending_)) {
+    parse_carried();
+    take_event();
+  }
+  event_has_data_ = false;
+  event_data_ = EventData::parsed;
 }
 
 void ResponseMeter::take_event() {
@@ -226,8 +360,12 @@ Reading ResponseMeter::finish() {
 }
 
 Reading ResponseMeter::read_body_end() {
-  if (body_kind_ == BodyKind::event_stream && event_has_data_ && !skipping_event_) {
-    take_event();  // a stream cut short may end without the event's blank line
+  if (body_kind_ == BodyKind::event_stream && event_has_data_) {
+    // A stream cut short may end without the event's blank line: what it has is parsed.
+    if (event_data_ == EventData::carried) {
+      parse_carried();
+    }
+    take_event();
   }
   if (body_kind_ == BodyKind::json) {
     if (json_.end() == JsonPathReader::Status::failed) {

@@ -41,10 +41,11 @@ struct Reading {
   bool operator==(const Reading&) const = default;
 };
 
-/// Reads what one response cost as it streams through the proxy, without copying or holding its
-/// body: each piece is lent to body() and then sent on. Its memory is fixed whatever the body's
-/// size. A meter is reused from response to response: start() resets it and keeps its buffers,
-/// so a warm meter does not allocate.
+/// Reads what one response cost as it streams through the proxy, without holding its body: each
+/// piece is lent to body() and then sent on (at most kCarryRoom bytes of an event cut by a
+/// piece's end are copied). Its memory is fixed whatever the body's size. A meter is reused from
+/// response to response: start() resets it and keeps its buffers, so a warm meter does not
+/// allocate.
 ///
 /// - `header`: the field's value in the head, replaced by a trailer of the same name if one
 ///   comes (the last of repeated fields counts).
@@ -62,6 +63,10 @@ struct Reading {
 /// data is not a JSON document (`[DONE]`) is skipped, and a stream is never invalid as a whole.
 class ResponseMeter final : private EventStreamSink {
  public:
+  /// The most of an event's data a meter holds to look at it whole when pieces cut it; a longer
+  /// event is parsed as it streams.
+  static constexpr std::size_t kCarryRoom = 4096;
+
   ResponseMeter() = default;
   ResponseMeter(const ResponseMeter&) = delete;
   ResponseMeter& operator=(const ResponseMeter&) = delete;
@@ -83,10 +88,18 @@ class ResponseMeter final : private EventStreamSink {
  private:
   enum class BodyKind : std::uint8_t { ignored, counted, json, event_stream };
 
-  void data_line(std::string_view ahead) override;
-  bool can_skip_event(std::string_view ahead) const;
+  /// What becomes of the data of the event at hand.
+  enum class EventData : std::uint8_t {
+    parsed,   ///< Written to the parser as it comes.
+    carried,  ///< Cut by a piece's end before it could be seen whole: held until it is.
+  };
+
+  std::size_t data_line(std::string_view ahead) override;
   void data(std::string_view run) override;
   void event_end() override;
+  void carry(std::string_view run);
+  bool carried_may_hold() const;
+  void parse_carried();
   void take_event();
   Reading read_body_end();
   Reading usage_reading() const;
@@ -98,12 +111,20 @@ class ResponseMeter final : private EventStreamSink {
   JsonPathReader json_;
   EventStreamReader events_;
   bool event_has_data_ = false;
-  bool skipping_event_ = false;  ///< The event was seen whole ahead, and holds no target.
+  EventData event_data_ = EventData::parsed;
   std::span<const JsonTarget> targets_;
   std::string_view last_keys_ending_;
   JsonTarget path_target_;  ///< With `json`: the route's path.
   /// What the body said: a JSON body's values, or an event stream's latest.
   std::array<CostValue, kMaxJsonSlots> said_{};
+  /// An event's data cut by a piece's end, up to kCarryRoom bytes: the only body bytes a meter
+  /// holds, so its memory stays fixed (this, and the parser's kMaxJsonDepth stack).
+  std::size_t carried_size_ = 0;
+  /// How many of the carried bytes were looked at, when cut, and found without a backslash or
+  /// the start of the targets' last keys' ending (look_at_line()).
+  std::size_t carried_clear_ = 0;
+  bool carried_lines_ = false;  ///< The carried data has more than one line.
+  std::array<char, kCarryRoom> carried_;
 };
 
 }  // namespace sluice::cost

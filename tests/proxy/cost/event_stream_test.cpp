@@ -12,7 +12,10 @@ namespace {
 /// Writes down what the reader passes on: "<" for a data line, its runs, ">" for an event's end.
 class RecordingSink final : public EventStreamSink {
  public:
-  void data_line(std::string_view) override { seen += '<'; }
+  std::size_t data_line(std::string_view) override {
+    seen += '<';
+    return 0;
+  }
   void data(std::string_view run) override {
     seen += run;
     ++runs;
@@ -89,6 +92,54 @@ TEST(EventStreamReader, HoldsNoValueButPassesItInTheRunsItCameIn) {
   EXPECT_EQ(sink.seen, "<" + value + ">");
   EXPECT_EQ(sink.runs, (stream.size() + 4095) / 4096);
   EXPECT_LE(sizeof(EventStreamReader), 32U);
+}
+
+/// Takes what it may of each data line (a whole one-line event, or a line cut by the piece's
+/// end) and writes it down as RecordingSink would have had it.
+class TakingSink final : public EventStreamSink {
+ public:
+  std::size_t data_line(std::string_view ahead) override {
+    seen += '<';
+    const std::size_t space = !ahead.empty() && ahead.front() == ' ' ? 1 : 0;
+    const std::string_view value = ahead.substr(space);
+    const std::size_t end = first_line_end(value);
+    if (end == value.size() && !value.empty()) {
+      seen += value;
+      return ahead.size();
+    }
+    if (end + 1 < value.size() && value[end] == '\n' && value[end + 1] == '\n') {
+      seen += value.substr(0, end);
+      seen += '>';
+      return space + end + 2;
+    }
+    return 0;
+  }
+  void data(std::string_view run) override { seen += run; }
+  void event_end() override { seen += '>'; }
+
+  std::string seen;
+};
+
+TEST(EventStreamReader, GoesPastWhatTheSinkTakes) {
+  const std::string_view stream =
+      "data: {\"a\":1}\n\nevent: x\ndata:b\n\ndata: c\r\n\r\ndata: d\ndata: e\n\ndata\n\n"
+      "data:  f\n\n: data: g\n\ndata: h";
+  const std::string whole = lines_of({stream});
+  EXPECT_EQ(whole, "<{\"a\":1}><b><c><d<e><>< f>><h");  // a blank line ends an event, empty or not
+  for (std::size_t cut = 0; cut <= stream.size(); ++cut) {
+    for (std::size_t size = 1; size <= stream.size(); ++size) {
+      EventStreamReader reader;
+      TakingSink sink;
+      reader.write(stream.substr(0, cut), sink);
+      for (std::size_t at = cut; at < stream.size(); at += size) {
+        reader.write(stream.substr(at, size), sink);
+      }
+      if (sink.seen != whole) {
+        ADD_FAILURE() << "cut at " << cut << ", then pieces of " << size << ": " << sink.seen;
+        return;
+      }
+    }
+  }
 }
 
 TEST(EventStreamReader, StartsAfreshForANewStream) {

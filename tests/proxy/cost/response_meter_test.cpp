@@ -529,6 +529,119 @@ TEST(ResponseMeter, ReadsEventsLookedAtAheadAsThoseParsedAsTheyCome) {
                        "reported 17");
 }
 
+/// Expects `body` to read `expected` in the given pieces, and in pieces of each size from 1 to
+/// `max_size` bytes, as reads cut it.
+void expect_in_pieces(const MeterSpec& spec, std::string_view body,
+                      const std::vector<std::string_view>& pieces, std::size_t max_size,
+                      const std::string& expected) {
+  ResponseMeter meter;
+  EXPECT_EQ(meter_pieces(meter, spec, kEventStream,
+                         pieces.empty() ? std::vector<std::string_view>{body} : pieces),
+            expected)
+      << "given pieces";
+  for (std::size_t size = 1; size <= max_size; ++size) {
+    std::vector<std::string_view> sized;
+    for (std::size_t at = 0; at < body.size(); at += size) {
+      sized.push_back(body.substr(at, size));
+    }
+    const std::string reading = meter_pieces(meter, spec, kEventStream, sized);
+    if (reading != expected) {
+      ADD_FAILURE() << "pieces of " << size << ": " << reading << ", expected " << expected;
+      return;
+    }
+  }
+}
+
+TEST(ResponseMeter, ReadsEventsCarriedAcrossPiecesAsThoseSeenWhole) {
+  // An event cut by a piece's end is held to its end and looked at then: the same readings
+  // as whole, wherever the cuts fall.
+  const MeterSpec total = usage_spec(Usage::openai, UsageCount::total);
+  const std::string chunk = R"({"choices":[{"delta":{"content":"x"}}],"usage":null})";
+  const std::string usage = R"({"choices":[],"usage":{"total_tokens":21}})";
+  const std::string body =
+      "data: " + chunk + "\n\ndata: " + usage + "\n\ndata: " + chunk + "\n\ndata: [DONE]\n\n";
+  const std::string_view all = body;
+  const std::size_t second = body.find("data: {\"choices\":[]");
+  // Cut in a data line, in the usage's name, in the blank line, right after `data:` and after
+  // its space.
+  expect_in_pieces(total, body, {all.substr(0, 20), all.substr(20)}, 0, "reported 21");
+  const std::size_t tokens = body.find("_tokens");
+  expect_in_pieces(total, body,
+                   {all.substr(0, tokens + 3), all.substr(tokens + 3, 2), all.substr(tokens + 5)},
+                   0, "reported 21");
+  const std::size_t blank = body.find("\n\n", second) + 1;
+  expect_in_pieces(total, body, {all.substr(0, blank), all.substr(blank)}, 0, "reported 21");
+  expect_in_pieces(total, body, {all.substr(0, second + 5), all.substr(second + 5)}, 0,
+                   "reported 21");
+  expect_in_pieces(total, body, {all.substr(0, second + 6), all.substr(second + 6)}, 0,
+                   "reported 21");
+  expect_in_pieces(total, body, {}, 300, "reported 21");
+  // \r\n endings split between pieces, and an event over two data lines, carried.
+  const std::string crlf =
+      "data: " + chunk + "\r\n\r\ndata: {\"usage\":\r\ndata: {\"total_tokens\":22}}\r\n\r\n";
+  const std::size_t cr = crlf.find('\r');
+  expect_in_pieces(
+      total, crlf,
+      {std::string_view(crlf).substr(0, cr + 1), std::string_view(crlf).substr(cr + 1)}, 200,
+      "reported 22");
+  // Bare `data` lines, a `data:` at a piece's end, and \r endings.
+  const std::string bare = "data\n\ndata\r\rdata:\n\ndata: " + usage + "\n\ndata\r\r\r";
+  expect_in_pieces(total, bare, {}, 80, "reported 21");
+  // The usage's name spelled with an escape, cut.
+  const std::string escaped =
+      "data: " + chunk + "\n\ndata: {\"\\u0075sage\":{\"total_tokens\":23}}\n\n";
+  expect_in_pieces(total, escaped, {std::string_view(escaped)}, 150, "reported 23");
+  // A stream cut short in a carried line counts what it holds whole: nothing here.
+  expect_in_pieces(total, "data: {\"usage\":{\"total_tokens\":24}}\n\ndata: {\"usage\":{\"tot", {},
+                   60, "reported 24");
+  expect_in_pieces(total, "data: {\"usage\":{\"total_tokens\":25}}", {}, 40, "reported 25");
+}
+
+TEST(ResponseMeter, ParsesCarriedDataLongerThanItsRoomAsItComes) {
+  const MeterSpec total = usage_spec(Usage::openai, UsageCount::total);
+  const std::string text(ResponseMeter::kCarryRoom + 100, 'x');
+  // Longer than the room, with usage or without, cut where the room runs out and further on.
+  const std::string body =
+      "data: {\"text\":\"" + text + "\",\"usage\":null}\n\ndata: {\"text\":\"" + text +
+      "\",\"usage\":{\"total_tokens\":26}}\n\ndata: {\"text\":\"" + text + "\",\"usage\":null}\n\n";
+  const std::string_view all = body;
+  const std::size_t room = ResponseMeter::kCarryRoom;
+  expect_in_pieces(total, body, {all.substr(0, 10), all.substr(10, room), all.substr(10 + room)}, 0,
+                   "reported 26");
+  const std::size_t second = body.find("data:", 10);
+  expect_in_pieces(total, body,
+                   {all.substr(0, second + 20), all.substr(second + 20, room - 30),
+                    all.substr(second + room - 10, 20), all.substr(second + room + 10)},
+                   0, "reported 26");
+  for (const std::size_t size : {1448UL, 4096UL, 4097UL, 5000UL}) {
+    std::vector<std::string_view> pieces;
+    for (std::size_t at = 0; at < body.size(); at += size) {
+      pieces.push_back(all.substr(at, size));
+    }
+    expect_in_pieces(total, body, pieces, 0, "reported 26");
+  }
+  // Exactly the room, and one byte past it, carried.
+  for (const std::size_t length : {room - 2, room - 1, room, room + 1}) {
+    const std::string head = "{\"usage\":{\"total_tokens\":27},\"t\":\"";
+    const std::string data = head + std::string(length - head.size() - 2, 'y') + "\"}";
+    ASSERT_EQ(data.size(), length);
+    const std::string event = "data: " + data + "\n\n";
+    expect_in_pieces(total, event,
+                     {std::string_view(event).substr(0, 8), std::string_view(event).substr(8)}, 0,
+                     "reported 27");
+  }
+}
+
+TEST(ResponseMeter, StartForgetsACarriedEvent) {
+  const MeterSpec total = usage_spec(Usage::openai, UsageCount::total);
+  ResponseMeter meter;
+  EXPECT_EQ(meter_pieces(meter, total, kEventStream, {"data: {\"usage\":{\"total_tok"}), "missing");
+  EXPECT_EQ(meter_pieces(meter, total, kEventStream, {"ens\":28}}\n\n"}), "missing");
+  EXPECT_EQ(
+      meter_pieces(meter, total, kEventStream, {"data: {\"usage\":", "{\"total_tokens\":29}}\n\n"}),
+      "reported 29");
+}
+
 TEST(ResponseMeter, ReadsAnEventStreamOnlyWhenTheContentTypeSaysSo) {
   const std::string stream = R"(data: {"usage":{"total_tokens":29}})"
                              "\n\n";
