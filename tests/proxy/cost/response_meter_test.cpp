@@ -257,61 +257,53 @@ void expect_in_any_pieces(const MeterSpec& spec, std::string_view content_type,
   }
 }
 
+/// A usage body's three counts, each read as expect_in_any_pieces reads it.
+struct UsageCounts {
+  std::uint64_t total;
+  std::uint64_t input;
+  std::uint64_t output;
+};
+void expect_counts(Usage usage, std::string_view content_type, std::string_view body,
+                   const UsageCounts& expected) {
+  for (const auto& [count, value] :
+       {std::pair{UsageCount::total, expected.total}, std::pair{UsageCount::input, expected.input},
+        std::pair{UsageCount::output, expected.output}}) {
+    expect_in_any_pieces(usage_spec(usage, count), content_type, body,
+                         "reported " + std::to_string(value));
+  }
+}
+
 TEST(ResponseMeter, ReadsAnOpenAiChatCompletion) {
-  expect_in_any_pieces(usage_spec(Usage::openai, UsageCount::total), kJson, kOpenAiChatJson,
-                       "reported 1163");
-  expect_in_any_pieces(usage_spec(Usage::openai, UsageCount::input), kJson, kOpenAiChatJson,
-                       "reported 1117");
-  expect_in_any_pieces(usage_spec(Usage::openai, UsageCount::output), kJson, kOpenAiChatJson,
-                       "reported 46");
+  expect_counts(Usage::openai, kJson, kOpenAiChatJson,
+                {.total = 1163, .input = 1117, .output = 46});
 }
 
 TEST(ResponseMeter, ReadsAnOpenAiChatStreamsLastChunk) {
   const std::string_view content_type = "text/event-stream; charset=utf-8";
-  expect_in_any_pieces(usage_spec(Usage::openai, UsageCount::total), content_type,
-                       kOpenAiChatStream, "reported 29");
-  expect_in_any_pieces(usage_spec(Usage::openai, UsageCount::input), content_type,
-                       kOpenAiChatStream, "reported 19");
-  expect_in_any_pieces(usage_spec(Usage::openai, UsageCount::output), content_type,
-                       kOpenAiChatStream, "reported 10");
+  expect_counts(Usage::openai, content_type, kOpenAiChatStream,
+                {.total = 29, .input = 19, .output = 10});
 }
 
 TEST(ResponseMeter, ReadsAnOpenAiResponse) {
-  expect_in_any_pieces(usage_spec(Usage::openai, UsageCount::total), kJson, kOpenAiResponseJson,
-                       "reported 123");
-  expect_in_any_pieces(usage_spec(Usage::openai, UsageCount::input), kJson, kOpenAiResponseJson,
-                       "reported 36");
-  expect_in_any_pieces(usage_spec(Usage::openai, UsageCount::output), kJson, kOpenAiResponseJson,
-                       "reported 87");
+  expect_counts(Usage::openai, kJson, kOpenAiResponseJson,
+                {.total = 123, .input = 36, .output = 87});
 }
 
 TEST(ResponseMeter, ReadsAnOpenAiResponseStreamsCompletedEvent) {
-  expect_in_any_pieces(usage_spec(Usage::openai, UsageCount::total), kEventStream,
-                       kOpenAiResponseStream, "reported 48");
-  expect_in_any_pieces(usage_spec(Usage::openai, UsageCount::input), kEventStream,
-                       kOpenAiResponseStream, "reported 37");
-  expect_in_any_pieces(usage_spec(Usage::openai, UsageCount::output), kEventStream,
-                       kOpenAiResponseStream, "reported 11");
+  expect_counts(Usage::openai, kEventStream, kOpenAiResponseStream,
+                {.total = 48, .input = 37, .output = 11});
 }
 
 TEST(ResponseMeter, ReadsAnAnthropicMessageWithItsCachedInputAsInput) {
   // input 2095 + cache writes 120 + cache reads 1800.
-  expect_in_any_pieces(usage_spec(Usage::anthropic, UsageCount::input), kJson, kAnthropicJson,
-                       "reported 4015");
-  expect_in_any_pieces(usage_spec(Usage::anthropic, UsageCount::output), kJson, kAnthropicJson,
-                       "reported 503");
-  expect_in_any_pieces(usage_spec(Usage::anthropic, UsageCount::total), kJson, kAnthropicJson,
-                       "reported 4518");
+  expect_counts(Usage::anthropic, kJson, kAnthropicJson,
+                {.total = 4518, .input = 4015, .output = 503});
 }
 
 TEST(ResponseMeter, TakesAnthropicsLastCumulativeCountNotTheirSum) {
   // message_start: 25 in, 10 read from the cache, 1 out; message_delta: 9 out, then 15 out.
-  expect_in_any_pieces(usage_spec(Usage::anthropic, UsageCount::input), kEventStream,
-                       kAnthropicStream, "reported 35");
-  expect_in_any_pieces(usage_spec(Usage::anthropic, UsageCount::output), kEventStream,
-                       kAnthropicStream, "reported 15");
-  expect_in_any_pieces(usage_spec(Usage::anthropic, UsageCount::total), kEventStream,
-                       kAnthropicStream, "reported 50");
+  expect_counts(Usage::anthropic, kEventStream, kAnthropicStream,
+                {.total = 50, .input = 35, .output = 15});
 }
 
 TEST(ResponseMeter, AnthropicDeltasReplaceInputAndCacheCountsToo) {

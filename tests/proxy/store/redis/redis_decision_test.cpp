@@ -5,7 +5,9 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "proxy/store/redis/resp.hpp"
@@ -107,22 +109,34 @@ TEST(ReadDecision, RefusesAPartThatIsNotDecideLuas) {
   }
 }
 
+/// A request on one live fixed window, as the store hands it to a BatchCall.
+struct FixedWindowRequest {
+  FixedWindowRequest(std::string name, limiter::Permits limit, limiter::Permits cost) {
+    config.name = std::move(name);
+    options.algorithm = limiter::AlgorithmKind::fixed_window;
+    options.limit = limit;
+    decision.reports[0].limiter = &config;
+    charges.count = 1;
+    charges.live = 1;
+    charges.options[0] = &options;
+    charges.items[0].cost = cost;
+    charges.shared_key[0] = 0xab;
+  }
+  FixedWindowRequest(const FixedWindowRequest&) = delete;
+  FixedWindowRequest& operator=(const FixedWindowRequest&) = delete;
+
+  config::LimiterConfig config;
+  limiter::LimiterOptions options;
+  pipeline::Decision decision;
+  pipeline::Charges charges;
+};
+
 TEST(BatchCall, PutsEveryRequestsKeysFirstThenEachDefinitionOnceThenTheRequests) {
   // Two requests on one limiter, then the same call emptied and reused for one.
-  config::LimiterConfig per_ip;
-  per_ip.name = "per-ip";
-  limiter::LimiterOptions options;
-  options.algorithm = limiter::AlgorithmKind::fixed_window;
-  options.limit = 10;
-  options.window = 1s;
-  pipeline::Decision decision;
-  decision.reports[0].limiter = &per_ip;
-  pipeline::Charges charges;
-  charges.count = 1;
-  charges.live = 1;
-  charges.options[0] = &options;
-  charges.items[0].cost = 2;
-  charges.shared_key[0] = 0xab;
+  FixedWindowRequest request("per-ip", 10, 2);
+  request.options.window = 1s;
+  const pipeline::Decision& decision = request.decision;
+  pipeline::Charges& charges = request.charges;
 
   BatchCall call;
   call.add({"p:"}, decision, charges, 0x10, {});
@@ -159,20 +173,11 @@ TEST(BatchCall, PutsEveryRequestsKeysFirstThenEachDefinitionOnceThenTheRequests)
 
 TEST(BatchCall, SendsACalendarWindowsBoundsAndThePeriodBeforesLengthKeepingItsKeyName) {
   // A month in UTC, decided on 2026-02-15: February's bounds, January's 31 days.
-  config::LimiterConfig monthly;
-  monthly.name = "monthly";
-  limiter::LimiterOptions options;
-  options.algorithm = limiter::AlgorithmKind::fixed_window;
-  options.limit = 10000;
+  FixedWindowRequest request("monthly", 10000, 1);
+  limiter::LimiterOptions& options = request.options;
   options.calendar = limiter::Calendar::month;
-  pipeline::Decision decision;
-  decision.reports[0].limiter = &monthly;
-  pipeline::Charges charges;
-  charges.count = 1;
-  charges.live = 1;
-  charges.options[0] = &options;
-  charges.items[0].cost = 1;
-  charges.shared_key[0] = 0xab;
+  const pipeline::Decision& decision = request.decision;
+  const pipeline::Charges& charges = request.charges;
   BatchCall call;
   const limiter::TimePoint february{
       std::chrono::sys_days{std::chrono::year(2026) / std::chrono::February / 15}};

@@ -267,6 +267,15 @@ INSTANTIATE_TEST_SUITE_P(Calendars, CalendarDecisions, ::testing::ValuesIn(every
                                   "_" + std::get<2>(test.param);
                          });
 
+/// Expects `decision`'s outcome and its one limiter's status.
+void expect_counted(const pipeline::Decision& decision, pipeline::Outcome outcome,
+                    std::uint64_t remaining, Duration reset) {
+  EXPECT_EQ(decision.outcome, outcome);
+  ASSERT_EQ(decision.applied().size(), 1U);
+  EXPECT_EQ(decision.applied()[0].status.remaining, remaining);
+  EXPECT_EQ(decision.applied()[0].status.reset, reset);
+}
+
 /// Near a boundary the proxy's clock and Redis's may stand on either side of it. Redis's clock
 /// decides, so replicas agree: a proxy still in October counts in November once Redis is, and
 /// one already in November counts in October while Redis still is.
@@ -285,11 +294,8 @@ routes:
   // October, on both clocks: two of three.
   EXPECT_EQ(fixture.redis({}, november - 10ms, 2).outcome, pipeline::Outcome::allowed);
   // Redis still in October, the proxy already in November: October's last permit, then none.
-  const pipeline::Decision last = fixture.redis_with_clocks({}, november - 5ms, november + 5ms, 1);
-  EXPECT_EQ(last.outcome, pipeline::Outcome::allowed);
-  ASSERT_EQ(last.applied().size(), 1U);
-  EXPECT_EQ(last.applied()[0].status.remaining, 0U);
-  EXPECT_EQ(last.applied()[0].status.reset, 5ms);  // November, by Redis's clock
+  expect_counted(fixture.redis_with_clocks({}, november - 5ms, november + 5ms, 1),
+                 pipeline::Outcome::allowed, 0, 5ms);  // November, by Redis's clock
   const pipeline::Decision other =
       fixture.redis_with_clocks({.peer = "198.51.100.99"}, november - 4ms, november + 6ms, 1);
   EXPECT_EQ(other.outcome, pipeline::Outcome::allowed);  // another client
@@ -299,16 +305,10 @@ routes:
   // Redis in November, the proxy still in October: November's count, which replicas already in
   // November share, and its reset at the end of November (guessed as long as October until the
   // proxy's clock passes the boundary: 31 days, not 30).
-  const pipeline::Decision early = fixture.redis_with_clocks({}, november + 1ms, november - 3ms, 2);
-  EXPECT_EQ(early.outcome, pipeline::Outcome::allowed);
-  ASSERT_EQ(early.applied().size(), 1U);
-  EXPECT_EQ(early.applied()[0].status.remaining, 1U);
-  EXPECT_EQ(early.applied()[0].status.reset, days(31) - 1ms);
-  const pipeline::Decision in_step = fixture.redis({}, november + 2ms, 1);
-  ASSERT_EQ(in_step.applied().size(), 1U);
-  EXPECT_EQ(in_step.outcome, pipeline::Outcome::allowed);
-  EXPECT_EQ(in_step.applied()[0].status.remaining, 0U);
-  EXPECT_EQ(in_step.applied()[0].status.reset, days(30) - 2ms);
+  expect_counted(fixture.redis_with_clocks({}, november + 1ms, november - 3ms, 2),
+                 pipeline::Outcome::allowed, 1, days(31) - 1ms);
+  expect_counted(fixture.redis({}, november + 2ms, 1), pipeline::Outcome::allowed, 0,
+                 days(30) - 2ms);
 }
 
 /// On Redis's own clock (the proxy's way), a calendar day counts until the next UTC midnight and
