@@ -264,6 +264,9 @@ int Session::on_data(nghttp2_session*, std::uint8_t, std::int32_t stream_id,
                      const std::uint8_t* data, std::size_t length, void* self) {
   auto& session = *static_cast<Session*>(self);
   RequestStream* stream = session.find(stream_id);
+  if (stream != nullptr) {
+    stream->body_received += length;
+  }
   if (stream == nullptr || stream->discard_body) {
     // Not wanted: its window reopens at once, so the client can finish sending it.
     nghttp2_session_consume(session.session_, stream_id, length);

@@ -64,9 +64,10 @@ struct RequestStream {
   std::size_t header_bytes = 0;  ///< As SETTINGS_MAX_HEADER_LIST_SIZE counts them.
   bool too_large = false;        ///< Its header list went past the limit: answered 431.
 
-  std::string body;           ///< Request body received, not yet passed on.
-  bool body_done = false;     ///< END_STREAM came: the request is whole.
-  bool discard_body = false;  ///< Its body is not wanted (the stream was answered): dropped.
+  std::string body;                 ///< Request body received, not yet passed on.
+  std::uint64_t body_received = 0;  ///< Request body bytes received in all, dropped ones too.
+  bool body_done = false;           ///< END_STREAM came: the request is whole.
+  bool discard_body = false;        ///< Its body is not wanted (the stream was answered): dropped.
 
   /// The response body's next bytes, lent by the serving coroutine until they are all taken.
   std::span<const char> out;

@@ -2,6 +2,9 @@
 // coroutine makes on its client.
 #include "proxy/http/h2/stream_answers.hpp"
 
+#include <charconv>
+#include <system_error>
+
 #include "proxy/pipeline/http_text.hpp"
 
 namespace sluice::http::h2 {
@@ -34,13 +37,42 @@ GrpcStatus grpc_status(const pipeline::Decision& decision, unsigned http_status)
   }
 }
 
+namespace {
+
+/// Whether the rest of a stream's body is short: its declared length at most kLingerBytes past
+/// what came.
+bool rest_is_short(const RequestStream& stream) {
+  for (const RequestStream::ReceivedField& field : stream.fields) {
+    if (stream.name_of(field) == "content-length") {
+      const std::string_view value = stream.value_of(field);
+      std::uint64_t length = 0;
+      const auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), length);
+      return error == std::errc() && end == value.data() + value.size() &&
+             length <= stream.body_received + kLingerBytes;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
 io::Awaitable<void> await_close(Connection& connection, RequestStream& stream,
                                 limiter::Duration timeout) {
+  std::optional<std::chrono::steady_clock::time_point> linger_until;
   while (!stream.closed) {
     if (stream.answered && !stream.body_done) {
-      connection.session().reset(stream, NGHTTP2_NO_ERROR);
-      connection.flush();
-      co_return;
+      if (!linger_until) {
+        linger_until = std::chrono::steady_clock::now() +
+                       (rest_is_short(stream) ? kLingerForTheBody : limiter::Duration::zero());
+      }
+      const auto now = std::chrono::steady_clock::now();
+      if (now >= *linger_until) {
+        connection.session().reset(stream, NGHTTP2_NO_ERROR);
+        connection.flush();
+        co_return;
+      }
+      co_await stream.changed.wait_for(*linger_until - now);
+      continue;
     }
     const bool changed = co_await stream.changed.wait_for(timeout);
     if (!changed) {

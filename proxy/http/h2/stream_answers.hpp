@@ -1,5 +1,7 @@
 #pragma once
 
+#include <chrono>
+#include <cstdint>
 #include <optional>
 
 #include "proxy/http/grpc_status.hpp"
@@ -17,10 +19,19 @@ bool is_grpc(const HeadFields& head) noexcept;
 /// denied or banned PERMISSION_DENIED; the rest as gRPC maps HTTP statuses.
 GrpcStatus grpc_status(const pipeline::Decision& decision, unsigned http_status) noexcept;
 
+/// A stream answered whole (a refusal) while its client still sends a short body (its declared
+/// length at most kLingerBytes past what came) waits up to kLingerForTheBody for the rest,
+/// dropping it, before it stops the upload, as nginx discards such a body: some clients (curl
+/// before 8) fail a request whose upload is stopped, even after a whole answer. That much the
+/// client may send without waiting for a window update.
+inline constexpr std::uint64_t kLingerBytes = 64 * 1024;
+inline constexpr auto kLingerForTheBody = std::chrono::milliseconds(250);
+
 /// Waits until the stream is closed, up to `timeout` since it last changed; then resets it. A
 /// stream answered whole while its client still sends a body it no longer needs is reset with
-/// NO_ERROR (RFC 9113 §8.1), after the answer's last frame: else it would hold a place among
-/// the connection's streams until the client ends the body.
+/// NO_ERROR (RFC 9113 §8.1), at once or, for a short body, once kLingerForTheBody has passed
+/// without its end: else it would hold a place among the connection's streams until the client
+/// ends the body.
 io::Awaitable<void> await_close(Connection& connection, RequestStream& stream,
                                 limiter::Duration timeout);
 
