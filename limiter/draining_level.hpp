@@ -24,10 +24,13 @@ struct DrainingLevel {
     empty_at = saturating_add(std::max(empty_at, now), rate.time_for(permits));
   }
 
-  /// Takes `permits` back out, down to empty.
-  void remove(TimePoint now, double permits, const RateFactors& rate) noexcept {
-    if (empty_at > now) {
-      const Duration back = rate.time_for(permits);
+  /// Gives back `permits` added at `taken_at`, as though they drained first: what may have
+  /// drained of them by `now` is not given back, so a level that emptied in between (and took
+  /// them with it) gets nothing it never held. Never below empty.
+  void give_back(TimePoint taken_at, TimePoint now, double permits,
+                 const RateFactors& rate) noexcept {
+    const Duration back = rate.time_for(permits) - std::max(now - taken_at, Duration::zero());
+    if (back > Duration::zero() && empty_at > now) {
       empty_at = empty_at - now > back ? empty_at - back : now;
     }
   }

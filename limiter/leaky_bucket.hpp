@@ -26,9 +26,10 @@ class LeakyBucket {
   Verdict evaluate(const State& state, TimePoint now, Permits cost,
                    const Policy& policy) const noexcept;
   void commit(State& state, TimePoint now, Permits cost, Duration hold) const noexcept;
-  /// Gives back `cost` tokens taken earlier (an estimate the response came in under).
-  void refund(State& state, TimePoint /*taken_at*/, TimePoint now, Permits cost) const noexcept {
-    state.remove(now, cost, rate_);
+  /// Gives back `cost` permits added at `taken_at` (an estimate the response came in under),
+  /// less what may have leaked of them since (DrainingLevel::give_back).
+  void refund(State& state, TimePoint taken_at, TimePoint now, Permits cost) const noexcept {
+    state.give_back(taken_at, now, cost, rate_);
   }
   Status status(const State& state, TimePoint now) const noexcept;
   TimePoint fresh_at(const State& state, TimePoint /*now*/) const noexcept {

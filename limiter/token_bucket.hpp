@@ -24,9 +24,10 @@ class TokenBucket {
   Verdict evaluate(const State& state, TimePoint now, Permits cost,
                    const Policy& policy) const noexcept;
   void commit(State& state, TimePoint now, Permits cost, Duration hold) const noexcept;
-  /// Gives back `cost` tokens taken earlier (an estimate the response came in under).
-  void refund(State& state, TimePoint /*taken_at*/, TimePoint now, Permits cost) const noexcept {
-    state.remove(now, cost, rate_);
+  /// Gives back `cost` tokens taken at `taken_at` (an estimate the response came in under),
+  /// less what may have refilled of them since (DrainingLevel::give_back).
+  void refund(State& state, TimePoint taken_at, TimePoint now, Permits cost) const noexcept {
+    state.give_back(taken_at, now, cost, rate_);
   }
   Status status(const State& state, TimePoint now) const noexcept;
   TimePoint fresh_at(const State& state, TimePoint /*now*/) const noexcept {

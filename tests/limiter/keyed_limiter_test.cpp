@@ -161,11 +161,24 @@ TEST(ChargeAfterTheResponse, ATokenBucketGivesBackWhatAnEstimateReservedTooMuch)
                                      .rate = {.permits = 100, .period = 1min},
                                      .burst = 100});
   ASSERT_TRUE(limiter->decide(key(1), at(0s), 40).verdict.admitted);  // 60 left
-  limiter->refund(key(1), at(0s), at(6s), 30);                        // 60 + 10 + 30
-  EXPECT_EQ(limiter->peek(key(1), at(6s)).remaining, 100U);
+  // 30 back, as though they were the first to refill: less the 10 refilled since.
+  limiter->refund(key(1), at(0s), at(6s), 30);  // 60 + 10 + 20
+  EXPECT_EQ(limiter->peek(key(1), at(6s)).remaining, 90U);
   limiter->refund(key(1), at(0s), at(6s), 30);  // never past full
   EXPECT_EQ(limiter->peek(key(1), at(6s)).remaining, 100U);
   EXPECT_EQ(limiter->charge(key(1), at(6s), 100).remaining, 0U);
+}
+
+TEST(ChargeAfterTheResponse, ATokenBucketThatRefilledSinceGivesNothingBack) {
+  const auto limiter = make_limiter({.algorithm = AlgorithmKind::token_bucket,
+                                     .rate = {.permits = 100, .period = 1min},
+                                     .burst = 100});
+  ASSERT_TRUE(limiter->decide(key(1), at(0s), 40).verdict.admitted);
+  // Full again at 24 s; another request takes 50 at 30 s. The 30 reserved at 0 s refilled long
+  // ago: giving them back would admit 30 the bucket never held.
+  ASSERT_TRUE(limiter->decide(key(1), at(30s), 50).verdict.admitted);
+  limiter->refund(key(1), at(0s), at(30s), 30);
+  EXPECT_EQ(limiter->peek(key(1), at(30s)).remaining, 50U);
 }
 
 TEST(ChargeAfterTheResponse, ALeakyBucketInDebtDrainsItFirst) {
