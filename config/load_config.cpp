@@ -195,23 +195,6 @@ void check_certificate_keys(const ProxyConfig& config, ReadContext& context) {
   }
 }
 
-/// Charges after the response are counted by the memory store only, for now: the Redis store's
-/// scripts take every charge at admission.
-void check_charges_after_response_store(const ProxyConfig& config, ReadContext& context) {
-  if (config.store.type != StoreType::redis) {
-    return;
-  }
-  for (const LimiterConfig& limiter : config.limiters) {
-    if (limiter.settled_later()) {
-      context.diagnostics.error(
-          limiter.at, "limiters." + limiter.name +
-                          (limiter.cost_from_response ? ".cost" : ".count_if") +
-                          ": charges after the response are counted by the memory store only, "
-                          "not yet with store: redis");
-    }
-  }
-}
-
 Timeouts read_timeouts(MapReader& top) {
   Timeouts timeouts;
   auto section = top.section("timeouts", {"header", "idle", "connect", "upstream", "drain"});
@@ -376,7 +359,6 @@ ProxyConfig read_config(const YAML::Node& root, const std::string& file, ReadCon
   config.deny = read_networks(top, "deny", context);
   config.ban = read_ban(top);
   check_certificate_keys(config, context);
-  check_charges_after_response_store(config, context);
   if (top.require("routes")) {
     config.routes = read_routes(top.node("routes"), config, top.has("upstream"), context);
     if (config.routes.empty() && top.node("routes").IsSequence()) {

@@ -127,6 +127,7 @@ http::response<http::string_body> metrics_page(const live::Generation& generatio
     gauges.store_calls = health->calls;
     gauges.store_requests_in_calls = health->requests_in_calls;
     gauges.store_refunds = health->refunds;
+    gauges.store_lost_settlements = health->lost_settlements;
     gauges.store_lease_hits = health->lease_hits;
     gauges.store_lease_holders = health->lease_holders;
   }

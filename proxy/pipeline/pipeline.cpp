@@ -35,8 +35,8 @@ void keep_permits(const Charges& charges, std::size_t first, std::size_t last, D
 }
 
 /// Keeps the charges of charges[first, last) that wait for the response.
-void keep_later_charges(const Charges& charges, std::size_t first, std::size_t last,
-                        limiter::TimePoint now, Decision& decision) {
+void keep_later_charges(const Charges& charges, const ChargeResult& result, std::size_t first,
+                        std::size_t last, limiter::TimePoint now, Decision& decision) {
   for (std::size_t i = first; i < last; ++i) {
     const Charge& charge = charges.items[i];
     if (charge.settled_later) {
@@ -46,7 +46,10 @@ void keep_later_charges(const Charges& charges, std::size_t first, std::size_t l
           .reserved = charge.reserve,
           .cost = charge.cost,
           .decided_at = now,
-          .config = decision.reports[charges.report[i]].limiter};
+          .config = decision.reports[charges.report[i]].limiter,
+          .options = charges.options[i],
+          .shared_key = charges.shared_key[i],
+          .store_decided_at = result.decided_at[i]};
     }
   }
 }
@@ -336,11 +339,11 @@ void Pipeline::conclude(Decision& decision, const Charges& charges, const Charge
     return;
   }
   keep_permits(charges, 0, charges.live, decision);
-  keep_later_charges(charges, 0, charges.live, now, decision);
+  keep_later_charges(charges, result, 0, charges.live, now, decision);
   // A shadow refusal never stops a request: it is only reported (shadow_limited).
   if (result.shadow_admitted) {
     keep_permits(charges, charges.live, charges.count, decision);
-    keep_later_charges(charges, charges.live, charges.count, now, decision);
+    keep_later_charges(charges, result, charges.live, charges.count, now, decision);
   }
   decision.hold = {};
   for (std::size_t i = 0; i < charges.live; ++i) {

@@ -54,6 +54,10 @@ struct LaterCharge {
   limiter::Permits cost = 0;      ///< count_if alone: the request's cost.
   limiter::TimePoint decided_at{};
   const config::LimiterConfig* config = nullptr;
+  // For a shared store, which settles it in its own counters:
+  const limiter::LimiterOptions* options = nullptr;  ///< With the key's override applied.
+  limiter::KeyHash shared_key = 0;                   ///< See Charges::shared_key.
+  std::int64_t store_decided_at = 0;  ///< The store's time of the decision (µs since the epoch).
 };
 
 /// What a request's response said, for its charges settled after it.
@@ -132,6 +136,9 @@ struct ChargeResult {
   Counted counted = Counted::yes;
   /// Nonzero when the store holds the request's concurrency permits under this id.
   std::uint64_t store_permit = 0;
+  /// A shared store's time of each charge's decision (µs since the epoch, on its clock; 0 in
+  /// memory): what it was charged at is given back as of then.
+  std::array<std::int64_t, limiter::kMaxChargesPerRequest> decided_at{};
 };
 
 /// The decision pipeline of SPEC §2, shared by the proxy and `sluice replay`: client address

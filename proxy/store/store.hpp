@@ -23,6 +23,9 @@ struct StoreHealth {
   /// Requests charged on one Redis Cluster master and taken back there, since another master
   /// refused them (their limiters live on both).
   std::uint64_t refunds = 0;
+  /// Charges settled after the response (SPEC §9) that it did not take: it failed, or
+  /// `on_error` dropped them.
+  std::uint64_t lost_settlements = 0;
   std::uint64_t lease_hits = 0;  ///< Requests admitted from leases, without a round trip.
   /// What holds leases on the store: every event loop of every replica that leases, as they
   /// count themselves in it; 0: not counted.

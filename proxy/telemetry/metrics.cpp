@@ -215,10 +215,14 @@ std::string Metrics::render(const Gauges& gauges) const {
                  "# HELP sluice_store_refunds_total Requests taken back on a Redis Cluster "
                  "master because another master refused them.\n"
                  "# TYPE sluice_store_refunds_total counter\n"
-                 "sluice_store_refunds_total{{store=\"{0}\"}} {6}\n",
+                 "sluice_store_refunds_total{{store=\"{0}\"}} {6}\n"
+                 "# HELP sluice_store_lost_settlements_total Charges settled after the response "
+                 "that the store did not take (it failed, or on_error dropped them).\n"
+                 "# TYPE sluice_store_lost_settlements_total counter\n"
+                 "sluice_store_lost_settlements_total{{store=\"{0}\"}} {7}\n",
                  gauges.store, gauges.store_errors, gauges.store_available ? 1 : 0,
                  gauges.store_cached_refusals, gauges.store_calls, gauges.store_requests_in_calls,
-                 gauges.store_refunds);
+                 gauges.store_refunds, gauges.store_lost_settlements);
   if (!gauges.lease_bounds.empty()) {
     fmt::format_to(to,
                    "# HELP sluice_store_lease_hits_total Requests admitted from a lease, without a "

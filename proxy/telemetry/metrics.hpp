@@ -155,6 +155,7 @@ class Metrics {
     std::uint64_t store_calls = 0;
     std::uint64_t store_requests_in_calls = 0;
     std::uint64_t store_refunds = 0;
+    std::uint64_t store_lost_settlements = 0;
     std::uint64_t store_lease_hits = 0;
     std::uint64_t store_lease_holders = 0;  ///< 0: not counted (no lease yet).
     /// Per leased limiter, the most its keys can be overshot: lease × lease holders.

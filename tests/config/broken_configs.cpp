@@ -302,11 +302,6 @@ const std::vector<BrokenConfig>& broken_configs() {
         "admitted before its cost is known",
         "proxy.yaml:5:61: limiters.c.lease: does not apply with cost: response yet: a lease hands "
         "out permits counted before the request"}},
-      {"charge_after_response_with_redis",
-       "upstream: \"http://127.0.0.1:9000\"\nstore: {type: redis}\nlimiters:\n  tokens: "
-       "{algorithm: token_bucket, rate: 100/s, cost: response}\nroutes: [{name: a}]",
-       {"proxy.yaml:4:11: limiters.tokens.cost: charges after the response are counted by the "
-        "memory store only, not yet with store: redis"}},
       {"route_without_cost_from",
        "upstream: \"http://127.0.0.1:9000\"\nlimiters:\n  tokens: {algorithm: token_bucket, rate: "
        "100/s, burst: 100, cost: response}\nroutes: [{name: a, limiters: [tokens]}]",

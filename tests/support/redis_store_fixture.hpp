@@ -69,6 +69,31 @@ class StoreFixture {
     return decision;
   }
 
+  /// Settles the charges of a request that waited for its response (SPEC §9) in both, at `now`,
+  /// and waits until Redis has taken or lost the settlements.
+  void settle(const pipeline::Decision& memory, const pipeline::Decision& redis,
+              const pipeline::ResponseSaid& said, limiter::TimePoint now) {
+    pipeline::Pipeline::settle_locally(memory, said, now);
+    settle_in_redis(redis, said, now);
+  }
+  void settle_in_redis(const pipeline::Decision& redis, const pipeline::ResponseSaid& said,
+                       std::optional<limiter::TimePoint> now) {
+    const std::uint64_t before = store_.settlements() + store_.lost_settlements();
+    const bool available = store_.available();  // else settled at once, as on_error says
+    store_.decide_at(now);
+    store_.settle(0, redis, said, now.value_or(limiter::SystemClock().now()));
+    bool sent = false;  // anything owed beyond, or short of, what was reserved
+    for (std::size_t i = 0; i < redis.later_count; ++i) {
+      sent =
+          sent || pipeline::owed_for(*redis.route, redis.later[i], said) != redis.later[i].reserved;
+    }
+    const auto patience = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (sent && available && store_.settlements() + store_.lost_settlements() == before &&
+           std::chrono::steady_clock::now() < patience) {
+      loop_.run_for(std::chrono::milliseconds(1));
+    }
+  }
+
   void release(const pipeline::Decision& memory, const pipeline::Decision& redis) {
     pipeline::Pipeline::release_locally(memory);
     store_.release(0, redis);

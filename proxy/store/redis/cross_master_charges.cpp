@@ -23,10 +23,11 @@ io::Awaitable<void> CrossMasterCharges::decide_part(Lane& lane, BatchWaiter& wai
   }
 }
 
-io::Awaitable<Decided> CrossMasterCharges::charge(const pipeline::Decision& decision,
-                                                  const pipeline::Charges& charges,
-                                                  const LaneIndices& lanes, std::uint64_t permit,
-                                                  limiter::TimePoint now) {
+io::Awaitable<pipeline::ChargeResult> CrossMasterCharges::charge(const pipeline::Decision& decision,
+                                                                 const pipeline::Charges& charges,
+                                                                 const LaneIndices& lanes,
+                                                                 std::uint64_t permit,
+                                                                 limiter::TimePoint now) {
   // One part per lane, its charges in the request's order (live ones first).
   struct Part {
     std::uint16_t lane;
@@ -72,8 +73,7 @@ io::Awaitable<Decided> CrossMasterCharges::charge(const pipeline::Decision& deci
     shadow =
         shadow && (waiter.charges.count == waiter.charges.live || waiter.result.shadow_admitted);
   }
-  Decided answer;
-  pipeline::ChargeResult& result = answer.result;
+  pipeline::ChargeResult result;
   result.store_permit = permit;
   result.live_admitted = decided && live;
   result.shadow_admitted = result.live_admitted && charges.count > charges.live && shadow;
@@ -93,13 +93,13 @@ io::Awaitable<Decided> CrossMasterCharges::charge(const pipeline::Decision& deci
       // Shadow limiters of a refused request are not evaluated.
       result.outcomes[parts[p].index[j]] =
           is_live || result.live_admitted ? waiter.result.outcomes[j] : limiter::Outcome{};
-      answer.decided_at[parts[p].index[j]] = waiter.decided_at;
+      result.decided_at[parts[p].index[j]] = waiter.decided_at;
     }
   }
   if (!decided) {
-    answer.result = fall_back(options_.on_error, charges, now);
+    result = fall_back(options_.on_error, charges, now);
   }
-  co_return answer;
+  co_return result;
 }
 
 io::Awaitable<void> CrossMasterCharges::refund(Lane& lane, RefundCall call,

@@ -30,9 +30,10 @@ class CrossMasterCharges {
 
   /// Charges the request on the lanes `lanes` names for its charges, under `permit`; as
   /// `on_error` says if a master could not decide its part.
-  io::Awaitable<Decided> charge(const pipeline::Decision& decision,
-                                const pipeline::Charges& charges, const LaneIndices& lanes,
-                                std::uint64_t permit, limiter::TimePoint now);
+  io::Awaitable<pipeline::ChargeResult> charge(const pipeline::Decision& decision,
+                                               const pipeline::Charges& charges,
+                                               const LaneIndices& lanes, std::uint64_t permit,
+                                               limiter::TimePoint now);
 
   /// Requests refunded on one master because another refused them.
   const telemetry::LoopCounter& refunds() const noexcept { return refunds_; }

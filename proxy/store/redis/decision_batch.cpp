@@ -9,10 +9,19 @@ DecisionBatch::DecisionBatch(const io::Executor& executor) : answered_(executor)
 void DecisionBatch::add(const KeyLayout& layout, BatchWaiter& waiter) {
   call_.add(layout, waiter.decision, waiter.charges, waiter.permit, waiter.now);
   waiters_.push_back(&waiter);
+  parts_.push_back({.waiter = &waiter, .settled_charges = 0});
+}
+
+void DecisionBatch::add_settlement(const KeyLayout& layout, std::span<const Settlement> settled,
+                                   std::uint64_t permit, std::int64_t decided_at,
+                                   limiter::TimePoint now) {
+  call_.add_settlement(layout, settled, permit, decided_at, now);
+  parts_.push_back({.waiter = nullptr, .settled_charges = settled.size()});
 }
 
 void DecisionBatch::read(const RespValue& reply) {
   failure_.clear();
+  settled_ = 0;
   if (reply.is_error()) {
     failure_ = reply.text;
     return;
@@ -24,9 +33,17 @@ void DecisionBatch::read(const RespValue& reply) {
   }
   std::size_t at = decided->second;
   bool some_failed = false;
-  for (BatchWaiter* waiter : waiters_) {
-    switch (read_decision(reply, at, waiter->charges, waiter->result)) {
+  for (const Part& part : parts_) {
+    BatchWaiter* waiter = part.waiter;
+    const DecisionReply read = waiter != nullptr
+                                   ? read_decision(reply, at, waiter->charges, waiter->result)
+                                   : read_settlement(reply, at, part.settled_charges);
+    switch (read) {
       case DecisionReply::decided:
+        if (waiter == nullptr) {
+          ++settled_;
+          break;
+        }
         waiter->decided = true;
         waiter->decided_at = decided->first;
         break;
@@ -47,6 +64,8 @@ void DecisionBatch::read(const RespValue& reply) {
 void DecisionBatch::wake() {
   answered_.cancel();
   waiters_.clear();
+  parts_.clear();
+  settled_ = 0;
   call_.clear();
   failure_.clear();
 }

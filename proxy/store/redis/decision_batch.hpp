@@ -31,15 +31,23 @@ struct BatchWaiter {
 
 /// Requests of one event loop decided by one call of decide.lua. Its waiters add themselves and
 /// wait; the reply is read where it lies (no copy) straight into their results; wake() resumes
-/// them all at once. Reused from batch to batch: its buffers keep their capacity.
+/// them all at once. Finished requests' settlements (SPEC §9) ride along with nobody waiting.
+/// Reused from batch to batch: its buffers keep their capacity.
 class DecisionBatch final : public RedisConnection::ReplySink {
  public:
   explicit DecisionBatch(const io::Executor& executor);
 
   void add(const KeyLayout& layout, BatchWaiter& waiter);
+  /// Adds a settlement (BatchCall::add_settlement), which nobody waits for.
+  void add_settlement(const KeyLayout& layout, std::span<const Settlement> settled,
+                      std::uint64_t permit, std::int64_t decided_at, limiter::TimePoint now);
   std::span<BatchWaiter* const> waiters() const noexcept { return waiters_; }
-  bool empty() const noexcept { return waiters_.empty(); }
-  std::size_t size() const noexcept { return waiters_.size(); }
+  bool empty() const noexcept { return parts_.empty(); }
+  /// Requests and settlements.
+  std::size_t size() const noexcept { return parts_.size(); }
+  std::size_t settlements() const noexcept { return parts_.size() - waiters_.size(); }
+  /// Settlements Redis took in the last reply read.
+  std::size_t settled() const noexcept { return settled_; }
 
   /// The command, as BatchCall::arguments() builds it.
   std::span<const std::string_view> arguments(std::string_view command, std::string_view target,
@@ -63,8 +71,16 @@ class DecisionBatch final : public RedisConnection::ReplySink {
   void wake();
 
  private:
+  /// A request's waiter, or a settlement's count of charges: the parts of the call, in order.
+  struct Part {
+    BatchWaiter* waiter = nullptr;
+    std::size_t settled_charges = 0;
+  };
+
   io::Timer answered_;  ///< Never expires: the waiters wait on it, wake() cancels them.
   std::vector<BatchWaiter*> waiters_;
+  std::vector<Part> parts_;
+  std::size_t settled_ = 0;
   BatchCall call_;
   std::string failure_;
 };

@@ -14,7 +14,9 @@ namespace sluice::store::redis {
 /// hammering a limited key costs no store round trip (the Redis store under attack). A key that
 /// refused a cost stays refused for that cost until its retry-after, whatever happens meanwhile
 /// (other requests only add to its count), so answering from here decides as the store would.
-/// (Another cost fits sooner or later: it is not answered from here.)
+/// (Another cost fits sooner or later: it is not answered from here.) The one exception, a
+/// settlement that gives back what a request reserved (SPEC §9), forgets the key here; other
+/// loops and replicas may refuse it until its retry-after still, erring towards admitting less.
 ///
 /// One per event loop (no lock); direct-mapped and fixed-size, so it never allocates after
 /// construction: a key that collides with another simply replaces it, which only costs a round
@@ -35,6 +37,14 @@ class OverLimitCache {
                                        std::min<std::uint64_t>(outcome.status.remaining, cost - 1)),
                                    .until = now + outcome.verdict.retry_after,
                                    .reset_at = now + outcome.status.reset};
+  }
+
+  /// Forgets `key`'s refusal: something was given back to it.
+  void forget(std::uint64_t key) noexcept {
+    Entry& entry = (*entries_)[key % kEntries];
+    if (entry.key == key) {
+      entry = Entry{};
+    }
   }
 
   /// The refusal of `cost` for `key` at `now`, if the cache knows it. Its status is the one

@@ -52,6 +52,16 @@ io::Awaitable<void> RedisBatching::wait_in_batch(Lane& lane, BatchWaiter& waiter
   co_await batch.wait();
 }
 
+void RedisBatching::settle(Lane& lane, const io::Executor& executor,
+                           std::span<const Settlement> settled, std::uint64_t permit,
+                           std::int64_t decided_at, limiter::TimePoint now) {
+  DecisionBatch& batch = open_batch(lane, executor);
+  batch.add_settlement(layout_of(options_), settled, permit, decided_at, now);
+  if (batch.size() >= kMaxBatch) {
+    lane.batches.open = nullptr;
+  }
+}
+
 io::Awaitable<void> RedisBatching::send_batches(Lane& lane) {
   LaneBatches& batches = lane.batches;
   // Let the loop run what is ready first: the requests it holds join the batch.
@@ -63,6 +73,8 @@ io::Awaitable<void> RedisBatching::send_batches(Lane& lane) {
       batches.open = nullptr;
     }
     co_await call(lane, batch);
+    settlements_.add(batch.settled());
+    lost_settlements_.add(batch.settlements() - batch.settled());
     batch.wake();
     batches.spare.push_back(&batch);
   }

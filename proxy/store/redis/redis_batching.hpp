@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <vector>
 
 #include "config/proxy_config.hpp"
@@ -53,10 +54,20 @@ class RedisBatching {
   /// Adds `waiter` to the lane's open batch and waits for the batch's answer: `waiter.decided`,
   /// or `waiter.redirected` when the lane's node no longer serves one of its keys' slots.
   io::Awaitable<void> wait_in_batch(Lane& lane, BatchWaiter& waiter);
+  /// Adds a finished request's settlement to the lane's open batch (BatchCall::add_settlement),
+  /// on the loop of `executor`; nobody waits for it. A settlement that Redis does not take (it
+  /// fails, times out, or no longer serves the key's slot) is lost and counted.
+  void settle(Lane& lane, const io::Executor& executor, std::span<const Settlement> settled,
+              std::uint64_t permit, std::int64_t decided_at, limiter::TimePoint now);
 
   /// Calls of decide.lua sent, and the requests they carried.
   const telemetry::LoopCounter& calls() const noexcept { return calls_; }
   const telemetry::LoopCounter& requests_in_calls() const noexcept { return requests_in_calls_; }
+  /// Settlements Redis took; those lost: that Redis did not take, and that `on_error` dropped
+  /// (lose_settlement()).
+  const telemetry::LoopCounter& settlements() const noexcept { return settlements_; }
+  const telemetry::LoopCounter& lost_settlements() const noexcept { return lost_settlements_; }
+  void lose_settlement() noexcept { lost_settlements_.add(); }
 
  private:
   /// The lane's open batch, or a new one, sent once the loop has run what is ready now.
@@ -75,6 +86,8 @@ class RedisBatching {
   PermitReleases& releases_;
   telemetry::LoopCounter calls_;
   telemetry::LoopCounter requests_in_calls_;
+  telemetry::LoopCounter settlements_;
+  telemetry::LoopCounter lost_settlements_;
 };
 
 /// A lane's batches: the open one, those waiting for a call, and spares kept for reuse, so that

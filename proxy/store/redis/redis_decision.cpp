@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <bit>
+#include <cassert>
 #include <charconv>
 #include <type_traits>
 
@@ -151,6 +152,11 @@ void append_definition(std::string& text, const LimiterOptions& options, limiter
   }
 }
 
+/// What a charge's commit took: its cost, or for one settled after the response, its reserve.
+limiter::Permits committed(const limiter::Charge& charge) noexcept {
+  return charge.settled_later ? charge.reserve : charge.cost;
+}
+
 long long whole_microseconds(limiter::Duration duration) noexcept {
   return std::chrono::duration_cast<std::chrono::microseconds>(duration).count();
 }
@@ -241,9 +247,42 @@ void BatchCall::add(const KeyLayout& layout, const pipeline::Decision& decision,
   append_number(values_.text, permit, 16);
   values_.end();
   for (std::size_t i = 0; i < charges.count; ++i) {
+    const limiter::Charge& charge = charges.items[i];
     append_number(values_.text, definition(*charges.options[i], now));
     values_.end();
-    append_number(values_.text, charges.items[i].cost);
+    // A charge settled after the response reserves its whole cost at admission, or nothing
+    // (Pipeline::prepare); nothing is told by the cost negated: decide.lua then admits it if
+    // the cost fits, and commits none of it.
+    assert(!charge.settled_later || charge.reserve == 0 || charge.reserve == charge.cost);
+    const bool reserves_nothing = charge.settled_later && charge.reserve == 0;
+    append_number(values_.text, reserves_nothing ? -static_cast<long long>(charge.cost)
+                                                 : static_cast<long long>(charge.cost));
+    values_.end();
+  }
+}
+
+void BatchCall::add_settlement(const KeyLayout& layout, std::span<const Settlement> settled,
+                               std::uint64_t permit, std::int64_t decided_at,
+                               limiter::TimePoint now) {
+  ++requests_;
+  for (const Settlement& s : settled) {
+    append_redis_key(keys_.text, layout, s.limiter->name, *s.options, s.shared_key);
+    keys_.end();
+  }
+  append_number(values_.text, settled.size());
+  values_.end();
+  values_.text += "-1";  // live limiters: -1 marks a settlement
+  values_.end();
+  append_number(values_.text, permit, 16);
+  values_.end();
+  append_number(values_.text, decided_at);
+  values_.end();
+  for (const Settlement& s : settled) {
+    append_definition(definitions_.text, *s.options, now, [this] { definitions_.end(); });
+    defined_.push_back(nullptr);  // counted, never found again
+    append_number(values_.text, defined_.size());
+    values_.end();
+    append_number(values_.text, s.amount);
     values_.end();
   }
 }
@@ -329,6 +368,22 @@ DecisionReply read_decision(const RespValue& reply, std::size_t& at,
   return DecisionReply::decided;
 }
 
+DecisionReply read_settlement(const RespValue& reply, std::size_t& at, std::size_t count) {
+  const std::size_t end = at + 1 + kReplyValues * count;
+  if (reply.kind != RespValue::Kind::array || reply.elements.size() < end ||
+      std::any_of(reply.elements.begin() + static_cast<std::ptrdiff_t>(at),
+                  reply.elements.begin() + static_cast<std::ptrdiff_t>(end),
+                  [](const RespValue& v) { return v.kind != RespValue::Kind::integer; })) {
+    return DecisionReply::malformed;
+  }
+  const long long status = reply.elements[at].integer;
+  if (status != 0 && status != 1) {
+    return DecisionReply::malformed;
+  }
+  at = end;
+  return status == 1 ? DecisionReply::decided : DecisionReply::failed;
+}
+
 std::string_view failure_of(const RespValue& reply, std::size_t at) noexcept {
   if (reply.kind != RespValue::Kind::array || at >= reply.elements.size() ||
       reply.elements[at].kind != RespValue::Kind::bulk) {
@@ -386,7 +441,8 @@ RefundCall refund_call(std::string_view target, const KeyLayout& layout,
   RefundCall call;
   for (std::size_t i = 0; i < charges.count; ++i) {
     const bool is_live = i < charges.live;
-    if (is_live ? (live && decided.live_admitted) : (shadow && decided.shadow_admitted)) {
+    if ((is_live ? (live && decided.live_admitted) : (shadow && decided.shadow_admitted)) &&
+        committed(charges.items[i]) != 0) {
       call.charges.push_back(i);
     }
   }
@@ -399,8 +455,8 @@ RefundCall refund_call(std::string_view target, const KeyLayout& layout,
   for (const std::size_t i : call.charges) {
     append_redis_key(keys.emplace_back(), layout, decision.reports[charges.report[i]].limiter->name,
                      *charges.options[i], charges.shared_key[i]);
-    items.push_back(
-        {keys.back(), charges.options[i], charges.items[i].cost, decided.outcomes[i].verdict.hold});
+    items.push_back({keys.back(), charges.options[i], committed(charges.items[i]),
+                     decided.outcomes[i].verdict.hold});
   }
   call.command = refund_command(target, items, permit, decided_at, now);
   return call;

@@ -58,11 +58,14 @@ inline KeyIds key_ids(const pipeline::Decision& decision, const pipeline::Charge
   return ids;
 }
 
-/// Redis's answer for a request, with the time each charge was decided at (µs, Redis's): a
-/// lease taken with the request is given back as of then.
-struct Decided {
-  pipeline::ChargeResult result;
-  std::array<std::int64_t, limiter::kMaxChargesPerRequest> decided_at{};
+/// One charge of a finished request settled in Redis (SPEC §9): `amount` is what the response
+/// said it owes beyond what it reserved at admission, charged whether it fits or not, or, when
+/// negative, what it reserved beyond that, given back as of its decision.
+struct Settlement {
+  const config::LimiterConfig* limiter = nullptr;
+  const limiter::LimiterOptions* options = nullptr;  ///< With the key's override applied.
+  limiter::KeyHash shared_key = 0;                   ///< See pipeline::Charges::shared_key.
+  std::int64_t amount = 0;
 };
 
 /// One call of decide.lua for many requests' charges: its arguments, built in buffers that keep
@@ -76,6 +79,13 @@ class BatchCall {
   /// places calendar windows).
   void add(const KeyLayout& layout, const pipeline::Decision& decision,
            const pipeline::Charges& charges, std::uint64_t permit, limiter::TimePoint now);
+  /// Adds the settlement of a finished request's charges on one node, decided under `permit` at
+  /// `decided_at` (µs, Redis's time), at the proxy's time `now`. Its definitions are written out
+  /// afresh, never shared with a request's: the request it settles may be gone, and with it the
+  /// configuration its definitions' addresses belong to.
+  void add_settlement(const KeyLayout& layout, std::span<const Settlement> settled,
+                      std::uint64_t permit, std::int64_t decided_at, limiter::TimePoint now);
+  /// Requests and settlements added.
   std::size_t requests() const noexcept { return requests_; }
   /// The whole command: `command` (FCALL or EVALSHA) of `target` (the function's name or the
   /// script's SHA1) over the requests added. `now`: the time to decide at; nullopt = Redis's own
@@ -119,6 +129,9 @@ std::optional<std::pair<std::int64_t, std::size_t>> decided_at(const RespValue& 
 /// into `result`, and moves `at` past it.
 DecisionReply read_decision(const RespValue& reply, std::size_t& at,
                             const pipeline::Charges& charges, pipeline::ChargeResult& result);
+/// Skips the part of a decide.lua `reply` that starts at element `at` for a settlement of `count`
+/// charges (their statuses, which nobody reads: the response has left), and moves `at` past it.
+DecisionReply read_settlement(const RespValue& reply, std::size_t& at, std::size_t count);
 /// What made the first failed request of a reply fail: its last element, after the requests'
 /// parts (which end at `at`); empty if there is none.
 std::string_view failure_of(const RespValue& reply, std::size_t at) noexcept;

@@ -128,8 +128,8 @@ bool RedisLeases::top_ups(const pipeline::Decision& decision, const pipeline::Ch
 }
 
 void RedisLeases::grant(const pipeline::Decision& decision, const pipeline::Charges& charges,
-                        const TopUps& added, Decided& decided, limiter::TimePoint now) {
-  pipeline::ChargeResult& result = decided.result;
+                        const TopUps& added, pipeline::ChargeResult& result,
+                        limiter::TimePoint now) {
   const bool admitted = result.counted == pipeline::Counted::yes && result.live_admitted;
   const limiter::TimePoint lease_now = simulated_now_.value_or(now);
   for (std::size_t i = 0; i < charges.count; ++i) {
@@ -158,7 +158,7 @@ void RedisLeases::grant(const pipeline::Decision& decision, const pipeline::Char
     append_redis_key(lease.redis_key, layout_of(options_), limiter.name, *charges.options[i],
                      charges.shared_key[i]);
     lease.options = *charges.options[i];
-    lease.decided_at = decided.decided_at[i];
+    lease.decided_at = result.decided_at[i];
     lease.permit = result.store_permit;
     outcome.status.remaining += added[i];  // this replica holds them
     taken_.add();

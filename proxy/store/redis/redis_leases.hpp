@@ -117,7 +117,7 @@ class RedisLeases {
   /// Records the leases a request took, if Redis admitted it with them; either way, lets the
   /// next request take a lease of those keys, and wakes those that waited.
   void grant(const pipeline::Decision& decision, const pipeline::Charges& charges,
-             const TopUps& added, Decided& decided, limiter::TimePoint now);
+             const TopUps& added, pipeline::ChargeResult& result, limiter::TimePoint now);
   /// Gives back what is left of every lease, one refund after the other (shutdown).
   io::Awaitable<void> give_back_all();
 

@@ -36,6 +36,7 @@ struct RedisLoop {
         across(options, simulated_now, lanes, batching),
         leases(options, simulated_now, code, lanes, routing, holders) {}
 
+  std::optional<io::Executor> executor;    ///< The loop's, once the store has opened on it.
   telemetry::LoopCounter errors;           ///< Requests Redis could not decide.
   telemetry::LoopCounter cached_refusals;  ///< Requests refused from the over-limit cache.
   std::uint64_t permits_issued = 0;        ///< Requests sent to Redis, for their permit ids.

@@ -1,7 +1,9 @@
 #include "proxy/store/redis/redis_store.hpp"
 
 #include <algorithm>
+#include <array>
 #include <random>
+#include <utility>
 
 #include "proxy/store/redis/on_error.hpp"
 #include "proxy/store/redis/redis_loop.hpp"
@@ -35,7 +37,8 @@ RedisStore::~RedisStore() = default;
 
 io::Awaitable<void> RedisStore::open(std::size_t index) {
   RedisLoop& loop = *loops_[index];
-  loop.leases.open(co_await net::this_coro::executor);
+  loop.executor = co_await net::this_coro::executor;
+  loop.leases.open(*loop.executor);
   co_await loop.routing.open();
 }
 
@@ -116,22 +119,21 @@ io::Awaitable<pipeline::ChargeResult> RedisStore::charge(std::size_t index,
   pipeline::Charges topped;
   TopUps added{};
   if (loop.leases.top_ups(decision, charges, now, topped, added)) {
-    Decided decided = co_await charge_in_redis(loop, decision, topped, permit, now, false);
+    pipeline::ChargeResult decided =
+        co_await charge_in_redis(loop, decision, topped, permit, now, false);
     loop.leases.grant(decision, charges, added, decided, now);
-    if (decided.result.counted != pipeline::Counted::yes || decided.result.live_admitted) {
-      co_return decided.result;
+    if (decided.counted != pipeline::Counted::yes || decided.live_admitted) {
+      co_return decided;
     }
     // Refused with the leases: near the limit, where leases are not worth their permits. The
     // request alone is decided exactly.
   }
-  co_return (co_await charge_in_redis(loop, decision, charges, permit, now, true)).result;
+  co_return co_await charge_in_redis(loop, decision, charges, permit, now, true);
 }
 
-io::Awaitable<Decided> RedisStore::charge_in_redis(RedisLoop& loop,
-                                                   const pipeline::Decision& decision,
-                                                   const pipeline::Charges& charges,
-                                                   std::uint64_t permit, limiter::TimePoint now,
-                                                   bool remember) {
+io::Awaitable<pipeline::ChargeResult> RedisStore::charge_in_redis(
+    RedisLoop& loop, const pipeline::Decision& decision, const pipeline::Charges& charges,
+    std::uint64_t permit, limiter::TimePoint now, bool remember) {
   BatchWaiter waiter{.decision = decision, .charges = charges, .permit = permit, .now = now};
   LaneIndices lanes{};
   bool routed = false;
@@ -142,9 +144,10 @@ io::Awaitable<Decided> RedisStore::charge_in_redis(RedisLoop& loop,
     }
     if (std::any_of(lanes.begin(), lanes.begin() + static_cast<std::ptrdiff_t>(charges.count),
                     [&](std::uint16_t lane) { return lane != lanes[0]; })) {
-      Decided decided = co_await loop.across.charge(decision, charges, lanes, permit, now);
+      pipeline::ChargeResult decided =
+          co_await loop.across.charge(decision, charges, lanes, permit, now);
       if (remember) {
-        remember_refusals(loop, decision, charges, decided.result, now);
+        remember_refusals(loop, decision, charges, decided, now);
       }
       co_return decided;
     }
@@ -155,19 +158,17 @@ io::Awaitable<Decided> RedisStore::charge_in_redis(RedisLoop& loop,
     }
     co_await loop.routing.refresh_slots();  // the slot moved: ask the map, then its master
   }
-  Decided decided;
   if (!waiter.decided) {
     if (waiter.redirected || !routed) {
       loop.errors.add();  // still misplaced: counted here, since the batch's call did not
     }
-    decided.result = fall_back(options_.on_error, charges, now);
-    co_return decided;
+    co_return fall_back(options_.on_error, charges, now);
   }
-  decided.result = waiter.result;
-  decided.result.store_permit = waiter.permit;
+  pipeline::ChargeResult decided = waiter.result;
+  decided.store_permit = waiter.permit;
   decided.decided_at.fill(waiter.decided_at);
   if (remember) {
-    remember_refusals(loop, decision, charges, decided.result, now);
+    remember_refusals(loop, decision, charges, decided, now);
   }
   co_return decided;
 }
@@ -207,6 +208,69 @@ void RedisStore::release(std::size_t index, const pipeline::Decision& decision) 
       decision.store_permit);
 }
 
+void RedisStore::settle(std::size_t index, const pipeline::Decision& decision,
+                        const pipeline::ResponseSaid& said, limiter::TimePoint now) {
+  if (decision.later_count == 0) {
+    return;
+  }
+  if (decision.store_permit == 0) {
+    // `on_error: local` counted the request in the memory limiters: settled there too.
+    pipeline::Pipeline::settle_locally(decision, said, now);
+    return;
+  }
+  RedisLoop& loop = *loops_[index];
+  // Per lane (a Cluster's master), its charges: one settlement each, in that lane's batch.
+  std::array<Settlement, limiter::kMaxChargesSettledLater> settled{};
+  std::array<std::uint16_t, limiter::kMaxChargesSettledLater> lanes{};
+  std::array<std::int64_t, limiter::kMaxChargesSettledLater> decided_at{};
+  std::size_t count = 0;
+  for (std::size_t i = 0; i < decision.later_count; ++i) {
+    const pipeline::LaterCharge& later = decision.later[i];
+    const auto owed = static_cast<std::int64_t>(pipeline::owed_for(*decision.route, later, said));
+    const std::int64_t amount = owed - static_cast<std::int64_t>(later.reserved);
+    if (amount == 0) {
+      continue;
+    }
+    if (amount < 0) {
+      loop.over_limit.forget(redis_key_id(later.config->name, *later.options, later.shared_key));
+    }
+    const std::uint16_t lane = loop.routing.lane_of(later.shared_key);
+    if (lane == SlotMap::kNone || !loop.executor ||
+        !loop.lanes[lane].node.breaker.allow(CircuitBreaker::Clock::now()) ||
+        loop.lanes[lane].batches.full()) {
+      // Redis cannot take it now: as `on_error` says, in the memory limiters, or lost.
+      if (options_.on_error == config::OnStoreError::local) {
+        pipeline::Pipeline::settle_locally(*decision.route, {&later, 1}, said, now);
+      } else {
+        loop.batching.lose_settlement();
+      }
+      continue;
+    }
+    settled[count] = {.limiter = later.config,
+                      .options = later.options,
+                      .shared_key = later.shared_key,
+                      .amount = amount};
+    decided_at[count] = later.store_decided_at;  // the same for every charge of a lane
+    lanes[count++] = lane;
+  }
+  for (std::size_t first = 0; first < count;) {
+    // Charges of one lane are next to each other once sorted; a request has few.
+    std::size_t last = first + 1;
+    for (std::size_t j = last; j < count; ++j) {
+      if (lanes[j] == lanes[first]) {
+        std::swap(settled[j], settled[last]);
+        std::swap(lanes[j], lanes[last]);
+        std::swap(decided_at[j], decided_at[last]);
+        ++last;
+      }
+    }
+    loop.batching.settle(loop.lanes[lanes[first]], *loop.executor,
+                         {settled.data() + first, last - first}, decision.store_permit,
+                         decided_at[first], now);
+    first = last;
+  }
+}
+
 io::Awaitable<void> RedisStore::probe(std::size_t index) { return loops_[index]->lanes.probe(); }
 
 template <class Counter>
@@ -228,6 +292,7 @@ std::optional<StoreHealth> RedisStore::health() const {
       .requests_in_calls =
           summed([](const RedisLoop& loop) -> auto& { return loop.batching.requests_in_calls(); }),
       .refunds = refunds(),
+      .lost_settlements = lost_settlements(),
       .lease_hits = lease_hits(),
       .lease_holders = lease_holders()};
 }
@@ -246,6 +311,14 @@ std::uint64_t RedisStore::lease_hits() const noexcept {
 
 std::uint64_t RedisStore::leases_taken() const noexcept {
   return summed([](const RedisLoop& loop) -> auto& { return loop.leases.taken(); });
+}
+
+std::uint64_t RedisStore::settlements() const noexcept {
+  return summed([](const RedisLoop& loop) -> auto& { return loop.batching.settlements(); });
+}
+
+std::uint64_t RedisStore::lost_settlements() const noexcept {
+  return summed([](const RedisLoop& loop) -> auto& { return loop.batching.lost_settlements(); });
 }
 
 std::uint64_t RedisStore::refunds() const noexcept {

@@ -68,10 +68,13 @@ class RedisStore final : public Store {
   /// holds them (PermitReleases), at once when `on_error: local` took them from the memory
   /// limiters.
   void release(std::size_t loop, const pipeline::Decision& decision) override;
-  /// Nothing to settle: configurations that charge after the response are refused with the
-  /// Redis store for now (config/load_config.cpp), so no decision of its has such a charge.
-  void settle(std::size_t /*loop*/, const pipeline::Decision& /*decision*/,
-              const pipeline::ResponseSaid& /*said*/, limiter::TimePoint /*now*/) override {}
+  /// Settles a finished request's charges that waited for its response (SPEC §9) in Redis, in
+  /// the loop's open batch (one settlement per master), with nobody waiting for the answer:
+  /// charged whether they fit or not, or given back what was reserved beyond their cost. While
+  /// Redis cannot take them, as `on_error` says: `local` settles them in the memory limiters,
+  /// the others lose them (counted, as are those Redis fails).
+  void settle(std::size_t loop, const pipeline::Decision& decision,
+              const pipeline::ResponseSaid& said, limiter::TimePoint now) override;
 
   std::optional<StoreHealth> health() const override;
   /// While a breaker is open, asks Redis (PING on loop `loop`) whether it answers again, and
@@ -94,6 +97,9 @@ class RedisStore final : public Store {
   /// Requests admitted from leases, without a round trip; leases taken.
   std::uint64_t lease_hits() const noexcept;
   std::uint64_t leases_taken() const noexcept;
+  /// Settlements of charges after the response that Redis took, and those lost (SPEC §9).
+  std::uint64_t settlements() const noexcept;
+  std::uint64_t lost_settlements() const noexcept;
   /// The masters loop `loop` sends decisions to (1 on a single Redis).
   std::size_t masters(std::size_t loop) const;
   const config::RedisOptions& options() const noexcept { return options_; }
@@ -105,9 +111,11 @@ class RedisStore final : public Store {
  private:
   /// The whole request in Redis, routed (one lane, or across masters); `remember`: put refusals
   /// in the over-limit cache.
-  io::Awaitable<Decided> charge_in_redis(RedisLoop& loop, const pipeline::Decision& decision,
-                                         const pipeline::Charges& charges, std::uint64_t permit,
-                                         limiter::TimePoint now, bool remember);
+  io::Awaitable<pipeline::ChargeResult> charge_in_redis(RedisLoop& loop,
+                                                        const pipeline::Decision& decision,
+                                                        const pipeline::Charges& charges,
+                                                        std::uint64_t permit,
+                                                        limiter::TimePoint now, bool remember);
   /// What is left to do once Redis decided: remember refused keys in the over-limit cache.
   void remember_refusals(RedisLoop& loop, const pipeline::Decision& decision,
                          const pipeline::Charges& charges, const pipeline::ChargeResult& result,

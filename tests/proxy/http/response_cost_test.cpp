@@ -11,6 +11,7 @@
 
 #include "tests/support/eventually.hpp"
 #include "tests/support/proxy_fixture.hpp"
+#include "tests/support/redis_server.hpp"
 #include "tests/support/shell.hpp"
 #include "tests/support/test_upstream.hpp"
 
@@ -53,7 +54,7 @@ std::string config_for(const CannedUpstream& upstream, std::string_view cost_fro
 }
 
 std::string curl(const std::string& arguments) {
-  return output_of("curl -s --max-time 5 " + arguments + " 2>&1");
+  return output_of("curl -sS --max-time 5 " + arguments + " 2>&1");
 }
 
 std::string chat_url(const ProxyFixture& proxy) {
@@ -112,6 +113,24 @@ TEST(ResponseCost, ChargesTheEstimateForAStreamCutBeforeItsUsage) {
   charged(proxy, 30);
   EXPECT_THAT(metrics_of(proxy),
               HasSubstr("sluice_cost_readings_total{limiter=\"tokens\",result=\"missing\"} 1\n"));
+}
+
+/// Two replicas on one Redis: what one charged after its response, the other refuses on.
+TEST(ResponseCost, ReplicasOnOneRedisShareTheChargeOfAStream) {
+  const RedisServer redis;
+  CannedUpstream upstream(event_stream_response());
+  const std::string store =
+      "threads: 1\nstore: {type: redis, redis: {url: \"" + redis.url() + "\"}}";
+  ProxyFixture first(config_for(upstream, "{usage: openai}"), store);
+  ProxyFixture second(config_for(upstream, "{usage: openai}"), store);
+  EXPECT_EQ(curl("--http2-prior-knowledge -d '{}' " + chat_url(first)), kEvents);
+  charged(first, 150);
+  EXPECT_TRUE(holds_within(std::chrono::seconds(5), [&] {  // settled in Redis, in the background
+    return metrics_of(first).find("sluice_store_lost_settlements_total{store=\"redis\"} 0\n") !=
+               std::string::npos &&
+           curl("-d '{}' -o /dev/null -w '%{http_code}' " + chat_url(second)) == "429";
+  }));
+  EXPECT_EQ(upstream.requests(), 1);
 }
 
 }  // namespace

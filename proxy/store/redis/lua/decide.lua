@@ -8,10 +8,17 @@
 --       number of requests, the number of limiter definitions, then per definition 7 values:
 --       algorithm, delay (0/1), max_delay (µs), 4 parameters; then per request: its number of
 --       limiters, of live limiters, its permit id (concurrency), then per limiter: its
---       definition (1-based) and cost.
--- Returns the time decided at (µs, for refunds), then per request: 1 (decided) or 0 (failed), then per limiter: admitted (0/1), hold,
---       retry_after (-1 = never), remaining, reset (µs); shadow limiters of a refused request are
---       not evaluated (all zeros). After them, if a request failed, the first failure's message.
+--       definition (1-based) and cost. A negative cost is a charge settled after the response
+--       that reserves nothing: admitted if the cost fits, none of it committed.
+--       A settlement (SPEC §9: what a finished request's response said it cost) is a request
+--       whose live count is -1: its number of limiters, -1, the permit id of the request it
+--       settles, that request's decided_at, then per limiter: its definition and amount, charged
+--       whether it fits or not when positive, given back as of decided_at when negative.
+-- Returns the time decided at (µs, for refunds), then per request: 1 (decided) or 0 (failed),
+--       then per limiter: admitted (0/1), hold, retry_after (-1 = never), remaining, reset (µs);
+--       shadow limiters of a refused request are not evaluated (all zeros); a settlement's are
+--       admitted with its status after. After them, if a request failed, the first failure's
+--       message.
 --
 -- A key met again in the same call is not read again: its state, as the requests before left
 -- it, is kept for the call (every algorithm's commit updates the state it wrote). Algorithms whose
@@ -52,6 +59,23 @@ local function definition_at(args, at)
   }
 end
 
+-- Remembers that a charge changed its key's state, to save it at the end of the call.
+local function mark_changed(changed, c)
+  if c.definition.algorithm.save and not changed[c.key] then
+    changed[c.key] = true
+    changed[#changed + 1] = {key = c.key, state = c.state, definition = c.definition}
+  end
+end
+
+local function state_of(c, now, states)
+  local s = states[c.key]
+  if not s then
+    s = c.definition.algorithm.load(c.key, c.definition.p, now)
+    states[c.key] = s
+  end
+  return s
+end
+
 -- Charges charges[first..last] all or nothing, writing their reply values from reply[at + 1];
 -- returns whether they admitted the request.
 local function charge(charges, first, last, now, permit, states, changed, reply, at)
@@ -59,11 +83,7 @@ local function charge(charges, first, last, now, permit, states, changed, reply,
   for i = first, last do
     local c = charges[i]
     local d = c.definition
-    c.state = states[c.key]
-    if not c.state then
-      c.state = d.algorithm.load(c.key, d.p, now)
-      states[c.key] = c.state
-    end
+    c.state = state_of(c, now, states)
     c.admitted, c.hold, c.retry = d.algorithm.evaluate(c.state, now, c.cost, d.p, d)
     if c.admitted == 0 then
       admitted = false
@@ -72,12 +92,9 @@ local function charge(charges, first, last, now, permit, states, changed, reply,
   for i = first, last do
     local c = charges[i]
     local d = c.definition
-    if admitted then
-      d.algorithm.commit(c.key, c.state, now, c.cost, c.hold, d.p, permit)
-      if d.algorithm.save and not changed[c.key] then
-        changed[c.key] = true
-        changed[#changed + 1] = {key = c.key, state = c.state, definition = d}
-      end
+    if admitted and c.reserve > 0 then
+      d.algorithm.commit(c.key, c.state, now, c.reserve, c.hold, d.p, permit)
+      mark_changed(changed, c)
     end
     local remaining, reset = d.algorithm.status(c.state, now, d.p)
     local base = at + (i - 1) * VALUES
@@ -103,6 +120,41 @@ local function decide_request(charges, count, live, now, permit, states, changed
   end
 end
 
+-- Settles a finished request's charges[1..count] (see the arguments above): each on its own,
+-- nothing to refuse. Charged amounts go into debt; a log keeps at most its limit of them.
+-- Given-back amounts are given back as the memory limiters give them (erring towards admitting
+-- less): the algorithms that cannot tell them apart there (a log, a warming bucket) keep them
+-- here too, so that both stores, and replay, decide alike.
+local function settle_request(charges, count, now, decided_at, permit, states, changed, reply,
+                              at)
+  for i = 1, count do
+    if charges[i].definition.failure then
+      error(charges[i].definition.failure, 0)
+    end
+  end
+  for i = 1, count do
+    local c = charges[i]
+    local d = c.definition
+    c.state = state_of(c, now, states)
+    if c.cost > 0 then
+      -- Named apart from the stamps the request's own commit logged under its permit.
+      local charge = d.algorithm.charge or d.algorithm.commit
+      charge(c.key, c.state, now, c.cost, 0, d.p, permit .. '+')
+      mark_changed(changed, c)
+    elseif not d.algorithm.keeps_refunds and
+        d.algorithm.refund(c.key, c.state, decided_at, now, -c.cost, 0, d.p, permit) then
+      mark_changed(changed, c)
+    end
+    local remaining, reset = d.algorithm.status(c.state, now, d.p)
+    local base = at + (i - 1) * VALUES
+    reply[base + 1] = 1
+    reply[base + 2] = 0
+    reply[base + 3] = 0
+    reply[base + 4] = remaining
+    reply[base + 5] = reset
+  end
+end
+
 local function decide(keys, args)
   local now = time_now(args[1])
   local definitions = {}
@@ -121,8 +173,14 @@ local function decide(keys, args)
   reply[1] = now
   for _ = 1, tonumber(args[2]) do
     local count, live, permit = tonumber(args[arg_at]), tonumber(args[arg_at + 1]), args[arg_at + 2]
+    local header = 3
+    local decided_at
+    if live < 0 then
+      header = 4
+      decided_at = tonumber(args[arg_at + 3])
+    end
     for i = 1, count do
-      local base = arg_at + 1 + 2 * i
+      local base = arg_at + header - 2 + 2 * i
       local c = charges[i]
       if not c then
         c = {}
@@ -131,12 +189,22 @@ local function decide(keys, args)
       c.definition = definitions[tonumber(args[base])]
       c.key = keys[key_at + i - 1]
       c.cost = tonumber(args[base + 1])
+      c.reserve = c.cost
+      if c.cost < 0 and live >= 0 then
+        c.cost, c.reserve = -c.cost, 0
+      end
     end
     for i = at, at + count * VALUES do
       reply[i] = 0
     end
-    local ok, why = pcall(decide_request, charges, count, live, now, permit, states, changed,
-                          reply, at)
+    local ok, why
+    if live < 0 then
+      ok, why = pcall(settle_request, charges, count, now, decided_at, permit, states, changed,
+                      reply, at)
+    else
+      ok, why = pcall(decide_request, charges, count, live, now, permit, states, changed, reply,
+                      at)
+    end
     if ok then
       reply[at] = 1
     else
@@ -153,7 +221,7 @@ local function decide(keys, args)
       failure = failure or (type(why) == 'table' and why.err) or tostring(why)
     end
     key_at = key_at + count
-    arg_at = arg_at + 3 + 2 * count
+    arg_at = arg_at + header + 2 * count
     at = at + 1 + count * VALUES
   end
   for _, c in ipairs(changed) do

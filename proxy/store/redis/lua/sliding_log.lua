@@ -59,6 +59,26 @@ local function make_sliding_log()
     expire_at(key, at + length, now)
   end
 
+  -- Logs a cost learnt after the response (a settlement), whether it fits or not, but never more
+  -- stamps than the limit: past it, the window is full until its oldest stamp leaves.
+  function sliding_log.charge(key, s, now, cost, hold, p, permit)
+    local limit, length = p[1], p[2]
+    local at = now
+    if s.newest and s.newest > at then
+      at = s.newest
+    end
+    local count = 0
+    if s.newest then
+      count = inside(s, at, length)
+    end
+    local logged = math.min(cost, limit - math.min(count, limit))
+    if logged > 0 then
+      sliding_log.commit(key, s, at, logged, 0, p, permit)
+    end
+  end
+  -- A settlement's refund is kept, as the memory log keeps it (its stamps have no names there).
+  sliding_log.keeps_refunds = true
+
   -- Removes the timestamps commit() logged under `permit`.
   function sliding_log.refund(key, s, decided_at, now, cost, hold, p, permit)
     remove_members(key, permit, cost)

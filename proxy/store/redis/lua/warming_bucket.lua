@@ -66,6 +66,10 @@ local function make_warming_bucket()
     s.s = s.s - spent
   end
 
+  -- A settlement's refund is kept, as the memory bucket keeps it: the permits it spent may have
+  -- been stored ones or fresh ones, which cost differently.
+  warming_bucket.keeps_refunds = true
+
   -- Takes back a commit, never more: the permits it spent return as stored ones (which never
   -- make a request cheaper), and the next free ticket moves back by the least the commit
   -- could have added (stable interval per permit), less the time elapsed since.

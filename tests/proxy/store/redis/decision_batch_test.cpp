@@ -89,6 +89,36 @@ TEST_F(DecisionBatchTest, AnErrorReplyOrAReplyOfTheWrongShapeDecidesNobody) {
   EXPECT_FALSE(second.waiter.decided);
 }
 
+TEST_F(DecisionBatchTest, ReadsASettlementBetweenTwoRequestsAndCountsItTaken) {
+  batch.add({"p:"}, first.waiter);
+  const Settlement settled{
+      .limiter = &first.limiter, .options = &first.options, .shared_key = 1, .amount = 12};
+  batch.add_settlement({"p:"}, {&settled, 1}, 7, 1700000000000000, {});
+  batch.add({"p:"}, second.waiter);
+  EXPECT_EQ(batch.size(), 3U);
+  EXPECT_EQ(batch.settlements(), 1U);
+  batch.read(
+      reply_of("*19\r\n:1700000000000000\r\n:1\r\n:1\r\n:0\r\n:0\r\n:4\r\n:1000\r\n"
+               ":1\r\n:1\r\n:0\r\n:0\r\n:0\r\n:1000\r\n"  // the settlement
+               ":1\r\n:0\r\n:0\r\n:250\r\n:0\r\n:750\r\n"));
+  EXPECT_TRUE(batch.failure().empty());
+  EXPECT_EQ(batch.settled(), 1U);
+  EXPECT_EQ(first.waiter.result.outcomes[0].status.remaining, 4U);
+  ASSERT_TRUE(second.waiter.decided);
+  EXPECT_FALSE(second.waiter.result.live_admitted);
+  EXPECT_EQ(second.waiter.result.outcomes[0].verdict.retry_after, std::chrono::microseconds(250));
+
+  // Failed: not taken, and the batch names why.
+  batch.read(
+      reply_of("*20\r\n:1700000000000000\r\n:1\r\n:1\r\n:0\r\n:0\r\n:4\r\n:1000\r\n"
+               ":0\r\n:0\r\n:0\r\n:0\r\n:0\r\n:0\r\n"
+               ":1\r\n:0\r\n:0\r\n:250\r\n:0\r\n:750\r\n$9\r\nWRONGTYPE\r\n"));
+  EXPECT_EQ(batch.settled(), 0U);
+  EXPECT_EQ(batch.failure(), "WRONGTYPE");
+  batch.wake();
+  EXPECT_EQ(batch.settlements(), 0U);
+}
+
 TEST_F(DecisionBatchTest, WakesEveryWaiterAtOnceAndEmptiesForItsNextUse) {
   int woken = 0;
   const auto wait = [&](BatchWaiter& waiter) -> io::Awaitable<void> {

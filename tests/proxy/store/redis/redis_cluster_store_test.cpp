@@ -9,6 +9,8 @@
 #include <atomic>
 #include <latch>
 #include <map>
+#include <memory>
+#include <string>
 #include <thread>
 
 #include "limiter/key_hash.hpp"
@@ -158,6 +160,51 @@ TEST(RedisCluster, AMasterKilledFailsOnlyTheUsersOnItsSlotsTheOthersStayExact) {
   EXPECT_LT(on_killed, master_of_user.size());
   EXPECT_FALSE(fixture.store().available());  // so /readyz says so
   EXPECT_GT(fixture.store().errors(), 0U);
+}
+
+/// Token budgets per user and per team, charged after the response (SPEC §9): a user's and its
+/// team's keys live on different masters, so each request is admitted on both and settled on
+/// both. Two replicas see every charge of the other exactly.
+TEST(RedisCluster, ReplicasShareTokenBudgetsSettledOnEveryMaster) {
+  test::RedisCluster cluster(3);
+  const std::string yaml = R"(
+upstream: http://127.0.0.1:9000
+limiters:
+  user-tokens: {algorithm: fixed_window, limit: 1000, window: 1d, key: "header:X-User", cost: response}
+  team-tokens: {algorithm: token_bucket, rate: 100000/d, burst: 100000, key: "header:X-Team", cost: response}
+routes: [{name: api, limiters: [user-tokens, team-tokens], cost_from: {header: X-Cost}}]
+)";
+  std::array<std::unique_ptr<StoreFixture>, 2> replicas{
+      std::make_unique<StoreFixture>(yaml, cluster_store(cluster)),
+      std::make_unique<StoreFixture>(yaml, cluster_store(cluster))};
+  const TimePoint now = test::at(10s);
+  const std::string team = "team-a";
+  std::uint64_t team_charged = 0;
+  std::size_t across_masters = 0;
+  for (std::size_t u = 0; u < 30; ++u) {
+    SCOPED_TRACE(user(u));
+    const Request request{.headers = {{"X-User", user(u)}, {"X-Team", team}}};
+    const auto cost = static_cast<limiter::Permits>(100 + u);
+    const pipeline::Decision first = replicas[0]->redis(request, now);
+    ASSERT_EQ(first.outcome, pipeline::Outcome::allowed);
+    ASSERT_EQ(first.applied().size(), 2U);
+    EXPECT_EQ(first.applied()[1].status.remaining, 100000 - team_charged);
+    replicas[0]->settle_in_redis(first, {.status = 200, .cost = cost}, now);
+    team_charged += cost;
+    const pipeline::Decision second = replicas[1]->redis(request, now);
+    ASSERT_EQ(second.outcome, pipeline::Outcome::allowed);
+    EXPECT_EQ(second.applied()[0].status.remaining, 1000 - cost);
+    EXPECT_EQ(second.applied()[1].status.remaining, 100000 - team_charged);
+    replicas[1]->settle_in_redis(second, {.status = 200, .cost = 1000}, now);  // into debt
+    team_charged += 1000;
+    EXPECT_EQ(replicas[0]->redis(request, now).outcome, pipeline::Outcome::limited);
+    across_masters +=
+        cluster.master_of(slot_of_user(user(u))) != cluster.master_of(slot_of_user(team)) ? 1U : 0U;
+  }
+  EXPECT_GT(across_masters, 5U);  // each master owns a third of the slots
+  EXPECT_EQ(replicas[0]->store().lost_settlements() + replicas[1]->store().lost_settlements(), 0U);
+  EXPECT_EQ(replicas[0]->store().settlements() + replicas[1]->store().settlements(),
+            60U + across_masters * 2);  // one per master a request's keys live on
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <chrono>
 #include <string>
 #include <string_view>
@@ -195,6 +196,75 @@ TEST(BatchCall, SendsACalendarWindowsBoundsAndThePeriodBeforesLengthKeepingItsKe
   std::string weekly;
   append_redis_key(weekly, {"p:"}, "monthly", options, 0xab);
   EXPECT_NE(weekly, key);
+}
+
+TEST(BatchCall, SendsAChargeThatReservesNothingAsItsCostNegated) {
+  // count_if, or cost: response without an estimate: admitted if 1 fits, nothing committed.
+  FixedWindowRequest request("tokens", 100, 1);
+  request.charges.items[0].settled_later = true;
+  request.charges.items[0].reserve = 0;
+  BatchCall call;
+  call.add({"p:"}, request.decision, request.charges, 0x10, {});
+  EXPECT_EQ(call.arguments("FCALL", "decide").back(), "-1");
+
+  // With an estimate of 40: 40 reserved, sent as the cost it is.
+  request.charges.items[0].cost = 40;
+  request.charges.items[0].reserve = 40;
+  call.clear();
+  call.add({"p:"}, request.decision, request.charges, 0x10, {});
+  EXPECT_EQ(call.arguments("FCALL", "decide").back(), "40");
+}
+
+TEST(BatchCall, SendsASettlementAfterARequestWithDefinitionsOfItsOwn) {
+  FixedWindowRequest request("tokens", 100, 2);
+  request.options.window = 1s;
+  BatchCall call;
+  call.add({"p:"}, request.decision, request.charges, 0x10, {});
+  const std::array<Settlement, 2> settled{Settlement{.limiter = &request.config,
+                                                     .options = &request.options,
+                                                     .shared_key = 0xcd,
+                                                     .amount = 150},
+                                          Settlement{.limiter = &request.config,
+                                                     .options = &request.options,
+                                                     .shared_key = 0xef,
+                                                     .amount = -30}};
+  call.add_settlement({"p:"}, settled, 0x20, 1'700'000'000'000'000, {});
+  EXPECT_EQ(call.requests(), 2U);
+  const auto arguments = call.arguments("FCALL", "decide");
+  const std::vector<std::string_view> definition{"1", "0", "1e+06", "100", "1e+06", "0", "0"};
+  std::vector<std::string_view> expected_tail{"0", "2", "3"};  // now, requests, definitions
+  for (int i = 0; i < 3; ++i) {  // the request's, then one per settled charge
+    expected_tail.insert(expected_tail.end(), definition.begin(), definition.end());
+  }
+  for (const std::string_view value : {"1", "1", "10", "1", "2",             // the request
+                                       "2", "-1", "20", "1700000000000000",  // the settlement
+                                       "2", "150", "3", "-30"}) {
+    expected_tail.push_back(value);
+  }
+  ASSERT_EQ(arguments.size(), 6U + expected_tail.size());
+  EXPECT_EQ(arguments[2], "3");  // numkeys
+  EXPECT_TRUE(arguments[4].ends_with(":00000000000000cd")) << arguments[4];
+  EXPECT_TRUE(arguments[5].ends_with(":00000000000000ef")) << arguments[5];
+  EXPECT_EQ(std::vector<std::string_view>(arguments.begin() + 6, arguments.end()), expected_tail);
+
+  // A request after the settlement shares the first definition, never a settlement's.
+  call.add({"p:"}, request.decision, request.charges, 0x30, {});
+  EXPECT_EQ(call.arguments("FCALL", "decide")[8], "3");  // definitions: still three
+}
+
+TEST(ReadSettlement, SkipsItsStatusesAndTellsWhetherRedisTookIt) {
+  std::size_t at = 0;
+  EXPECT_EQ(read_settlement(reply_of("*6\r\n:1\r\n:1\r\n:0\r\n:0\r\n:0\r\n:5\r\n"), at, 1),
+            DecisionReply::decided);
+  EXPECT_EQ(at, 6U);
+  at = 0;
+  EXPECT_EQ(read_settlement(reply_of("*6\r\n:0\r\n:0\r\n:0\r\n:0\r\n:0\r\n:0\r\n"), at, 1),
+            DecisionReply::failed);
+  EXPECT_EQ(at, 6U);
+  at = 0;
+  EXPECT_EQ(read_settlement(reply_of("*6\r\n:1\r\n:1\r\n:0\r\n:0\r\n:0\r\n:5\r\n"), at, 2),
+            DecisionReply::malformed);  // one charge's values, not two
+  EXPECT_EQ(at, 0U);
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include <array>
 #include <atomic>
 #include <boost/asio/detached.hpp>
+#include <deque>
 #include <latch>
 #include <random>
 #include <string>
@@ -164,6 +165,100 @@ INSTANTIATE_TEST_SUITE_P(Algorithms, SameDecisions, ::testing::ValuesIn(every_al
                          [](const auto& test) {
                            return std::get<0>(test.param).name + "_" + std::get<1>(test.param) +
                                   "_" + std::get<2>(test.param);
+                         });
+
+/// A limiter charged after the response (SPEC §9) on a route that reads the cost from a header.
+struct SettledLimiter {
+  std::string name;
+  std::string limiter;  ///< Its YAML mapping.
+  limiter::Permits estimate = 0;
+};
+
+void PrintTo(const SettledLimiter& settled, std::ostream* out) { *out << settled.name; }
+
+std::string settled_config(const SettledLimiter& settled) {
+  return "upstream: http://127.0.0.1:9000\nlimiters:\n  tested: {" + settled.limiter +
+         "}\nroutes:\n  - {name: api, limiters: [tested], cost_from: {header: X-Cost, "
+         "estimate: " +
+         std::to_string(settled.estimate) + "}}\n";
+}
+
+class SettledDecisions : public ::testing::TestWithParam<std::tuple<SettledLimiter, std::string>> {
+};
+
+/// Charges settled after the response: admitted while the key has room (for the estimate),
+/// then charged what the response said, into debt, or given back what the estimate reserved
+/// beyond it; settled at once or while later requests come. Redis decides as the memory
+/// limiters do, request after request.
+TEST_P(SettledDecisions, AsTheMemoryStoreOnTheSameTraffic) {
+  const auto& [settled, code] = GetParam();
+  const auto server = redis_with(code);
+  StoreFixture fixture(settled_config(settled), "url: \"" + server->url() + "\"");
+  const std::array<Duration, 8> steps{0us, 1us, 37ms, 100ms, 250ms, 499'999us, 1s, 3s};
+  const std::array<limiter::Permits, 6> costs{0, 1, 2, 3, 7, 12};
+  std::mt19937 random(2027);
+  std::deque<std::pair<pipeline::Decision, pipeline::Decision>> pending;
+  TimePoint now = at(0s);
+  int limited = 0;
+  int settled_count = 0;
+  for (int i = 0; i < 300; ++i) {
+    now += steps[random() % steps.size()];
+    const Request request{.peer = i % 5 == 0 ? "198.51.100.9" : "198.51.100.7"};
+    const pipeline::Decision memory = fixture.memory(request, now);
+    const std::uint64_t cached_before = fixture.store().cached_refusals();
+    const pipeline::Decision redis = fixture.redis(request, now);
+    expect_same(redis, memory, "request " + std::to_string(i),
+                fixture.store().cached_refusals() != cached_before);
+    limited += memory.outcome != pipeline::Outcome::allowed ? 1 : 0;
+    if (memory.later_count != 0) {
+      ASSERT_EQ(redis.later_count, memory.later_count);
+      pending.emplace_back(memory, redis);
+    }
+    while (!pending.empty() && random() % 3 != 0) {
+      const pipeline::ResponseSaid said{
+          .status = random() % 2 == 0 ? 200U : 401U,
+          .cost = random() % 5 == 0 ? std::nullopt : std::optional(costs[random() % costs.size()])};
+      fixture.settle(pending.front().first, pending.front().second, said, now);
+      pending.pop_front();
+      ++settled_count;
+    }
+  }
+  EXPECT_EQ(fixture.store().lost_settlements(), 0U);
+  // The traffic must exercise every answer, or the comparison proves little.
+  EXPECT_GT(fixture.store().settlements(), 50U);
+  EXPECT_GT(limited, 10);
+  EXPECT_LT(limited, 280);
+  EXPECT_GT(settled_count, 100);
+}
+
+std::vector<std::tuple<SettledLimiter, std::string>> every_settled_limiter() {
+  const std::vector<SettledLimiter> limiters{
+      {"fixed_window", "algorithm: fixed_window, limit: 10, window: 1s, cost: response", 0},
+      {"fixed_window_estimate", "algorithm: fixed_window, limit: 10, window: 1s, cost: response",
+       3},
+      {"sliding_log", "algorithm: sliding_log, limit: 10, window: 1s, cost: response", 2},
+      {"sliding_window", "algorithm: sliding_window, limit: 10, window: 1s, cost: response", 3},
+      {"wheel", "algorithm: wheel, limit: 10, window: 1s, slots: 4, cost: response", 3},
+      {"token_bucket", "algorithm: token_bucket, rate: 10/s, burst: 8, cost: response", 3},
+      {"warmup", "algorithm: token_bucket, rate: 10/s, warmup: 2s, cost: response", 2},
+      {"leaky_bucket", "algorithm: leaky_bucket, rate: 10/s, burst: 6, cost: response", 3},
+      {"count_if", "algorithm: sliding_window, limit: 4, window: 1s, count_if: {status: [401]}", 0},
+      {"count_if_cost",
+       "algorithm: token_bucket, rate: 10/s, burst: 8, cost: response, "
+       "count_if: {status: [401]}",
+       2}};
+  std::vector<std::tuple<SettledLimiter, std::string>> cases;
+  for (const std::string code : {"functions", "scripts"}) {
+    for (const SettledLimiter& limiter : limiters) {
+      cases.emplace_back(limiter, code);
+    }
+  }
+  return cases;
+}
+
+INSTANTIATE_TEST_SUITE_P(Settlements, SettledDecisions,
+                         ::testing::ValuesIn(every_settled_limiter()), [](const auto& test) {
+                           return std::get<0>(test.param).name + "_" + std::get<1>(test.param);
                          });
 
 /// A calendar window's traffic: steps that land on and just before its boundaries, from a start
@@ -434,6 +529,76 @@ TEST_P(OnError, RedisHungCostsTheTimeoutOnceThenRecoversWithinASecond) {
   // Redis kept its count, and counted the request that timed out when it woke up: a request
   // whose answer never came may still have been counted.
   EXPECT_EQ(timed(fixture).first.outcome, pipeline::Outcome::limited);
+}
+
+/// A token budget of 1000 an hour, charged what the X-Cost header says after the response.
+const char* const kThousandTokensAnHour = R"(
+upstream: http://127.0.0.1:9000
+limiters:
+  tokens: {algorithm: fixed_window, limit: 1000, window: 1h, cost: response}
+routes: [{name: api, limiters: [tokens], cost_from: {header: X-Cost}}]
+)";
+
+/// Two replicas admit calls while the shared budget has room and settle each one's cost in
+/// Redis: each sees the other's charges exactly, the debt included, until the window ends.
+TEST(RedisStore, ReplicasShareOneTokenBudgetChargedAfterTheResponse) {
+  const test::RedisServer server;
+  const std::string store = "url: \"" + server.url() + "\"";
+  std::array<std::unique_ptr<StoreFixture>, 2> replicas{
+      std::make_unique<StoreFixture>(kThousandTokensAnHour, store),
+      std::make_unique<StoreFixture>(kThousandTokensAnHour, store)};
+  TimePoint now = at(10s);
+  std::uint64_t charged = 0;
+  for (std::size_t call = 0; call < 4;
+       ++call) {  // 300 tokens each: the fourth takes the budget past
+    StoreFixture& replica = *replicas[call % 2];
+    const pipeline::Decision admitted = replica.redis({}, now);
+    ASSERT_EQ(admitted.outcome, pipeline::Outcome::allowed) << "call " << call;
+    ASSERT_EQ(admitted.applied().size(), 1U);
+    EXPECT_EQ(admitted.applied()[0].status.remaining, 1000 - charged);  // the other's too
+    replica.settle_in_redis(admitted, {.status = 200, .cost = 300}, now);
+    charged += 300;
+    now += 1s;
+  }
+  const Duration to_the_hour = std::chrono::ceil<std::chrono::hours>(now) - now;
+  for (const auto& replica : replicas) {  // 1200 of 1000: limited until the hour ends
+    const pipeline::Decision refused = replica->redis({}, now);
+    EXPECT_EQ(refused.outcome, pipeline::Outcome::limited);
+    EXPECT_EQ(refused.retry_after, to_the_hour);
+  }
+  EXPECT_EQ(replicas[0]->redis({}, now + to_the_hour).outcome, pipeline::Outcome::allowed);
+  EXPECT_EQ(replicas[0]->store().settlements() + replicas[1]->store().settlements(), 4U);
+}
+
+/// While Redis cannot take a settlement, `on_error: local` charges the memory limiters, which
+/// then count the key as the requests that follow on_error see it; other policies lose it,
+/// counted.
+TEST(RedisStore, ASettlementRedisCannotTakeFollowsOnError) {
+  for (const std::string on_error : {"local", "allow"}) {
+    SCOPED_TRACE(on_error);
+    test::RedisServer server;
+    StoreFixture fixture(kThousandTokensAnHour, timing_out_after_100ms(server, on_error));
+    const pipeline::Decision first = fixture.redis({}, std::nullopt);
+    const pipeline::Decision second = fixture.redis({}, std::nullopt);
+    ASSERT_EQ(second.outcome, pipeline::Outcome::allowed);
+    server.kill();
+    // Sent before Redis is known to be gone: lost, and the breaker opens.
+    fixture.settle_in_redis(first, {.status = 200, .cost = 400}, std::nullopt);
+    EXPECT_EQ(fixture.store().lost_settlements(), 1U);
+    EXPECT_FALSE(fixture.store().available());
+    // Then as on_error says, at once.
+    fixture.settle_in_redis(second, {.status = 200, .cost = 999}, std::nullopt);
+    const std::optional<limiter::Status> local =
+        fixture.shared_pipeline().peek("tokens", "198.51.100.7", limiter::SystemClock().now());
+    ASSERT_TRUE(local.has_value());
+    if (on_error == "local") {
+      EXPECT_EQ(fixture.store().lost_settlements(), 1U);
+      EXPECT_EQ(local->remaining, 1U);
+    } else {
+      EXPECT_EQ(fixture.store().lost_settlements(), 2U);
+      EXPECT_EQ(local->remaining, 1000U);
+    }
+  }
 }
 
 TEST(RedisStore, RequestsInFlightWhenRedisHangsWaitNoLongerThanTheTimeout) {
