@@ -1,8 +1,12 @@
-// A request body held to be rewritten (a route's `cost_from.include_usage`, SPEC §9), with a
-// source of the test's own: which requests are held, the rewritten body and its length, a body
-// that goes on as it came (not streaming, not JSON, past the cap, its client gone).
+// A request body held to be rewritten (a route's `cost_from.include_usage`, SPEC §9): first with
+// a source of the test's own (which requests are held, the rewritten body and its length, a
+// body that goes on as it came: not streaming, not JSON, past the cap, its client gone), then
+// through the proxy over real sockets, curl over HTTP/1.1 (Content-Length, chunked, Expect:
+// 100-continue) and h2c, to HTTP/1.1 and HTTP/2 upstreams: what the upstream received, and the
+// usage it sent because it was asked charged to the limiter.
 #include "proxy/http/request_rewrite.hpp"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <deque>
@@ -11,6 +15,11 @@
 
 #include "proxy/cost/usage_request.hpp"
 #include "tests/support/event_loop.hpp"
+#include "tests/support/eventually.hpp"
+#include "tests/support/proxy_fixture.hpp"
+#include "tests/support/recording_upstream.hpp"
+#include "tests/support/shell.hpp"
+#include "tests/support/temp_directory.hpp"
 
 namespace sluice::http {
 namespace {
@@ -255,3 +264,190 @@ TEST(RequestRewrite, AClientThatFailsAtOnceSendsNothing) {
 
 }  // namespace
 }  // namespace sluice::http
+
+namespace sluice::test {
+namespace {
+
+/// What the route is given: a token budget charged from OpenAI's usage, read from requests
+/// rewritten to ask for it; `/plain` forwards to the same upstream without include_usage.
+std::string rewriting_routes(const std::string& upstream_url) {
+  return "limiters: {tokens: {algorithm: token_bucket, rate: 100/m, burst: 100, cost: "
+         "response}}\n"
+         "routes:\n"
+         "  - {name: chat, match: {path: /v1/chat/completions}, upstream: \"" +
+         upstream_url +
+         "\", limiters: [tokens], cost_from: {usage: openai, include_usage: true}}\n"
+         "  - {name: plain, match: {path: /plain}, upstream: \"" +
+         upstream_url + "\", limiters: [tokens], cost_from: {usage: openai}}\n";
+}
+
+std::string curl_to(unsigned short port, const std::string& path, const std::string& arguments) {
+  return output_of("curl -s --max-time 5 -o /dev/null -w '%{http_code}' " + arguments +
+                   " http://127.0.0.1:" + std::to_string(port) + path + " 2>&1");
+}
+
+/// curl's arguments for a JSON body from `file` sent as `client` says: its protocol, and `-T -`
+/// to send it from standard input, of unknown length (an HTTP/2 stream without content-length).
+std::string json_post(const std::string& client, const std::filesystem::path& file) {
+  const std::string body =
+      client.ends_with("-T -") ? " < " + file.string() : " --data-binary @" + file.string();
+  return client + " -H 'Content-Type: application/json'" + body;
+}
+
+std::string field_of(const ReceivedRequest& request, std::string_view name) {
+  for (const auto& [field, value] : request.fields) {
+    if (pipeline::equal_ignoring_case(field, name)) {
+      return value;
+    }
+  }
+  return "(none)";
+}
+
+/// How each client sends a body: HTTP/1.1 with a Content-Length or chunked, h2c with a
+/// content-length or without.
+const std::vector<std::string> kClients = {"--http1.1", "--http1.1 -H 'Transfer-Encoding: chunked'",
+                                           "--http2-prior-knowledge",
+                                           "--http2-prior-knowledge -X POST -T -"};
+
+/// Whether `client` sends its body without a length.
+bool unknown_length(const std::string& client) {
+  return client.find("chunked") != std::string::npos || client.ends_with("-T -");
+}
+
+constexpr std::string_view kAsked =
+    R"({"model":"m","messages":[{"role":"user","content":"Hi"}],"stream":true,"stream_options":{"x":1}})";
+constexpr std::string_view kRewritten =
+    R"({"model":"m","messages":[{"role":"user","content":"Hi"}],"stream":true,"stream_options":{"x":1,"include_usage":true}})";
+
+/// What the upstream received for `body` sent by each client to `path` through `proxy`.
+void expect_received(unsigned short port, RecordingUpstream& upstream, const std::string& path,
+                     std::string_view body, std::string_view expected) {
+  const TempDirectory scratch("request-rewrite");
+  const std::filesystem::path file = scratch.write("body.json", std::string(body));
+  for (const std::string& client : kClients) {
+    SCOPED_TRACE(client);
+    EXPECT_EQ(curl_to(port, path, json_post(client, file)), "200");
+    const std::vector<ReceivedRequest> received = upstream.take();
+    ASSERT_EQ(received.size(), 1u);
+    EXPECT_TRUE(received[0].body == expected)
+        << "received " << received[0].body.size() << " bytes: " << received[0].body.substr(0, 200);
+    // A rewritten body goes with its new length; any other with the framing it came with.
+    const bool rewritten = body != expected;
+    const bool chunked = !rewritten && unknown_length(client);
+    EXPECT_EQ(field_of(received[0], "Content-Length"),
+              chunked ? "(none)" : std::to_string(expected.size()));
+    EXPECT_EQ(field_of(received[0], "Transfer-Encoding"), chunked ? "chunked" : "(none)");
+  }
+}
+
+TEST(RequestRewriteThroughTheProxy, AStreamingRequestAsksForUsageOverHttp11AndH2c) {
+  RecordingUpstream upstream;
+  ProxyFixture proxy(rewriting_routes(upstream.url()), "threads: 1");
+  expect_received(proxy.port(), upstream, "/v1/chat/completions", kAsked, kRewritten);
+}
+
+TEST(RequestRewriteThroughTheProxy, OtherRequestsArriveByteForByte) {
+  RecordingUpstream upstream;
+  ProxyFixture proxy(rewriting_routes(upstream.url()), "threads: 1");
+  // Not streaming, already asking, not JSON: as they came (and spacing kept).
+  for (const std::string& body :
+       {std::string(R"({ "model": "m", "stream": false })"),
+        std::string(R"({"stream": true, "stream_options": {"include_usage": true}})"),
+        std::string(R"({"stream": true, "model": )")}) {
+    SCOPED_TRACE(body);
+    expect_received(proxy.port(), upstream, "/v1/chat/completions", body, body);
+  }
+  // A route without include_usage.
+  expect_received(proxy.port(), upstream, "/plain", kAsked, kAsked);
+}
+
+TEST(RequestRewriteThroughTheProxy, ABodyAboveTheCapArrivesUnchanged) {
+  RecordingUpstream upstream;
+  ProxyFixture proxy(rewriting_routes(upstream.url()), "threads: 1");
+  const std::string large =
+      R"({"stream":true,"pad":")" + std::string(cost::kMaxRewrittenRequest + 1000, 'x') + R"("})";
+  expect_received(proxy.port(), upstream, "/v1/chat/completions", large, large);
+}
+
+TEST(RequestRewriteThroughTheProxy, ANonJsonContentTypeIsNotRewritten) {
+  RecordingUpstream upstream;
+  ProxyFixture proxy(rewriting_routes(upstream.url()), "threads: 1");
+  const TempDirectory scratch("request-rewrite");
+  const std::filesystem::path file = scratch.write("body.json", std::string(kAsked));
+  EXPECT_EQ(curl_to(proxy.port(), "/v1/chat/completions",
+                    "--http1.1 -H 'Content-Type: text/plain' --data-binary @" + file.string()),
+            "200");
+  const std::vector<ReceivedRequest> received = upstream.take();
+  ASSERT_EQ(received.size(), 1u);
+  EXPECT_EQ(received[0].body, kAsked);
+}
+
+TEST(RequestRewriteThroughTheProxy, AClientWaitingForContinueGetsItAndItsBodyIsRewritten) {
+  RecordingUpstream upstream;
+  ProxyFixture proxy(rewriting_routes(upstream.url()), "threads: 1");
+  const TempDirectory scratch("request-rewrite");
+  const std::filesystem::path file = scratch.write("body.json", std::string(kAsked));
+  // curl waits 10 s for the 100 (Continue) and gives up after 5: only a 100 gets it through.
+  for (const std::string client : {"--http1.1", "--http1.1 -H 'Transfer-Encoding: chunked'"}) {
+    SCOPED_TRACE(client);
+    EXPECT_EQ(
+        curl_to(proxy.port(), "/v1/chat/completions",
+                json_post(client, file) + " -H 'Expect: 100-continue' --expect100-timeout 10"),
+        "200");
+    const std::vector<ReceivedRequest> received = upstream.take();
+    ASSERT_EQ(received.size(), 1u);
+    EXPECT_EQ(received[0].body, kRewritten);
+    EXPECT_EQ(field_of(received[0], "Expect"), "(none)");
+  }
+}
+
+TEST(RequestRewriteThroughTheProxy, AnHttp2UpstreamGetsTheRewrittenBodyWithItsLength) {
+  // The HTTP/2 upstream is a second proxy (h2c), in front of the recording upstream; it checks
+  // that the DATA match the content-length the first one sent.
+  RecordingUpstream upstream;
+  ProxyFixture inner("routes: [{name: all, upstream: \"" + upstream.url() + "\"}]", "threads: 1");
+  ProxyFixture outer(rewriting_routes("h2c://127.0.0.1:" + std::to_string(inner.port())),
+                     "threads: 1");
+  expect_received(outer.port(), upstream, "/v1/chat/completions", kAsked, kRewritten);
+  expect_received(outer.port(), upstream, "/plain", kAsked, kAsked);
+}
+
+/// An OpenAI chat completion streamed: its usage chunk only when the request asked for it.
+std::string completion_for(const ReceivedRequest& request) {
+  std::string events = "data: {\"id\":\"c1\",\"choices\":[{\"delta\":{\"content\":\"Hi\"}}]}\n\n";
+  if (request.body.find(R"("include_usage":true)") != std::string::npos) {
+    events +=
+        "data: {\"id\":\"c1\",\"choices\":[],\"usage\":{\"prompt_tokens\":50,"
+        "\"completion_tokens\":100,\"total_tokens\":150}}\n\n";
+  }
+  events += "data: [DONE]\n\n";
+  return "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: " +
+         std::to_string(events.size()) + "\r\nConnection: close\r\n\r\n" + events;
+}
+
+TEST(RequestRewriteThroughTheProxy, TheUsageTheUpstreamWasAskedForIsCharged) {
+  for (const std::string& client : kClients) {
+    SCOPED_TRACE(client);
+    RecordingUpstream upstream(completion_for);
+    ProxyFixture proxy(rewriting_routes(upstream.url()), "threads: 1");
+    const TempDirectory scratch("request-rewrite");
+    const std::filesystem::path file = scratch.write("body.json", R"({"model":"m","stream":true})");
+    const std::string out =
+        output_of("curl -s --max-time 5 " + json_post(client, file) +
+                  " http://127.0.0.1:" + std::to_string(proxy.port()) + "/v1/chat/completions");
+    EXPECT_THAT(out, ::testing::HasSubstr("\"usage\":{\"prompt_tokens\":50"))
+        << "the usage chunk reaches the client too";
+    EXPECT_TRUE(holds_within(std::chrono::seconds(5), [&] {
+      return proxy.send(get("/metrics"), true)
+                 .body()
+                 .find("sluice_cost_charged_total{limiter=\"tokens\"} 150\n") != std::string::npos;
+    })) << proxy.send(get("/metrics"), true).body();
+    EXPECT_TRUE(admin_shows(proxy.admin_port(), "/metrics", "\nsluice_usage_requested_total 1\n"));
+    // 150 tokens of 100: in debt (asked over HTTP/1.1: curl may take an HTTP/2 refusal of a
+    // request whose body the proxy did not read for a stream error).
+    EXPECT_EQ(curl_to(proxy.port(), "/v1/chat/completions", json_post("--http1.1", file)), "429");
+  }
+}
+
+}  // namespace
+}  // namespace sluice::test
