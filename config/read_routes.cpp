@@ -241,11 +241,6 @@ std::optional<CostFrom> read_cost_from(MapReader& reader) {
     if (cost.include_usage &&
         (cost.source != CostFrom::Source::usage || cost.usage != CostFrom::Usage::openai)) {
       from.error("include_usage", "applies with usage: openai only");
-    } else if (cost.include_usage) {
-      // The request body is relayed as it streams; rewriting it is not built yet.
-      from.error("include_usage",
-                 "is not built yet: let the client ask for the usage chunk "
-                 "(stream_options: {include_usage: true})");
     }
   }
   return cost;

@@ -92,4 +92,10 @@ io::Awaitable<beast::error_code> SocketBodySink::send_rest() {
   co_return ec;
 }
 
+io::Awaitable<beast::error_code> send_continue(io::Stream& client, limiter::Duration timeout) {
+  static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+  const std::array<net::const_buffer, 1> interim{net::buffer(kContinue)};
+  co_return co_await io::send(client, interim, timeout);
+}
+
 }  // namespace sluice::http

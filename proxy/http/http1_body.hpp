@@ -77,4 +77,8 @@ class SocketBodySink final : public BodySink {
   io::SendStart start_;
 };
 
+/// Tells an HTTP/1.1 client that waits for it (`Expect: 100-continue`) to send its body: 100
+/// (Continue), within `timeout`.
+io::Awaitable<beast::error_code> send_continue(io::Stream& client, limiter::Duration timeout);
+
 }  // namespace sluice::http

@@ -4,6 +4,7 @@
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <chrono>
+#include <memory>
 #include <optional>
 #include <random>
 #include <string>
@@ -12,6 +13,7 @@
 #include "proxy/http/header_text.hpp"
 #include "proxy/http/http1_body.hpp"
 #include "proxy/http/relay_heads.hpp"
+#include "proxy/http/request_rewrite.hpp"
 #include "proxy/http/responses.hpp"
 #include "proxy/http/tunnel.hpp"
 #include "proxy/http/upstream_pool.hpp"
@@ -33,30 +35,32 @@ bool is_malformed(const Carried& carried) noexcept {
 }
 
 /// Writes an HTTP/1.1 client's request upstream: its head, then its body as the connection
-/// receives it, after a 100 (Continue) when the client waits for one.
+/// receives it (or as `rewrite` holds it), after a 100 (Continue) when the client waits for one
+/// and has not had it yet.
 class ClientRequestWriter final : public RequestWriter {
  public:
-  ClientRequestWriter(ClientConnection& downstream, const Exchange& exchange, std::span<char> chunk)
-      : downstream_(downstream), exchange_(exchange), chunk_(chunk) {}
+  ClientRequestWriter(ClientConnection& downstream, const Exchange& exchange,
+                      MessageBodySource<true>& body, RequestRewrite* rewrite, bool continued)
+      : downstream_(downstream),
+        exchange_(exchange),
+        body_(body),
+        rewrite_(rewrite),
+        continued_(continued) {}
 
   void connected(io::Stream*) noexcept override {}
 
   io::Awaitable<RequestWritten> write(io::Stream& server, bool first_try) override {
     io::Stream& client = downstream_.stream;
-    beast::flat_buffer& client_buffer = downstream_.state->buffer;
     RequestParser& parser = *downstream_.state->parser;
     const config::Timeouts& timeouts = exchange_.config().timeouts;
     const HeadText& head = downstream_.state->relay_head;
-    if (first_try && !parser.is_done() && expects_continue(exchange_.request)) {
+    if (first_try && !continued_ && !parser.is_done() && expects_continue(exchange_.request)) {
       // The client waits for this before it sends the body.
-      static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
-      client.expires_after(timeouts.idle);
-      auto [ec, n] = co_await net::async_write(client, net::buffer(kContinue), io::use_nothrow);
-      if (ec) {
+      if (const beast::error_code ec = co_await send_continue(client, timeouts.idle)) {
         co_return RequestWritten{.error = ec, .client_failed = true};
       }
     }
-    if (parser.is_done()) {  // no body, the usual request: its head in one write
+    if (rewrite_ == nullptr && parser.is_done()) {  // no body, the usual request: one write
       const std::array<net::const_buffer, 1> pieces{net::buffer(head.data(), head.size())};
       const io::SendStart start = send_now(server, pieces);
       if (start.finished) {
@@ -65,8 +69,9 @@ class ClientRequestWriter final : public RequestWriter {
       co_return RequestWritten{
           .error = co_await send_rest(server, pieces, start.sent, timeouts.upstream)};
     }
-    MessageBodySource body(client, client_buffer, parser, chunk_, timeouts.idle);
-    SocketBodySink upstream(server, &head, parser.chunked(), timeouts.upstream);
+    BodySource& body = rewrite_ != nullptr ? static_cast<BodySource&>(*rewrite_) : body_;
+    const bool chunked = rewrite_ != nullptr ? rewrite_->head().chunked : parser.chunked();
+    SocketBodySink upstream(server, &head, chunked, timeouts.upstream);
     BodyCarry carry(body, upstream);
     if (carry.now()) {
       co_return RequestWritten{.error = carry.result().error,
@@ -83,7 +88,9 @@ class ClientRequestWriter final : public RequestWriter {
  private:
   ClientConnection& downstream_;
   const Exchange& exchange_;
-  std::span<char> chunk_;
+  MessageBodySource<true>& body_;
+  RequestRewrite* rewrite_;
+  bool continued_;  ///< The client has had its 100 (Continue).
 };
 
 }  // namespace
@@ -109,13 +116,27 @@ io::Awaitable<RelayOutcome> relay(ClientConnection& downstream, const Exchange& 
   const bool upgrade = parser.upgrade() && version >= kHttp11 &&
                        !parser.head().value_of(http::field::upgrade).empty();
   bool keep_alive = exchange.keep_alive;
-  head.clear();
-  write_upstream_head(exchange.request, exchange.decision.auth, downstream.peer_address_text,
-                      client.secure(), upgrade, head);
   const io::ChunkPool::Lease chunk = loop.chunks.borrow();
   // Without a body, a request that fails on a parked connection can be sent again.
   const bool repeatable = parser.is_done() && idempotent(parser.method());
-  ClientRequestWriter writer(downstream, exchange, std::span<char>(*chunk));
+  MessageBodySource request_body(client, client_buffer, parser, std::span<char>(*chunk),
+                                 timeouts.idle);
+  std::unique_ptr<RequestRewrite> rewrite;  // made on a route that rewrites requests only
+  bool continued = false;
+  if (!parser.is_done() && RequestRewrite::wanted(*decision.route, exchange.request)) {
+    if (expects_continue(exchange.request)) {
+      if (co_await send_continue(client, timeouts.idle)) {
+        co_return RelayOutcome{};  // the client went away
+      }
+      continued = true;
+    }
+    rewrite = std::make_unique<RequestRewrite>();
+    co_await rewrite->hold(exchange.request, request_body, loop.proxy.metrics);
+  }
+  head.clear();
+  write_upstream_head(rewrite ? rewrite->head() : exchange.request, exchange.decision.auth,
+                      downstream.peer_address_text, client.secure(), upgrade, head);
+  ClientRequestWriter writer(downstream, exchange, request_body, rewrite.get(), continued);
   UpstreamConnectionPtr connection;
   std::chrono::steady_clock::time_point sent_at;
   const UpstreamRequest sent =

@@ -174,6 +174,12 @@ std::string Metrics::render(const Gauges& gauges) const {
   }
   write_counts(out, costs_, "sluice_cost_readings_total", "limiter", "result", kCostReadingNames,
                [](const CostCounters& c, std::size_t r) { return c.readings[r].value(); });
+  fmt::format_to(to,
+                 "# HELP sluice_usage_requested_total Streaming requests rewritten to ask for "
+                 "their usage (cost_from.include_usage).\n"
+                 "# TYPE sluice_usage_requested_total counter\n"
+                 "sluice_usage_requested_total {}\n",
+                 usage_requested_.load(std::memory_order_relaxed));
   if (!jwks_refreshes_.empty()) {
     fmt::format_to(to,
                    "# HELP sluice_jwks_refreshes_total Fetches of JWT providers' key sets by "

@@ -143,6 +143,12 @@ class Metrics {
         1, std::memory_order_relaxed);
   }
 
+  /// A streaming request's body the proxy rewrote to ask for its usage (a route's
+  /// `cost_from.include_usage`, SPEC §9): one atomic shared by the loops, on those requests only.
+  void count_usage_requested() noexcept {
+    usage_requested_.fetch_add(1, std::memory_order_relaxed);
+  }
+
   /// Gauges read at scrape time.
   struct Gauges {
     std::span<const std::pair<std::string_view, std::uint64_t>> limiter_keys;
@@ -184,6 +190,7 @@ class Metrics {
   /// HTTP/2's error codes, NO_ERROR (0) to HTTP_1_1_REQUIRED (13); the last counts any later one.
   static constexpr std::size_t kHttp2ErrorCodes = 15;
   std::atomic<std::uint64_t> http2_connections_{0};
+  std::atomic<std::uint64_t> usage_requested_{0};
   std::array<std::atomic<std::uint64_t>, kHttp2ErrorCodes> http2_goaways_{};  ///< By code.
 };
 

@@ -318,7 +318,9 @@ const std::vector<BrokenConfig>& broken_configs() {
        " - {name: f, match: {path: /f}, limiters: [tokens], cost_from: {json: usage..total}}\n  - "
        "{name: g, match: {path: /g}, limiters: [tokens], cost_from: {bytes: request, estimate: "
        "101}}\n  - {name: h, match: {path: /h}, respond: {status: 200}, cost_from: {bytes: "
-       "response}}",
+       "response}}\n  - {name: i, match: {path: /i}, limiters: [tokens], cost_from: {bytes: "
+       "response, "
+       "include_usage: true}}",
        {"proxy.yaml:5:89: routes[0].cost_from.header: give only one of usage, header, json or "
         "bytes",
         "proxy.yaml:6:65: routes[1].cost_from: give one of usage, header, json or bytes: where the "
@@ -335,7 +337,8 @@ const std::vector<BrokenConfig>& broken_configs() {
         "ever admit (at most 100)",
         "proxy.yaml:11:73: routes[6].cost_from.bytes: \"request\" is not one of response",
         "proxy.yaml:12:69: routes[7].cost_from: a route that answers itself (respond) has no "
-        "upstream response to read a cost from"}},
+        "upstream response to read a cost from",
+        "proxy.yaml:13:98: routes[8].cost_from.include_usage: applies with usage: openai only"}},
       {"global_joined",
        "upstream: \"http://127.0.0.1:9000\"\nlimiters:\n  all: {algorithm: fixed_window, limit: "
        "10, window: 1m, key: \"global+ip\"}\nroutes: [{name: a}]",

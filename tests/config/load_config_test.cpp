@@ -234,7 +234,7 @@ limiters:
   tokens-per-user: {algorithm: token_bucket, rate: 100000/m, burst: 100000, key: "header:X-User", cost: response}
   failed-logins: {algorithm: sliding_log, limit: 5, window: 15m, count_if: {status: [401, 403]}}
 routes:
-  - {name: chat, match: {path: /chat}, limiters: [tokens-per-user], cost_from: {usage: openai, count: input, estimate: 500, include_usage: false}}
+  - {name: chat, match: {path: /chat}, limiters: [tokens-per-user], cost_from: {usage: openai, count: input, estimate: 500, include_usage: true}}
   - {name: messages, match: {path: /messages}, limiters: [tokens-per-user], cost_from: {usage: anthropic}}
   - {name: metered, match: {path: /metered}, limiters: [tokens-per-user], cost_from: {header: X-Tokens-Used}}
   - {name: json, match: {path: /json}, limiters: [tokens-per-user], cost_from: {json: usage.total_tokens}}
@@ -256,7 +256,7 @@ routes:
   EXPECT_EQ(chat.usage, CostFrom::Usage::openai);
   EXPECT_EQ(chat.count, CostFrom::Count::input);
   EXPECT_EQ(chat.estimate, 500U);
-  EXPECT_FALSE(chat.include_usage);
+  EXPECT_TRUE(chat.include_usage);
   const CostFrom& messages = *config.routes[1].cost_from;
   EXPECT_EQ(messages.usage, CostFrom::Usage::anthropic);
   EXPECT_EQ(messages.count, CostFrom::Count::total);

@@ -9,8 +9,8 @@ namespace sluice::test {
 namespace http = boost::beast::http;
 using boost::asio::use_awaitable;
 
-RecordingUpstream::RecordingUpstream()
-    : acceptor_(io_, {boost::asio::ip::make_address("127.0.0.1"), 0}) {
+RecordingUpstream::RecordingUpstream(Answer answer)
+    : answer_(std::move(answer)), acceptor_(io_, {boost::asio::ip::make_address("127.0.0.1"), 0}) {
   boost::asio::co_spawn(io_, accept(), boost::asio::detached);
   thread_ = std::thread([this] { io_.run(); });
 }
@@ -78,6 +78,15 @@ boost::asio::awaitable<void> RecordingUpstream::serve(tcp::socket socket) {
           --tunnels_;
         }
         tunnel_ended_.notify_all();
+        co_return;
+      }
+      if (answer_) {
+        const std::string answer = answer_(received);
+        {
+          const std::lock_guard lock(mutex_);
+          received_.push_back(std::move(received));
+        }
+        co_await boost::asio::async_write(socket, boost::asio::buffer(answer), use_awaitable);
         co_return;
       }
       {

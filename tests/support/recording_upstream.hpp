@@ -2,6 +2,7 @@
 
 #include <boost/asio.hpp>
 #include <condition_variable>
+#include <functional>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -21,11 +22,16 @@ struct ReceivedRequest {
 
 /// A real HTTP/1.1 upstream on 127.0.0.1 that records each request it receives whole (parsed
 /// by Beast, an independent parser) and answers it with an empty 200, keeping the connection
-/// alive; an upgrade request gets a 101 and everything after it is recorded as tunneled. For
-/// comparing what a proxy forwards with what a reference parser read from the same bytes.
+/// alive (or with what `answer` makes of it, then closes); an upgrade request gets a 101 and
+/// everything after it is recorded as tunneled. For comparing what a proxy forwards with what a
+/// reference parser read from the same bytes.
 class RecordingUpstream {
  public:
-  RecordingUpstream();
+  /// A whole response, as bytes, to a request received.
+  using Answer = std::function<std::string(const ReceivedRequest&)>;
+
+  RecordingUpstream() : RecordingUpstream(Answer{}) {}
+  explicit RecordingUpstream(Answer answer);
   RecordingUpstream(const RecordingUpstream&) = delete;
   RecordingUpstream& operator=(const RecordingUpstream&) = delete;
   RecordingUpstream(RecordingUpstream&&) = delete;
@@ -44,6 +50,7 @@ class RecordingUpstream {
   boost::asio::awaitable<void> accept();
   boost::asio::awaitable<void> serve(tcp::socket socket);
 
+  Answer answer_;
   boost::asio::io_context io_;
   tcp::acceptor acceptor_;
   std::thread thread_;

@@ -3,12 +3,14 @@
 #include <array>
 #include <boost/asio/write.hpp>
 #include <chrono>
+#include <memory>
 #include <string>
 
 #include "proxy/http/h2/call_body.hpp"
 #include "proxy/http/h2/upstream_session.hpp"
 #include "proxy/http/http1_body.hpp"
 #include "proxy/http/relay_heads.hpp"
+#include "proxy/http/request_rewrite.hpp"
 #include "proxy/http/responses.hpp"
 #include "proxy/http/upstream_request.hpp"
 #include "proxy/io/socket_io.hpp"
@@ -62,29 +64,40 @@ io::Awaitable<RelayOutcome> relay_http1_to_http2(ClientConnection& downstream,
   const unsigned version = parser.version();
   HeadText& head = downstream.state->relay_head;
   const bool with_body = !parser.is_done();
+  const io::ChunkPool::Lease chunk = loop.chunks.borrow();
+  MessageBodySource request_body(client, downstream.state->buffer, parser, std::span<char>(*chunk),
+                                 timeouts.idle);
+  std::unique_ptr<RequestRewrite> rewrite;  // made on a route that rewrites requests only
+  bool continued = false;
+  if (with_body && RequestRewrite::wanted(*exchange.decision.route, exchange.request)) {
+    if (expects_continue(exchange.request)) {
+      if (co_await send_continue(client, timeouts.idle)) {
+        co_return RelayOutcome{};  // the client went away
+      }
+      continued = true;
+    }
+    rewrite = std::make_unique<RequestRewrite>();
+    co_await rewrite->hold(exchange.request, request_body, loop.proxy.metrics);
+  }
   FieldList fields;
-  const BegunCall begun =
-      co_await begin_call(loop, exchange, downstream, fields,
-                          std::make_shared<io::Signal>(client.get_executor()), with_body, false);
+  const BegunCall begun = co_await begin_call(
+      loop, exchange, rewrite ? rewrite->head() : exchange.request, downstream, fields,
+      std::make_shared<io::Signal>(client.get_executor()), with_body, false);
   if (begun.failure != UpstreamFailure::none) {
     co_return failed_before_response(begun.failure);
   }
   UpstreamSession* const session = begun.session.get();
   Call* const call = begun.call.get();
   const auto started = std::chrono::steady_clock::now();
-  const io::ChunkPool::Lease chunk = loop.chunks.borrow();
   if (with_body) {
-    if (expects_continue(exchange.request)) {
-      static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
-      const std::array<net::const_buffer, 1> interim{net::buffer(kContinue)};
-      const beast::error_code failed = co_await io::send(client, interim, timeouts.idle);
-      if (failed) {
+    if (!continued && expects_continue(exchange.request)) {
+      if (co_await send_continue(client, timeouts.idle)) {
         session->cancel(*call);
         co_return RelayOutcome{};
       }
     }
-    MessageBodySource body(client, downstream.state->buffer, parser, std::span<char>(*chunk),
-                           timeouts.idle);
+    BodySource& body =
+        rewrite ? static_cast<BodySource&>(*rewrite) : static_cast<BodySource&>(request_body);
     CallBodySink upstream(*session, *call, timeouts.upstream);
     BodyCarry sent_body(body, upstream);  // no coroutine of its own while nothing waits
     if (!sent_body.now()) {

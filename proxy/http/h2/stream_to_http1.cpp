@@ -3,12 +3,14 @@
 
 #include <array>
 #include <chrono>
+#include <memory>
 #include <string>
 
 #include "proxy/http/h2/stream_answers.hpp"
 #include "proxy/http/h2/stream_body.hpp"
 #include "proxy/http/http1_body.hpp"
 #include "proxy/http/relay_heads.hpp"
+#include "proxy/http/request_rewrite.hpp"
 #include "proxy/http/upstream_request.hpp"
 #include "proxy/io/socket_io.hpp"
 
@@ -16,25 +18,23 @@ namespace sluice::http::h2 {
 namespace {
 
 /// Writes the stream's request to an HTTP/1.1 upstream: its head (in `state.relay_head`), then
-/// its body as the stream receives it, chunked when it has no Content-Length, reopening the
-/// stream's window by what went on.
+/// its body from `body` (the stream's, or as a RequestRewrite holds it), chunked when `chunked`
+/// (no Content-Length), reopening the stream's window by what went on.
 class StreamRequestWriter final : public RequestWriter {
  public:
-  StreamRequestWriter(Connection& connection, RequestStream& stream, RequestState& state,
-                      const Exchange& exchange)
-      : connection_(connection),
-        stream_(stream),
+  StreamRequestWriter(RequestStream& stream, RequestState& state, const Exchange& exchange,
+                      BodySource& body, bool chunked)
+      : stream_(stream),
         state_(state),
-        exchange_(exchange),
-        timeouts_(exchange.config().timeouts) {}
+        timeouts_(exchange.config().timeouts),
+        body_(body),
+        chunked_(chunked) {}
 
   void connected(io::Stream* server) noexcept override { stream_.upstream = server; }
 
   io::Awaitable<RequestWritten> write(io::Stream& server, bool) override {
-    StreamBodySource body(connection_, stream_, timeouts_.idle);
-    SocketBodySink upstream(server, &state_.relay_head, exchange_.request.chunked,
-                            timeouts_.upstream);
-    BodyCarry carried_body(body, upstream);  // no coroutine of its own while nothing waits
+    SocketBodySink upstream(server, &state_.relay_head, chunked_, timeouts_.upstream);
+    BodyCarry carried_body(body_, upstream);  // no coroutine of its own while nothing waits
     if (!carried_body.now()) {
       co_await carried_body.rest();
     }
@@ -44,11 +44,11 @@ class StreamRequestWriter final : public RequestWriter {
   }
 
  private:
-  Connection& connection_;
   RequestStream& stream_;
   RequestState& state_;
-  const Exchange& exchange_;
   const config::Timeouts& timeouts_;
+  BodySource& body_;
+  bool chunked_;
 };
 
 }  // namespace
@@ -63,11 +63,22 @@ io::Awaitable<RelayOutcome> relay_to_http1(Connection& connection, RequestStream
   const config::Timeouts& timeouts = exchange.config().timeouts;
   const RequestHead& request = exchange.request;
   HeadText& head = state.relay_head;
-  head.clear();
-  write_upstream_head(request, exchange.decision.auth, connection.client().peer_address_text,
-                      connection.client().stream.secure(), false, head);
   const bool repeatable = stream.body_done && stream.body.empty() && idempotent(request.method);
-  StreamRequestWriter writer(connection, stream, state, exchange);
+  StreamBodySource request_body(connection, stream, timeouts.idle);
+  std::unique_ptr<RequestRewrite> rewrite;  // made on a route that rewrites requests only
+  if (!(stream.body_done && stream.body.empty()) &&
+      RequestRewrite::wanted(*exchange.decision.route, request)) {
+    rewrite = std::make_unique<RequestRewrite>();
+    co_await rewrite->hold(request, request_body, loop.proxy.metrics);
+  }
+  const RequestHead& forwarded = rewrite ? rewrite->head() : request;
+  head.clear();
+  write_upstream_head(forwarded, exchange.decision.auth, connection.client().peer_address_text,
+                      connection.client().stream.secure(), false, head);
+  StreamRequestWriter writer(
+      stream, state, exchange,
+      rewrite ? static_cast<BodySource&>(*rewrite) : static_cast<BodySource&>(request_body),
+      forwarded.chunked);
   UpstreamConnectionPtr server;
   std::chrono::steady_clock::time_point sent_at;
   UpstreamRequest sent =

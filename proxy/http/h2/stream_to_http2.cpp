@@ -2,6 +2,7 @@
 #include "proxy/http/h2/stream_to_http2.hpp"
 
 #include <chrono>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -10,6 +11,7 @@
 #include "proxy/http/h2/stream_body.hpp"
 #include "proxy/http/h2/upstream_session.hpp"
 #include "proxy/http/relay_heads.hpp"
+#include "proxy/http/request_rewrite.hpp"
 #include "proxy/http/responses.hpp"
 
 namespace sluice::http::h2 {
@@ -76,12 +78,19 @@ io::Awaitable<RelayOutcome> relay_to_http2(Connection& connection,
   if (call_timeout) {
     deadline = std::min(deadline, *call_timeout);
   }
+  const bool with_body = !(stream.body_done && stream.body.empty());
+  StreamBodySource request_body(connection, stream, timeouts.idle);
+  std::unique_ptr<RequestRewrite> rewrite;  // made on a route that rewrites requests only
+  if (with_body && RequestRewrite::wanted(*exchange.decision.route, exchange.request)) {
+    rewrite = std::make_unique<RequestRewrite>();
+    co_await rewrite->hold(exchange.request, request_body, loop.proxy.metrics);
+  }
   const auto started = std::chrono::steady_clock::now();
   const auto give_up_at = started + deadline;
   // The call wakes the client stream's signal (an aliasing pointer keeps the stream).
-  const bool with_body = !(stream.body_done && stream.body.empty());
   const BegunCall begun =
-      co_await begin_call(loop, exchange, connection.client(), connection.response_fields(),
+      co_await begin_call(loop, exchange, rewrite ? rewrite->head() : exchange.request,
+                          connection.client(), connection.response_fields(),
                           std::shared_ptr<io::Signal>(client, &client->changed), with_body, grpc);
   if (stream.closed) {
     if (begun.call) {
@@ -97,9 +106,10 @@ io::Awaitable<RelayOutcome> relay_to_http2(Connection& connection,
   RelayOutcome outcome;
   // Both bodies at once (a gRPC call may stream both ways): each carried as far as it goes
   // whenever the stream's signal, which the call shares, says something changed.
-  StreamBodySource request_body(connection, stream, timeouts.idle);
   CallBodySink to_upstream(*upstream_session, *call, timeouts.upstream);
-  BodyCarry going_up(request_body, to_upstream);
+  BodyCarry going_up(
+      rewrite ? static_cast<BodySource&>(*rewrite) : static_cast<BodySource&>(request_body),
+      to_upstream);
   bool up_over = !with_body;
   CallBodySource response_body(*upstream_session, *call, timeouts.upstream);
   StreamBodySink to_client(connection, stream, timeouts.idle);

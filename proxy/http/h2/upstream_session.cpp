@@ -311,8 +311,9 @@ io::Awaitable<std::shared_ptr<UpstreamSession>> UpstreamSessions::session_for(
 }
 
 io::Awaitable<BegunCall> begin_call(LoopContext& loop, const Exchange& exchange,
-                                    const ClientConnection& client, FieldList& fields,
-                                    std::shared_ptr<io::Signal> signal, bool with_body, bool grpc) {
+                                    const RequestHead& request, const ClientConnection& client,
+                                    FieldList& fields, std::shared_ptr<io::Signal> signal,
+                                    bool with_body, bool grpc) {
   const config::Upstream& upstream = exchange.upstream();
   const config::ProxyConfig& config = exchange.config();
   if (!loop.http2_upstreams) {
@@ -326,7 +327,7 @@ io::Awaitable<BegunCall> begin_call(LoopContext& loop, const Exchange& exchange,
     co_return BegunCall{.session = nullptr, .call = nullptr, .failure = UpstreamFailure::connect};
   }
   FieldListOut out(fields, upstream.tls ? "https" : "http");
-  write_upstream_head(exchange.request, exchange.decision.auth, client.peer_address_text,
+  write_upstream_head(request, exchange.decision.auth, client.peer_address_text,
                       client.stream.secure(), false, out);
   if (grpc) {
     fields.add("te", "trailers");  // gRPC servers want it; the HTTP/1.1 relay drops TE

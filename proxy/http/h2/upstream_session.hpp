@@ -129,11 +129,13 @@ struct BegunCall {
 };
 
 /// Begins the exchange's request as a call to its HTTP/2 upstream, on a session of the loop's
-/// with room (connected if need be): the request's fields as the HTTP/1.1 relay would send them
-/// (forwarding fields added, hop-by-hop ones dropped; written in `fields`), plus
-/// `te: trailers` for a gRPC call, then its body if `with_body`. The call wakes `signal`.
+/// with room (connected if need be): the fields of `request` (the exchange's, or its rewritten
+/// head) as the HTTP/1.1 relay would send them (forwarding fields added, hop-by-hop ones
+/// dropped; written in `fields`), plus `te: trailers` for a gRPC call, then its body if
+/// `with_body`. The call wakes `signal`.
 io::Awaitable<BegunCall> begin_call(LoopContext& loop, const Exchange& exchange,
-                                    const ClientConnection& client, FieldList& fields,
-                                    std::shared_ptr<io::Signal> signal, bool with_body, bool grpc);
+                                    const RequestHead& request, const ClientConnection& client,
+                                    FieldList& fields, std::shared_ptr<io::Signal> signal,
+                                    bool with_body, bool grpc);
 
 }  // namespace sluice::http::h2

@@ -53,7 +53,7 @@ std::string config_for(const CannedUpstream& upstream, std::string_view cost_fro
          upstream.url() + "\", limiters: [tokens], cost_from: " + std::string(cost_from) + "}]";
 }
 
-std::string curl(const std::string& arguments) {
+std::string curl_cost(const std::string& arguments) {
   return output_of("curl -sS --max-time 5 " + arguments + " 2>&1");
 }
 
@@ -79,10 +79,11 @@ TEST(ResponseCost, ChargesAnEventStreamItsUsageOverHttp11AndHttp2) {
     CannedUpstream upstream(event_stream_response());
     ProxyFixture proxy(config_for(upstream, "{usage: openai}"), "threads: 1");
     // The stream reaches the client as the upstream sent it.
-    EXPECT_EQ(curl(version + " -d '{}' " + chat_url(proxy)), kEvents);
+    EXPECT_EQ(curl_cost(version + " -d '{}' " + chat_url(proxy)), kEvents);
     charged(proxy, 150);
     // 150 tokens of a budget of 100: 50 in debt, paid back at 100 a minute.
-    EXPECT_EQ(curl(version + " -d '{}' -o /dev/null -w '%{http_code}' " + chat_url(proxy)), "429");
+    EXPECT_EQ(curl_cost(version + " -d '{}' -o /dev/null -w '%{http_code}' " + chat_url(proxy)),
+              "429");
     EXPECT_EQ(upstream.requests(), 1);
     EXPECT_THAT(
         metrics_of(proxy),
@@ -94,11 +95,11 @@ TEST(ResponseCost, ChargesWhatAHeaderSays) {
   CannedUpstream upstream(
       "HTTP/1.1 200 OK\r\nX-Tokens-Used: 70\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok");
   ProxyFixture proxy(config_for(upstream, "{header: X-Tokens-Used}"), "threads: 1");
-  EXPECT_EQ(curl("-o /dev/null -w '%{http_code}' " + chat_url(proxy)), "200");
+  EXPECT_EQ(curl_cost("-o /dev/null -w '%{http_code}' " + chat_url(proxy)), "200");
   charged(proxy, 70);  // 30 left
-  EXPECT_EQ(curl("-o /dev/null -w '%{http_code}' " + chat_url(proxy)), "200");
+  EXPECT_EQ(curl_cost("-o /dev/null -w '%{http_code}' " + chat_url(proxy)), "200");
   charged(proxy, 140);  // -40 left
-  EXPECT_EQ(curl("-o /dev/null -w '%{http_code}' " + chat_url(proxy)), "429");
+  EXPECT_EQ(curl_cost("-o /dev/null -w '%{http_code}' " + chat_url(proxy)), "429");
 }
 
 TEST(ResponseCost, ChargesTheEstimateForAStreamCutBeforeItsUsage) {
@@ -109,7 +110,7 @@ TEST(ResponseCost, ChargesTheEstimateForAStreamCutBeforeItsUsage) {
       "Connection: close\r\n\r\n" +
       events.substr(0, events.size() - 5));  // without the last chunk
   ProxyFixture proxy(config_for(upstream, "{usage: openai, estimate: 30}"), "threads: 1");
-  curl("-o /dev/null " + chat_url(proxy));
+  curl_cost("-o /dev/null " + chat_url(proxy));
   charged(proxy, 30);
   EXPECT_THAT(metrics_of(proxy),
               HasSubstr("sluice_cost_readings_total{limiter=\"tokens\",result=\"missing\"} 1\n"));
@@ -123,12 +124,12 @@ TEST(ResponseCost, ReplicasOnOneRedisShareTheChargeOfAStream) {
       "threads: 1\nstore: {type: redis, redis: {url: \"" + redis.url() + "\"}}";
   ProxyFixture first(config_for(upstream, "{usage: openai}"), store);
   ProxyFixture second(config_for(upstream, "{usage: openai}"), store);
-  EXPECT_EQ(curl("--http2-prior-knowledge -d '{}' " + chat_url(first)), kEvents);
+  EXPECT_EQ(curl_cost("--http2-prior-knowledge -d '{}' " + chat_url(first)), kEvents);
   charged(first, 150);
   EXPECT_TRUE(holds_within(std::chrono::seconds(5), [&] {  // settled in Redis, in the background
     return metrics_of(first).find("sluice_store_lost_settlements_total{store=\"redis\"} 0\n") !=
                std::string::npos &&
-           curl("-d '{}' -o /dev/null -w '%{http_code}' " + chat_url(second)) == "429";
+           curl_cost("-d '{}' -o /dev/null -w '%{http_code}' " + chat_url(second)) == "429";
   }));
   EXPECT_EQ(upstream.requests(), 1);
 }
