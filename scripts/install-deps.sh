@@ -23,6 +23,11 @@ elif [ "$mode" != --build-only ]; then
     googletest libgtest-dev libgmock-dev libbenchmark-dev redis-server openssl curl python3 ca-certificates
     nghttp2-client python3-h2 python3-grpcio python3-jwt python3-cryptography
   )
+  # The LLM clients' test (tests/clients/) runs npm's packages on Node: Debian's nodejs and npm,
+  # unless a node and an npm are there already (NodeSource's nodejs brings its own npm, and
+  # Debian's npm would conflict with it).
+  command -v node >/dev/null || packages+=(nodejs)
+  command -v npm >/dev/null || packages+=(npm)
   container_packages=(
     podman buildah runc fuse-overlayfs slirp4netns uidmap containernetworking-plugins iptables
     debootstrap
