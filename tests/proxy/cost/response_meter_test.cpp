@@ -589,6 +589,24 @@ TEST(ResponseMeter, ReadsEventsCarriedAcrossPiecesAsThoseSeenWhole) {
   expect_in_pieces(total, "data: {\"usage\":{\"total_tokens\":25}}", {}, 40, "reported 25");
 }
 
+TEST(ResponseMeter, FindsTheUsageWhereverItFallsInALongLine) {
+  // The line scan goes 64, 32 or 16 bytes at a time, then byte by byte: the usage's name, an
+  // escape and a false start (`_`) at every offset of those blocks, and lines that end anywhere.
+  const MeterSpec total = usage_spec(Usage::openai, UsageCount::total);
+  for (std::size_t pad = 0; pad < 140; ++pad) {
+    SCOPED_TRACE("pad " + std::to_string(pad));
+    const std::string padding(pad, 'x');
+    const std::string skipped = "data: {\"p\":\"" + padding + "_x\",\"usage\":null}\n\n";
+    const std::string plain = skipped + "data: {\"p\":\"" + padding +
+                              "\",\"usage\":{\"total_tokens\":" + std::to_string(pad) + "}}\n\n";
+    expect_in_pieces(total, plain, {}, 0, "reported " + std::to_string(pad));
+    const std::string escaped = skipped + "data: {\"p\":\"" + padding +
+                                "\",\"usage\":{\"total\\u005ftokens\":" + std::to_string(pad) +
+                                "}}\n\n";
+    expect_in_pieces(total, escaped, {}, 0, "reported " + std::to_string(pad));
+  }
+}
+
 TEST(ResponseMeter, ParsesCarriedDataLongerThanItsRoomAsItComes) {
   const MeterSpec total = usage_spec(Usage::openai, UsageCount::total);
   const std::string text(ResponseMeter::kCarryRoom + 100, 'x');
