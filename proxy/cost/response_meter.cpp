@@ -140,7 +140,81 @@ __attribute__((target("avx2"))) bool scan_with_avx2(const char*& p, const char* 
   }
   return false;
 }
+
+/// first_possible_target()'s scan 32 bytes at a time: the first backslash, or the first place
+/// where `first` then `second` stand and `ending_at` says the whole ending does; `end` when
+/// none is before the last 32 bytes (which it leaves to the caller).
+template <class EndingAt>
+__attribute__((target("avx2"))) const char* scan_pairs_with_avx2(const char* p, const char* end,
+                                                                 char first, char second,
+                                                                 EndingAt& ending_at) {
+  const __m256i backslash = _mm256_set1_epi8('\\');
+  const __m256i firsts = _mm256_set1_epi8(first);
+  const __m256i seconds = _mm256_set1_epi8(second);
+  for (; end - p > 32; p += 32) {  // p + 1 .. p + 32 must be readable
+    const __m256i here = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+    const __m256i next = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 1));
+    const auto stops = static_cast<std::uint32_t>(_mm256_movemask_epi8(_mm256_or_si256(
+        _mm256_cmpeq_epi8(here, backslash),
+        _mm256_and_si256(_mm256_cmpeq_epi8(here, firsts), _mm256_cmpeq_epi8(next, seconds)))));
+    for (std::uint32_t left = stops; left != 0; left &= left - 1) {
+      const char* q = p + __builtin_ctz(left);
+      if (*q == '\\' || ending_at(q)) {
+        return q;
+      }
+    }
+  }
+  return end;
+}
 #endif
+
+/// Where in `text` a target may first be: its first backslash, or the first `ending` (a
+/// non-empty last_keys_ending()); else its size. One pass over a whole piece.
+std::size_t first_possible_target(std::string_view text, std::string_view ending) {
+  const char* const begin = text.data();
+  const char* const end = begin + text.size();
+#if defined(SLUICE_AVX2_SCAN)
+  if (has_avx2() && ending.size() >= 2) {
+    auto ending_at = [&](const char* q) {
+      return static_cast<std::size_t>(end - q) >= ending.size() &&
+             std::memcmp(q, ending.data(), ending.size()) == 0;
+    };
+    const char* p = scan_pairs_with_avx2(begin, end, ending[0], ending[1], ending_at);
+    if (p != end) {
+      return static_cast<std::size_t>(p - begin);
+    }
+    for (p = end - std::min<std::size_t>(text.size(), 32); p < end; ++p) {  // the last 32
+      if (*p == '\\' || (*p == ending.front() && ending_at(p))) {
+        return static_cast<std::size_t>(p - begin);
+      }
+    }
+    return text.size();
+  }
+#endif
+  std::size_t first = text.find('\\');
+  const void* found = memmem(begin, text.size(), ending.data(), ending.size());
+  if (found != nullptr) {
+    first = std::min(first, static_cast<std::size_t>(static_cast<const char*>(found) - begin));
+  }
+  return std::min(first, text.size());
+}
+
+/// Where the last whole event of `text` before `limit` ends: just past its blank line's \n
+/// (the second of a \n\n); 0 when none ends there.
+std::size_t last_event_end(std::string_view text, std::size_t limit) {
+  while (limit >= 2) {
+    const void* found = memrchr(text.data(), '\n', limit);
+    if (found == nullptr) {
+      return 0;
+    }
+    const auto at = static_cast<std::size_t>(static_cast<const char*>(found) - text.data());
+    if (at >= 1 && text[at - 1] == '\n') {
+      return at + 1;
+    }
+    limit = at;
+  }
+  return 0;
+}
 
 /// What look_at_line() saw.
 struct LineLook {
@@ -313,7 +387,15 @@ std::size_t ResponseMeter::data_line(std::string_view ahead) {
       look.end + 1 < ahead.size() && ahead[look.end] == '\n' && ahead[look.end + 1] == '\n';
   if (whole_event && (!look.may_hold ||
                       !may_hold_target(ahead.substr(0, look.end), targets_, last_keys_ending_))) {
-    return space + look.end + 2;  // the event holds nothing: the reader goes past it
+    // The event holds nothing: the reader goes past it, and past the whole events after it
+    // that hold neither a backslash nor the ending anywhere, which hold nothing either. One
+    // pass over the rest of the piece rather than a look per event: an OpenAI chat stream's
+    // chunks (`"usage":null`) are passed over so, up to the one the piece's end cuts.
+    const std::string_view rest = ahead.substr(look.end + 2);
+    return space + look.end + 2 +
+           (last_keys_ending_.empty()
+                ? 0
+                : last_event_end(rest, first_possible_target(rest, last_keys_ending_)));
   }
   event_has_data_ = true;
   if (whole_event || look.end > kCarryRoom) {
