@@ -607,6 +607,31 @@ TEST(ResponseMeter, FindsTheUsageWhereverItFallsInALongLine) {
   }
 }
 
+TEST(ResponseMeter, PassesOverRunsOfEventsWithoutATargetButNoneThatHasOne) {
+  // Events without a target are passed over many at a time, up to the next backslash or
+  // ending: an escaped newline in a chunk, comments and other fields among them, \r\n events,
+  // then the usage (twice: the last counts), its name once spelled with an escape.
+  const MeterSpec total = usage_spec(Usage::openai, UsageCount::total);
+  const std::string chunk =
+      R"(data: {"choices":[{"delta":{"content":"x"},"finish_reason":null}],"usage":null})"
+      "\n\n";
+  std::string body;
+  for (int i = 0; i < 30; ++i) {
+    body += chunk;
+  }
+  body += R"(data: {"choices":[{"delta":{"content":"a\nb"}}],"usage":null})"
+          "\n\n: a comment\nevent: chunk\nid: 7\n\n";
+  for (int i = 0; i < 10; ++i) {
+    body += chunk;
+  }
+  body += "data: {\"usage\":{\"total_tokens\":31}}\r\n\r\n" + chunk + chunk;
+  body += "data: {\"usage\":{\"total\\u005ftokens\":32}}\n\n" + chunk + "data: [DONE]\n\n";
+  expect_in_pieces(total, body, {}, 400, "reported 32");
+  // Without the last usage event: the one before counts.
+  const std::string earlier = body.substr(0, body.find("data: {\"usage\":{\"total\\"));
+  expect_in_pieces(total, earlier, {}, 200, "reported 31");
+}
+
 TEST(ResponseMeter, ParsesCarriedDataLongerThanItsRoomAsItComes) {
   const MeterSpec total = usage_spec(Usage::openai, UsageCount::total);
   const std::string text(ResponseMeter::kCarryRoom + 100, 'x');
