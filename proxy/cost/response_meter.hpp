@@ -2,6 +2,7 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -84,6 +85,12 @@ class ResponseMeter final : private EventStreamSink {
   /// The response ended, whole or cut short: what was seen of it. The meter then waits for the
   /// next start().
   Reading finish();
+  /// What a `header` meter read from the response's head, before its body: the cost, if the
+  /// head said a usable one. (A trailer of that name may still replace it.)
+  std::optional<std::uint64_t> cost_in_head() const noexcept {
+    return header_value_.state == CostValue::State::number ? std::optional(header_value_.number)
+                                                           : std::nullopt;
+  }
 
  private:
   enum class BodyKind : std::uint8_t { ignored, counted, json, event_stream };

@@ -26,6 +26,23 @@ RelayOutcome failed_before_response(UpstreamFailure failure) noexcept {
                                                                     : http::status::bad_gateway};
 }
 
+void Exchange::charged_in_head(unsigned status, limiter::Permits head_cost) const {
+  const pipeline::ResponseSaid said{.status = status, .cost = head_cost};
+  for (std::size_t i = 0; i < decision.later_count; ++i) {
+    const pipeline::LaterCharge& later = decision.later[i];
+    const limiter::Permits owed = pipeline::owed_for(*decision.route, later, said);
+    for (pipeline::LimiterReport& report :
+         std::span(decision.reports.data(), decision.report_count)) {
+      if (report.limiter == later.config) {
+        std::uint64_t& remaining = report.status.remaining;
+        remaining = owed >= later.reserved
+                        ? remaining - std::min<std::uint64_t>(remaining, owed - later.reserved)
+                        : remaining + (later.reserved - owed);
+      }
+    }
+  }
+}
+
 namespace {
 
 /// Starts sending the answer in `downstream.own()` (to HEAD, its head alone); true when it is

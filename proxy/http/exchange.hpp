@@ -57,6 +57,25 @@ struct Exchange {
   std::optional<limiter::Permits> charged_cost{};
   std::string_view cost_problem{};
 
+  /// Begins reading the response's cost with its head (`head`: anything with value_of(name)),
+  /// before the relay writes the client's head: a cost the head says is shown in that head's
+  /// RateLimit fields (charged_in_head()).
+  template <class Head>
+  void begin_cost(const Head& head, unsigned status) const {
+    if (cost != nullptr) {
+      cost->begin(*meter, head);
+      if (const auto said = cost->cost_in_head()) {
+        charged_in_head(status, *said);
+      }
+    }
+  }
+  /// Counts what the response (of `status`) will be charged, `head_cost` as its head says, in the
+  /// statuses of the charges that wait for it: the client's RateLimit fields then say what remains
+  /// after the charge, as far as this replica knows at admission. The charge itself waits for
+  /// the response's end, as every charge after the response does. (Const as the relays hold
+  /// the exchange: the decision is the request state's.)
+  void charged_in_head(unsigned status, limiter::Permits head_cost) const;
+
   const config::ProxyConfig& config() const noexcept { return *generation.config; }
   /// The route's upstream, or the default one.
   const config::Upstream& upstream() const noexcept {

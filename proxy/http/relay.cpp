@@ -198,14 +198,12 @@ io::Awaitable<RelayOutcome> relay(ClientConnection& downstream, const Exchange& 
     until_close = unknown_length && !framing.chunked;
   }
   keep_alive = keep_alive && !until_close;
+  exchange.begin_cost(response.head(), response.status());
   write_client_head(response, version, framing, keep_alive, false, decision, config.limits_headers,
                     head);
   MessageBodySource body(server, server_buffer, response, std::span<char>(*chunk),
                          timeouts.upstream);
   SocketBodySink to_client(client, &head, framing.chunked && !response.is_done(), timeouts.idle);
-  if (exchange.cost != nullptr) {
-    exchange.cost->begin(*exchange.meter, response.head());
-  }
   BodyCarry carry(body, to_client, exchange.cost);
   if (!carry.now()) {
     co_await carry.rest();

@@ -28,6 +28,11 @@ class ResponseCost final : public BodyObserver {
     }
     begun_ = true;
   }
+  /// The cost the response's head said (a `header` meter's), known before its body.
+  std::optional<limiter::Permits> cost_in_head() const noexcept {
+    const std::optional<std::uint64_t> cost = begun_ ? meter_.cost_in_head() : std::nullopt;
+    return cost ? std::optional(static_cast<limiter::Permits>(*cost)) : std::nullopt;
+  }
   void seen(const BodyPiece& piece) override;
   /// Ends the response (whole or cut short): what it said. Without begin() (no response came),
   /// nothing.

@@ -129,9 +129,7 @@ io::Awaitable<RelayOutcome> relay_http1_to_http2(ClientConnection& downstream,
   if (!no_body && !chunked && !has_field(*call, "content-length")) {
     outcome.keep_alive = false;  // HTTP/1.0 without a length: the body runs until the close
   }
-  if (exchange.cost != nullptr) {
-    exchange.cost->begin(*exchange.meter, call->head);
-  }
+  exchange.begin_cost(call->head, outcome.status);
   head.clear();
   write_client_head(*call, version, chunked, outcome.keep_alive, exchange.decision,
                     config.limits_headers, head);

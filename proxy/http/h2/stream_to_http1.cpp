@@ -105,9 +105,7 @@ io::Awaitable<RelayOutcome> relay_to_http1(Connection& connection, RequestStream
   if (const auto length = response.content_length()) {
     framing.length = *length;
   }
-  if (exchange.cost != nullptr) {
-    exchange.cost->begin(*exchange.meter, response.head());
-  }
+  exchange.begin_cost(response.head(), outcome.status);
   FieldList& fields = connection.response_fields();
   FieldListOut out(fields);
   write_client_head(response, kHttp11, framing, true, false, exchange.decision,

@@ -126,9 +126,7 @@ io::Awaitable<RelayOutcome> relay_to_http2(Connection& connection,
       head_sent = true;
       outcome.status = call->head.status();
       outcome.upstream_time = std::chrono::steady_clock::now() - started;
-      if (exchange.cost != nullptr) {
-        exchange.cost->begin(*exchange.meter, call->head);
-      }
+      exchange.begin_cost(call->head, outcome.status);
       add_limit_fields(call->head, exchange.decision, exchange.config().limits_headers);
       const bool body_down = !(call->body_done && call->body.empty());
       down_over = !body_down;

@@ -102,6 +102,24 @@ TEST(ResponseCost, ChargesWhatAHeaderSays) {
   EXPECT_EQ(curl_cost("-o /dev/null -w '%{http_code}' " + chat_url(proxy)), "429");
 }
 
+TEST(ResponseCost, ARateLimitHeadSaysWhatRemainsAfterTheCostItsResponseHeadSays) {
+  // The cost is in the upstream's head: the client's head, written after it, counts it.
+  CannedUpstream upstream(
+      "HTTP/1.1 200 OK\r\nX-Tokens-Used: 70\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok");
+  ProxyFixture proxy(config_for(upstream, "{header: X-Tokens-Used}"), "threads: 1");
+  for (const std::string version : {"--http1.1", "--http2-prior-knowledge"}) {
+    SCOPED_TRACE(version);
+    const std::string head = curl_cost(version + " -s -D - -o /dev/null " + chat_url(proxy));
+    // 100 at admission (the first), or the first's debt paid back at 100 a minute: never more
+    // than 30 after this one's 70.
+    EXPECT_THAT(head, HasSubstr("\"tokens\";q=100;w=60"));
+    EXPECT_THAT(head, ::testing::ContainsRegex(version == "--http1.1" ? "\"tokens\";r=30;"
+                                                                      : "\"tokens\";r=0;"))
+        << head;
+    charged(proxy, version == "--http1.1" ? 70 : 140);
+  }
+}
+
 TEST(ResponseCost, ChargesTheEstimateForAStreamCutBeforeItsUsage) {
   // The upstream goes away in the middle of the stream: the usage never came.
   const std::string events = chunked(kEvents.substr(0, 80), 40);
