@@ -133,8 +133,8 @@ io::Awaitable<void> serve_exchange(Downstream& downstream, Exchange& exchange, L
     co_await hold.async_wait(io::use_nothrow);
   }
   if (downstream.gone()) {
-    store.release(loop.index, decision);  // reset while it was decided or held
     settle_later_charges(loop, exchange, 0, false);
+    store.release(loop.index, decision);  // reset while it was decided or held
     co_return;
   }
   if (!exchange.forwards()) {
@@ -143,8 +143,8 @@ io::Awaitable<void> serve_exchange(Downstream& downstream, Exchange& exchange, L
     if (!start_answer(downstream, exchange)) {
       co_await downstream.send_own(exchange);
     }
-    store.release(loop.index, decision);
     settle_later_charges(loop, exchange, decision.status);
+    store.release(loop.index, decision);
     account(loop, exchange, decision.status, nullptr);
     co_return;
   }
@@ -159,10 +159,12 @@ io::Awaitable<void> serve_exchange(Downstream& downstream, Exchange& exchange, L
     outcome.status = static_cast<unsigned>(outcome.answer);
     outcome.keep_alive = false;
   }
-  // The permits go back once the response is over, or the client has gone; the charges that
-  // waited for it are settled.
-  store.release(loop.index, decision);
+  // Once the response is over, or the client has gone, the charges that waited for it are
+  // settled, then the permits go back: a request that finds a concurrency permit free finds
+  // the charge of the one that held it (with the memory store; a shared one settles in the
+  // background).
   settle_later_charges(loop, exchange, outcome.status);
+  store.release(loop.index, decision);
   account(loop, exchange, outcome.status, &outcome);
   exchange.keep_alive = outcome.keep_alive;
 }

@@ -10,7 +10,7 @@ The server listens on 127.0.0.1 (port 0: one the system picks), prints {"port": 
 line once it listens, and serves service test.Echo until SIGTERM or SIGINT, or until its standard
 input closes when that is a pipe or socket (not a terminal or /dev/null, which would end it at
 once or never), then exits 0. Its methods:
-  Unary         returns the request; trailing metadata echo-trailer: yes
+  Unary         returns the request; trailing metadata echo-trailer: yes, tokens-used: its size
   ServerStream  the request is an ASCII integer n: streams b"item-0" ... b"item-<n-1>"
   ClientStream  returns b"count=N" for the N messages received
   Bidi          echoes each message as it comes
@@ -45,7 +45,8 @@ METHODS = ("Unary", "ServerStream", "ClientStream", "Bidi", "Slow")
 # -- server ---------------------------------------------------------------------------------------
 
 def unary(request, context):
-    context.set_trailing_metadata((("echo-trailer", "yes"),))
+    # tokens-used: what an LLM-like service would say the call cost, known at its end.
+    context.set_trailing_metadata((("echo-trailer", "yes"), ("tokens-used", str(len(request)))))
     return request
 
 

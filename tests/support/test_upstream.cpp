@@ -145,6 +145,11 @@ boost::asio::awaitable<void> CannedUpstream::serve(tcp::socket socket) {
       }
       received.erase(0, end + 4);
       ++requests_;
+      boost::asio::steady_timer wait(io_);
+      for (int waited = 0; requests_.load() < gather_ && waited < 5000; ++waited) {
+        wait.expires_after(std::chrono::milliseconds(1));
+        co_await wait.async_wait(use_awaitable);
+      }
       co_await boost::asio::async_write(socket, boost::asio::buffer(response_), use_awaitable);
       if (close_after_) {
         socket.shutdown(tcp::socket::shutdown_send);

@@ -74,9 +74,12 @@ class TestUpstream {
 /// (`close_after`) or waits for the next request on it.
 class CannedUpstream {
  public:
-  explicit CannedUpstream(std::string response, bool close_after = true)
+  /// `gather`: each response waits until that many requests have come (up to 5 s), so that
+  /// they are all in flight at once.
+  explicit CannedUpstream(std::string response, bool close_after = true, int gather = 1)
       : response_(std::move(response)),
         close_after_(close_after),
+        gather_(gather),
         acceptor_(io_, {boost::asio::ip::make_address("127.0.0.1"), 0}) {
     boost::asio::co_spawn(io_, accept(), boost::asio::detached);
     thread_ = std::thread([this] { io_.run(); });
@@ -104,6 +107,7 @@ class CannedUpstream {
 
   const std::string response_;
   const bool close_after_;
+  const int gather_;
   boost::asio::io_context io_;
   tcp::acceptor acceptor_;
   std::thread thread_;

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "tests/support/eventually.hpp"
+#include "tests/support/grpc_upstream.hpp"
 #include "tests/support/proxy_fixture.hpp"
 #include "tests/support/redis_server.hpp"
 #include "tests/support/shell.hpp"
@@ -118,6 +119,58 @@ TEST(ResponseCost, ARateLimitHeadSaysWhatRemainsAfterTheCostItsResponseHeadSays)
         << head;
     charged(proxy, version == "--http1.1" ? 70 : 140);
   }
+}
+
+TEST(ResponseCost, ChargesWhatAGrpcCallsTrailerSays) {
+  // The cost comes after the body, in the gRPC call's trailers (HTTP/2 both sides).
+  GrpcUpstream grpc;
+  ProxyFixture proxy(
+      "limiters: {tokens: {algorithm: token_bucket, rate: 100/m, burst: 100, cost: response}}\n"
+      "routes: [{name: grpc, match: {path_prefix: /test.Echo/}, upstream: \"h2c://127.0.0.1:" +
+          std::to_string(grpc.port()) +
+          "\", limiters: [tokens], cost_from: {header: tokens-used, estimate: 1}}]",
+      "threads: 1");
+  const std::string message(60, 'x');  // the upstream says it cost its size: 60
+  EXPECT_THAT(grpc_call(proxy.port(), "--method Unary --message " + message),
+              HasSubstr("\"code\": \"OK\""));
+  charged(proxy, 60);
+  EXPECT_THAT(grpc_call(proxy.port(), "--method Unary --message " + message),
+              HasSubstr("\"code\": \"OK\""));
+  charged(proxy, 120);  // 20 in debt
+  EXPECT_THAT(grpc_call(proxy.port(), "--method Unary --message " + message),
+              HasSubstr("RESOURCE_EXHAUSTED"));
+}
+
+TEST(ResponseCost, CallsInFlightTogetherPassTheBudgetByNoMoreThanTheBound) {
+  // A budget of 1000, calls of 300 each, at most 4 of a key in flight (a concurrency limiter):
+  // the bound is 4 × 300 − 1 = 1199 past the budget. Eight calls at once, the upstream holding
+  // its answers until four are in: those four admitted while the budget had room; a call that
+  // comes as they end may find room left by those charged so far (300 × 3 of 1000) and pass
+  // too. Whatever the timing, every admitted call is charged and the budget is passed by at
+  // most the bound.
+  CannedUpstream upstream(
+      "HTTP/1.1 200 OK\r\nX-Tokens-Used: 300\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok",
+      true, 4);
+  ProxyFixture proxy(
+      "limiters:\n"
+      "  tokens: {algorithm: token_bucket, rate: 1/h, burst: 1000, cost: response}\n"
+      "  in-flight: {algorithm: concurrency, limit: 4}\n"
+      "routes: [{name: chat, upstream: \"" +
+          upstream.url() +
+          "\", limiters: [tokens, in-flight], cost_from: {header: X-Tokens-Used}}]",
+      "threads: 2");
+  std::string calls;
+  for (int i = 0; i < 8; ++i) {
+    calls += "curl -s --max-time 10 -o /dev/null -w '%{http_code}\\n' " + chat_url(proxy) + " & ";
+  }
+  const std::string codes = output_of("(" + calls + "wait) | grep -c 200");
+  const int admitted = std::stoi(codes);
+  EXPECT_GE(admitted, 4);
+  EXPECT_EQ(upstream.requests(), admitted);
+  charged(proxy, 300 * admitted);
+  EXPECT_LE(300 * admitted - 1000, 4 * 300 - 1);
+  // In debt now: refused.
+  EXPECT_EQ(curl_cost("-o /dev/null -w '%{http_code}' " + chat_url(proxy)), "429");
 }
 
 TEST(ResponseCost, ChargesTheEstimateForAStreamCutBeforeItsUsage) {
