@@ -121,18 +121,16 @@ io::Awaitable<RelayOutcome> relay(ClientConnection& downstream, const Exchange& 
   const bool repeatable = parser.is_done() && idempotent(parser.method());
   MessageBodySource request_body(client, client_buffer, parser, std::span<char>(*chunk),
                                  timeouts.idle);
-  std::unique_ptr<RequestRewrite> rewrite;  // made on a route that rewrites requests only
-  bool continued = false;
-  if (!parser.is_done() && RequestRewrite::wanted(*decision.route, exchange.request)) {
-    if (expects_continue(exchange.request)) {
-      if (co_await send_continue(client, timeouts.idle)) {
-        co_return RelayOutcome{};  // the client went away
-      }
-      continued = true;
+  HeldRequestBody held;  // a rewrite made on a route that rewrites requests only
+  if (!parser.is_done()) {
+    held = co_await hold_http1_request_body(client, *decision.route, exchange.request, request_body,
+                                            timeouts.idle, loop.proxy.metrics);
+    if (held.client_gone) {
+      co_return RelayOutcome{};
     }
-    rewrite = std::make_unique<RequestRewrite>();
-    co_await rewrite->hold(exchange.request, request_body, loop.proxy.metrics);
   }
+  const std::unique_ptr<RequestRewrite>& rewrite = held.rewrite;
+  const bool continued = held.continued;
   head.clear();
   write_upstream_head(rewrite ? rewrite->head() : exchange.request, exchange.decision.auth,
                       downstream.peer_address_text, client.secure(), upgrade, head);

@@ -3,6 +3,8 @@
 #include <algorithm>
 
 #include "proxy/cost/usage_request.hpp"
+#include "proxy/http/http1_body.hpp"
+#include "proxy/http/relay_heads.hpp"
 #include "proxy/pipeline/http_text.hpp"
 
 namespace sluice::http {
@@ -105,6 +107,27 @@ void RequestRewrite::taken(std::size_t count) noexcept {
   if (lent_by_source_) {
     source_->taken(count);
   }
+}
+
+io::Awaitable<HeldRequestBody> hold_http1_request_body(io::Stream& client,
+                                                       const config::Route& route,
+                                                       const RequestHead& request, BodySource& body,
+                                                       limiter::Duration timeout,
+                                                       telemetry::Metrics& metrics) {
+  HeldRequestBody held;
+  if (!RequestRewrite::wanted(route, request)) {
+    co_return held;
+  }
+  if (expects_continue(request)) {
+    if (co_await send_continue(client, timeout)) {
+      held.client_gone = true;
+      co_return held;
+    }
+    held.continued = true;
+  }
+  held.rewrite = std::make_unique<RequestRewrite>();
+  co_await held.rewrite->hold(request, body, metrics);
+  co_return held;
 }
 
 }  // namespace sluice::http

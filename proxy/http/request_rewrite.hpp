@@ -1,10 +1,12 @@
 #pragma once
 
+#include <memory>
 #include <string>
 
 #include "config/proxy_config.hpp"
 #include "proxy/http/body.hpp"
 #include "proxy/http/request_head.hpp"
+#include "proxy/io/stream.hpp"
 #include "proxy/telemetry/metrics.hpp"
 
 namespace sluice::http {
@@ -63,5 +65,21 @@ class RequestRewrite final : public BodySource {
   Stage stage_ = Stage::held;
   bool lent_by_source_ = false;  ///< The last piece given is the source's, to be taken back.
 };
+
+/// An HTTP/1.1 client's request body held as RequestRewrite::wanted() says (`rewrite`, nullptr
+/// when the body goes as it comes), its `Expect: 100-continue` answered first (`continued`):
+/// the proxy reads such a body before it asks the upstream anything.
+struct HeldRequestBody {
+  std::unique_ptr<RequestRewrite> rewrite;
+  bool continued = false;
+  bool client_gone = false;  ///< The 100 Continue could not be sent.
+};
+/// What both HTTP/1.1 relays (to an HTTP/1.1 upstream, to an HTTP/2 one) do before they send
+/// the request on: `body` is the request's, read from `client`.
+io::Awaitable<HeldRequestBody> hold_http1_request_body(io::Stream& client,
+                                                       const config::Route& route,
+                                                       const RequestHead& request, BodySource& body,
+                                                       limiter::Duration timeout,
+                                                       telemetry::Metrics& metrics);
 
 }  // namespace sluice::http

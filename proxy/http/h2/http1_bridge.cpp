@@ -67,18 +67,16 @@ io::Awaitable<RelayOutcome> relay_http1_to_http2(ClientConnection& downstream,
   const io::ChunkPool::Lease chunk = loop.chunks.borrow();
   MessageBodySource request_body(client, downstream.state->buffer, parser, std::span<char>(*chunk),
                                  timeouts.idle);
-  std::unique_ptr<RequestRewrite> rewrite;  // made on a route that rewrites requests only
-  bool continued = false;
-  if (with_body && RequestRewrite::wanted(*exchange.decision.route, exchange.request)) {
-    if (expects_continue(exchange.request)) {
-      if (co_await send_continue(client, timeouts.idle)) {
-        co_return RelayOutcome{};  // the client went away
-      }
-      continued = true;
+  HeldRequestBody held;  // a rewrite made on a route that rewrites requests only
+  if (with_body) {
+    held = co_await hold_http1_request_body(client, *exchange.decision.route, exchange.request,
+                                            request_body, timeouts.idle, loop.proxy.metrics);
+    if (held.client_gone) {
+      co_return RelayOutcome{};
     }
-    rewrite = std::make_unique<RequestRewrite>();
-    co_await rewrite->hold(exchange.request, request_body, loop.proxy.metrics);
   }
+  const std::unique_ptr<RequestRewrite>& rewrite = held.rewrite;
+  const bool continued = held.continued;
   FieldList fields;
   const BegunCall begun = co_await begin_call(
       loop, exchange, rewrite ? rewrite->head() : exchange.request, downstream, fields,

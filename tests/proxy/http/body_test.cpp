@@ -10,52 +10,13 @@
 #include <vector>
 
 #include "tests/support/event_loop.hpp"
+#include "tests/support/scripted_source.hpp"
 
 namespace sluice::http {
 namespace {
 
-/// One piece a ScriptedSource gives: there at once, or only after a wait.
-struct Step {
-  std::string bytes;
-  bool last = false;
-  bool at_once = true;
-  beast::error_code error{};
-};
-
-/// Gives its steps in order, the waiting ones from next(); records what was given back.
-class ScriptedSource final : public BodySource {
- public:
-  explicit ScriptedSource(std::deque<Step> steps) : steps_(std::move(steps)) {}
-
-  bool next_now(BodyPiece& piece, beast::error_code& ec) override {
-    if (steps_.empty() || !steps_.front().at_once) {
-      return false;
-    }
-    give(piece, ec);
-    return true;
-  }
-  io::Awaitable<beast::error_code> next(BodyPiece& piece) override {
-    ++waits;
-    beast::error_code ec;
-    give(piece, ec);
-    co_return ec;
-  }
-  void taken(std::size_t count) noexcept override { given_back.push_back(count); }
-
-  int waits = 0;
-  std::vector<std::size_t> given_back;
-
- private:
-  void give(BodyPiece& piece, beast::error_code& ec) {
-    current_ = std::move(steps_.front());
-    steps_.pop_front();
-    ec = current_.error;
-    piece = BodyPiece{.bytes = current_.bytes, .last = current_.last};
-  }
-
-  std::deque<Step> steps_;
-  Step current_;
-};
+using test::ScriptedSource;
+using test::Step;
 
 /// Records what it is sent; a send finishes at once unless `wait_on_send`, and then a poll
 /// (sent_now) says it finished once `taken_by_peer`.

@@ -18,54 +18,15 @@
 #include "tests/support/eventually.hpp"
 #include "tests/support/proxy_fixture.hpp"
 #include "tests/support/recording_upstream.hpp"
+#include "tests/support/scripted_source.hpp"
 #include "tests/support/shell.hpp"
 #include "tests/support/temp_directory.hpp"
 
 namespace sluice::http {
 namespace {
 
-/// One piece a HeldSource gives: there at once, or only after a wait.
-struct HeldStep {
-  std::string bytes;
-  bool last = false;
-  bool at_once = true;
-  beast::error_code error{};
-};
-
-/// Gives its steps in order, the waiting ones from next(); records what was given back.
-class HeldSource final : public BodySource {
- public:
-  explicit HeldSource(std::deque<HeldStep> steps) : steps_(std::move(steps)) {}
-
-  bool next_now(BodyPiece& piece, beast::error_code& ec) override {
-    if (steps_.empty() || !steps_.front().at_once) {
-      return false;
-    }
-    give(piece, ec);
-    return true;
-  }
-  io::Awaitable<beast::error_code> next(BodyPiece& piece) override {
-    ++waits;
-    beast::error_code ec;
-    give(piece, ec);
-    co_return ec;
-  }
-  void taken(std::size_t count) noexcept override { given_back.push_back(count); }
-
-  int waits = 0;
-  std::vector<std::size_t> given_back;
-
- private:
-  void give(BodyPiece& piece, beast::error_code& ec) {
-    current_ = std::move(steps_.front());
-    steps_.pop_front();
-    ec = current_.error;
-    piece = BodyPiece{.bytes = current_.bytes, .last = current_.last};
-  }
-
-  std::deque<HeldStep> steps_;
-  HeldStep current_;
-};
+using HeldSource = test::ScriptedSource;
+using HeldStep = test::Step;
 
 /// Takes every piece at once and keeps them.
 class KeepingSink final : public BodySink {
