@@ -13,20 +13,26 @@ local function make_sliding_log()
     return redis.call('ZCOUNT', s.key, '(' .. string.format('%.17g', at - length), '+inf')
   end
 
+  -- The later of `now` and the newest stamp (a reservation already logged), and the stamps
+  -- inside the window that ends there.
+  local function latest_and_inside(s, now, length)
+    local at = now
+    if s.newest and s.newest > at then
+      at = s.newest
+    end
+    if not s.newest then
+      return at, 0
+    end
+    return at, inside(s, at, length)
+  end
+
   function sliding_log.evaluate(s, now, cost, p, policy)
     local limit, length = p[1], p[2]
     if cost > limit then
       return verdict_at(NEVER, now, policy)
     end
     -- Arrival order: never admit before a reservation already logged.
-    local from = now
-    if s.newest and s.newest > from then
-      from = s.newest
-    end
-    local count = 0
-    if s.newest then
-      count = inside(s, from, length)
-    end
+    local from, count = latest_and_inside(s, now, length)
     if count + cost <= limit then
       return verdict_at(from, now, policy)
     end
@@ -63,14 +69,7 @@ local function make_sliding_log()
   -- stamps than the limit: past it, the window is full until its oldest stamp leaves.
   function sliding_log.charge(key, s, now, cost, hold, p, permit)
     local limit, length = p[1], p[2]
-    local at = now
-    if s.newest and s.newest > at then
-      at = s.newest
-    end
-    local count = 0
-    if s.newest then
-      count = inside(s, at, length)
-    end
+    local at, count = latest_and_inside(s, now, length)
     local logged = math.min(cost, limit - math.min(count, limit))
     if logged > 0 then
       sliding_log.commit(key, s, at, logged, 0, p, permit)
