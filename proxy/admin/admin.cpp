@@ -118,7 +118,8 @@ http::response<http::string_body> metrics_page(const live::Generation& generatio
   const auto keys = generation.pipeline.limiter_keys();
   telemetry::Metrics::Gauges gauges{.limiter_keys = keys,
                                     .open_connections = context.proxy.connections.load(),
-                                    .parked_connections = context.proxy.parked.load()};
+                                    .parked_connections = context.proxy.parked.load(),
+                                    .access_log_dropped = context.proxy.access_log.dropped()};
   if (const auto health = context.proxy.store->health()) {
     gauges.store = health->name;
     gauges.store_errors = health->errors;

@@ -107,6 +107,8 @@ AccessLog::~AccessLog() {
   pool_.reset();
 }
 
+std::uint64_t AccessLog::dropped() const { return pool_->overrun_counter(); }
+
 void AccessLog::write(config::LogFormat format, const AccessRecord& record) {
   fmt::memory_buffer line;  // inline storage: no allocation for an ordinary line
   const auto now = std::chrono::system_clock::now();

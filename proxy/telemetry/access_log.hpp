@@ -41,7 +41,7 @@ struct AccessRecord {
 
 /// The access log: one line per request on standard output, text or JSON. Lines go through a
 /// bounded queue to a thread of their own, so a slow terminal or pipe never blocks an event
-/// loop; when the queue is full the oldest line is dropped (and counted by spdlog).
+/// loop; when the queue is full the oldest line is dropped, and counted (dropped()).
 class AccessLog {
  public:
   AccessLog();
@@ -52,6 +52,8 @@ class AccessLog {
   AccessLog& operator=(AccessLog&&) = delete;
 
   void write(config::LogFormat format, const AccessRecord& record);
+  /// Lines dropped so far because the queue was full (`sluice_access_log_dropped_total`).
+  std::uint64_t dropped() const;
 
   /// The line `write` would log, without the timestamp (for tests).
   static std::string format(config::LogFormat format, const AccessRecord& record);

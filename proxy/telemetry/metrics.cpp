@@ -301,8 +301,12 @@ std::string Metrics::render(const Gauges& gauges) const {
                  "# HELP sluice_parked_connections Client connections parked between requests: "
                  "their socket and a wait, with no buffer, coroutine or timer.\n"
                  "# TYPE sluice_parked_connections gauge\n"
-                 "sluice_parked_connections {}\n",
-                 gauges.open_connections, gauges.parked_connections);
+                 "sluice_parked_connections {}\n"
+                 "# HELP sluice_access_log_dropped_total Access log lines dropped, the oldest "
+                 "first, while the log's queue was full (a slow terminal or pipe).\n"
+                 "# TYPE sluice_access_log_dropped_total counter\n"
+                 "sluice_access_log_dropped_total {}\n",
+                 gauges.open_connections, gauges.parked_connections, gauges.access_log_dropped);
   return fmt::to_string(out);
 }
 

@@ -154,6 +154,7 @@ class Metrics {
     std::span<const std::pair<std::string_view, std::uint64_t>> limiter_keys;
     std::size_t open_connections = 0;
     std::size_t parked_connections = 0;
+    std::uint64_t access_log_dropped = 0;  ///< Lines the access log's full queue dropped.
     std::string_view store = "memory";
     std::uint64_t store_errors = 0;
     bool store_available = true;

@@ -2,10 +2,14 @@
 #include "proxy/telemetry/access_log.hpp"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <array>
 #include <boost/json/parse.hpp>
 #include <boost/json/value.hpp>
+#include <cstdio>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace sluice::telemetry {
@@ -33,6 +37,43 @@ TEST(AccessLogJson, ParsesWhateverTheRequestSent) {
   EXPECT_EQ(json.at("route").as_string(), "r\\oute \"one\"");
   EXPECT_EQ(json.at("status").as_int64(), 200);
   EXPECT_EQ(json.at("duration_ms").as_double(), 1.5);
+}
+
+TEST(AccessLog, CountsTheLinesItDropsWhileItsOutputIsStuck) {
+  // Standard output a pipe nobody reads for a while: the log's thread blocks on it, its queue
+  // fills, and the oldest lines are dropped and counted; the event loops never wait.
+  std::array<int, 2> pipe_ends{};
+  ASSERT_EQ(::pipe(pipe_ends.data()), 0);
+  std::fflush(stdout);
+  const int saved_stdout = ::dup(STDOUT_FILENO);
+  ASSERT_GE(saved_stdout, 0);
+  ASSERT_GE(::dup2(pipe_ends[1], STDOUT_FILENO), 0);
+  std::uint64_t dropped = 0;
+  std::thread drain;
+  {
+    AccessLog log;
+    AccessRecord record;
+    record.client = "198.51.100.7";
+    record.method = "GET";
+    record.target = "/a";
+    for (int i = 0; i < 20000; ++i) {  // more than the queue (8192) and the pipe (64 KiB) hold
+      log.write(config::LogFormat::text, record);
+    }
+    dropped = log.dropped();
+    // Unstuck: the pipe is read to its end, so the log's thread can finish.
+    drain = std::thread([reader = pipe_ends[0]] {
+      std::array<char, 65536> bytes;
+      while (::read(reader, bytes.data(), bytes.size()) > 0) {
+      }
+    });
+  }
+  std::fflush(stdout);
+  ::dup2(saved_stdout, STDOUT_FILENO);
+  ::close(saved_stdout);
+  ::close(pipe_ends[1]);
+  drain.join();
+  ::close(pipe_ends[0]);
+  EXPECT_GT(dropped, 20000U - 8192U - 65536U / 40U);
 }
 
 TEST(AccessLog, ShowsTheQueryParametersLimitersKeyOnAsStars) {
