@@ -171,6 +171,11 @@ TEST(AdminPort, AnswersJsonThatParsesWhateverTheNames) {
   EXPECT_EQ(json_of(state).at("limiter").as_string(), limiter);
   EXPECT_EQ(json_of(state).at("remaining").as_int64(), 1);
   EXPECT_FALSE(json_of(state).at("banned").as_bool());
+  // An unknown limiter: 404 whose problem names it, still JSON.
+  const auto unknown = proxy.send(get("/limiters/%22no%5Csuch/127.0.0.1"), true);
+  EXPECT_EQ(unknown.result(), http::status::not_found);
+  EXPECT_EQ(unknown[http::field::content_type], "application/problem+json");
+  EXPECT_EQ(json_of(unknown).at("detail").as_string(), "no limiter named \"no\\such");
 
   EXPECT_EQ(proxy.send(get("/")).result(), http::status::ok);
   const auto limited = proxy.send(get("/"));  // the proxy's own problem+json names the limiter
