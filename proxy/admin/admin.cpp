@@ -19,7 +19,7 @@ AdminResponse reload(const AdminRequest& request, const http::LoopContext& conte
   if (!context.proxy.reloader) {
     return problem(request, http::status::not_found);
   }
-  const live::ReloadReport report = context.proxy.reloader->reload();
+  const live::ReloadReport report = context.proxy.reloader->reload("POST /reload");
   const auto texts = [](const std::vector<std::string>& items) {
     return json::array(items.begin(), items.end());
   };
@@ -28,7 +28,6 @@ AdminResponse reload(const AdminRequest& request, const http::LoopContext& conte
                                {"kept_state", report.kept_state},
                                {"restart_needed", texts(report.restart_needed)}}
                 : json::object{{"result", "failure"}, {"errors", texts(report.errors)}};
-  log_reload(report, "POST /reload");
   return json_response(request, report.ok ? http::status::ok : http::status::unprocessable_entity,
                        answer);
 }

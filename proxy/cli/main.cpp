@@ -70,7 +70,7 @@ void collect_idle_keys(boost::asio::steady_timer& timer, const sluice::live::Liv
 void reload_on_hangup(boost::asio::signal_set& hangup, sluice::live::Reloader& reloader) {
   hangup.async_wait([&hangup, &reloader](const boost::system::error_code& ec, int) {
     if (!ec) {
-      sluice::live::log_reload(reloader.reload(), "SIGHUP");
+      reloader.reload("SIGHUP");
       reload_on_hangup(hangup, reloader);
     }
   });

@@ -41,8 +41,21 @@ void log_reload(const ReloadReport& report, std::string_view trigger) {
   }
 }
 
-ReloadReport Reloader::reload() {
+ReloadReport Reloader::reload(std::string_view trigger) {
   const std::lock_guard lock(mutex_);
+  ReloadReport report = load_and_publish();
+  log_reload(report, trigger);
+  const std::lock_guard last_lock(last_mutex_);
+  last_ = LastReload{report, std::string(trigger), std::chrono::system_clock::now()};
+  return report;
+}
+
+std::optional<LastReload> Reloader::last() const {
+  const std::lock_guard lock(last_mutex_);
+  return last_;
+}
+
+ReloadReport Reloader::load_and_publish() {
   ReloadReport report;
   std::shared_ptr<const config::ProxyConfig> next;
   const auto refuse = [&](const config::ConfigError& error) {

@@ -66,7 +66,8 @@ class ReloadableProxy {
     file << body << '\n';
   }
   /// Reloads the file, as SIGHUP does.
-  live::ReloadReport reload() { return reloader_->reload(); }
+  live::ReloadReport reload() { return reloader_->reload("SIGHUP"); }
+  const live::Reloader& reloader() const { return *reloader_; }
 
   http::response<http::string_body> send(http::request<http::string_body> request,
                                          bool admin = false) {

@@ -224,6 +224,12 @@ TEST(AdminPort, ReloadKeepsUnchangedLimitersAndRefusesABrokenFile) {
   EXPECT_THAT(refused.body(), HasSubstr(".yaml:7:20: limiters.one.algorithm: "));
   EXPECT_THAT(refused.body(), HasSubstr("fixed_windw"));
   EXPECT_EQ(proxy.send(get("/status")).body(), "up");
+  // The last reload is kept with what asked for it (for the admin page).
+  const std::optional<live::LastReload> last = proxy.reloader().last();
+  ASSERT_TRUE(last.has_value());
+  EXPECT_FALSE(last->report.ok);
+  EXPECT_EQ(last->trigger, "POST /reload");
+  EXPECT_THAT(last->report.errors.at(0), HasSubstr("fixed_windw"));
   const std::string metrics = proxy.send(get("/metrics"), true).body();
   EXPECT_THAT(metrics, HasSubstr("sluice_config_reloads_total{result=\"success\"} 1\n"));
   EXPECT_THAT(metrics, HasSubstr("sluice_config_reloads_total{result=\"failure\"} 1\n"));
