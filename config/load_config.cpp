@@ -317,7 +317,7 @@ ProxyConfig read_config(const YAML::Node& root, const std::string& file, ReadCon
   MapReader top(root, "",
                 {"listen", "tls", "admin", "threads", "max_connections", "upstream", "upstream_tls",
                  "http2", "trusted_proxies", "timeouts", "limits_headers", "log", "store", "auth",
-                 "limiters", "deny", "ban", "routes"},
+                 "limiters", "deny", "ban", "routes", "top_keys"},
                 context);
   if (!top.valid()) {
     if (root.IsNull()) {
@@ -333,6 +333,8 @@ ProxyConfig read_config(const YAML::Node& root, const std::string& file, ReadCon
   config.threads = static_cast<unsigned>(top.whole_number("threads", 0, 1024).value_or(0));
   config.max_connections = static_cast<std::size_t>(
       top.whole_number("max_connections", 1, 10'000'000).value_or(config.max_connections));
+  config.top_keys =
+      static_cast<std::size_t>(top.whole_number("top_keys", 0, 1024).value_or(config.top_keys));
   if (auto upstream = top.text("upstream")) {
     std::string problem;
     config.upstream = parse_upstream(*upstream, problem);

@@ -319,6 +319,9 @@ struct ProxyConfig {
   /// Client connections open at once, over all threads; beyond it new ones wait in the listen
   /// queue until one closes (HAProxy's `maxconn`).
   std::size_t max_connections = 10000;
+  /// Keys each limiter's heaviest-keys summary keeps per event loop and ten seconds (GET /top,
+  /// SPEC §10); 0 turns the tracking off.
+  std::size_t top_keys = 64;
   std::optional<Upstream> upstream;
   UpstreamTls upstream_tls;  ///< For every https:// upstream.
   Http2Options http2;

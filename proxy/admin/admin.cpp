@@ -8,6 +8,7 @@
 #include "proxy/admin/config_json.hpp"
 #include "proxy/admin/limiter_state.hpp"
 #include "proxy/admin/metrics_page.hpp"
+#include "proxy/admin/top_keys_endpoint.hpp"
 
 namespace sluice::admin {
 namespace {
@@ -64,7 +65,7 @@ io::Awaitable<AdminResponse> respond(const AdminRequest& request, http::LoopCont
                                          : problem(request, http::status::method_not_allowed);
   }
   const bool known = path == "/healthz" || path == "/readyz" || path == "/metrics" ||
-                     path == "/config" || path.starts_with("/limiters/");
+                     path == "/config" || path == "/top" || path.starts_with("/limiters/");
   if (!known) {
     co_return problem(request, http::status::not_found);
   }
@@ -85,6 +86,9 @@ io::Awaitable<AdminResponse> respond(const AdminRequest& request, http::LoopCont
         request, http::status::ok,
         config_json(*generation->config, lease_holders_of(*context.proxy.store)),
         "application/json");
+  }
+  if (path == "/top") {
+    co_return top_keys(request, *generation, context);
   }
   co_return limiter_state(request, *generation, context);
 }

@@ -3,6 +3,7 @@
 #include <optional>
 
 #include "proxy/http/accounting.hpp"
+#include "proxy/live/top_keys.hpp"
 
 namespace sluice::http {
 
@@ -116,6 +117,7 @@ io::Awaitable<void> serve_exchange(Downstream& downstream, Exchange& exchange, L
       exchange.charged = co_await store.charge(loop.index, decision, exchange.charges, now);
     }
     pipeline.conclude(decision, exchange.charges, exchange.charged, now);
+    live::count_top_keys(exchange.generation, loop.index, decision, downstream.request_view(), now);
   }
   exchange.cost = nullptr;
   exchange.charged_cost = std::nullopt;

@@ -67,6 +67,10 @@ Generation::Generation(std::shared_ptr<const config::ProxyConfig> loaded,
     upstream_counters.push_back(upstream ? metrics.upstream(upstream->url)
                                          : std::vector<telemetry::UpstreamCounters*>{});
   }
+  if (config->top_keys > 0 && !config->limiters.empty()) {
+    heavy_hitters = std::make_unique<telemetry::HeavyHitters>(config->limiters.size(),
+                                                              metrics.loops(), config->top_keys);
+  }
   for (const config::LimiterConfig& limiter : config->limiters) {
     cost_counters.push_back(limiter.settled_later() ? metrics.cost(limiter.name)
                                                     : std::vector<telemetry::CostCounters*>{});

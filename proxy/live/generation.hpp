@@ -10,6 +10,7 @@
 #include "config/proxy_config.hpp"
 #include "proxy/cost/response_meter.hpp"
 #include "proxy/pipeline/pipeline.hpp"
+#include "proxy/telemetry/heavy_hitters.hpp"
 #include "proxy/telemetry/metrics.hpp"
 
 namespace sluice::tls {
@@ -51,6 +52,9 @@ struct Generation {
   std::vector<std::vector<telemetry::CostCounters*>> cost_counters;
   /// [route]: how its responses' cost is read (its `cost_from`), or null.
   std::vector<std::unique_ptr<const cost::MeterSpec>> meter_specs;
+  /// Each limiter's heaviest keys over the last minute (GET /top); null when `top_keys` is 0.
+  /// A reload starts them afresh.
+  std::unique_ptr<telemetry::HeavyHitters> heavy_hitters;
   /// The query parameters some limiter keys on: the access log hides their values.
   std::vector<std::string> secret_query;
 

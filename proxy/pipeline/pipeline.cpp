@@ -403,6 +403,40 @@ std::optional<limiter::Status> Pipeline::peek(std::string_view limiter_name,
   return std::nullopt;
 }
 
+std::size_t Pipeline::instance_of(const LimiterReport& report) noexcept {
+  const config::LimiterConfig& limiter = *report.limiter;
+  for (std::size_t i = 0; i < limiter.overrides.size(); ++i) {
+    if (report.options == &limiter.overrides[i].options) {
+      return 1 + i;
+    }
+  }
+  for (std::size_t i = 0; i < limiter.tiers.size(); ++i) {
+    if (report.options == &limiter.tiers[i].options) {
+      return 1 + limiter.overrides.size() + i;
+    }
+  }
+  return 0;
+}
+
+std::optional<limiter::Status> Pipeline::peek_counted(std::size_t limiter_index,
+                                                      std::size_t instance, limiter::KeyHash key,
+                                                      limiter::TimePoint now) {
+  if (limiter_index >= limiters_.size()) {
+    return std::nullopt;
+  }
+  LimiterSlot& slot = limiters_[limiter_index];
+  limiter::Limiter* counted = slot.main.get();
+  if (instance > 0 && instance <= slot.overrides.size()) {
+    counted = slot.overrides[instance - 1].second.get();
+  } else if (instance > slot.overrides.size() &&
+             instance <= slot.overrides.size() + slot.tiers.size()) {
+    counted = slot.tiers[instance - 1 - slot.overrides.size()].second.get();
+  } else if (instance != 0) {
+    return std::nullopt;
+  }
+  return counted->peek(key, now);
+}
+
 std::optional<limiter::Duration> Pipeline::banned_for(const IpAddress& client,
                                                       limiter::TimePoint now) {
   return ban_ ? ban_->banned_for(client, now) : std::nullopt;

@@ -192,6 +192,15 @@ class Pipeline {
   std::optional<limiter::Status> peek(std::string_view limiter_name, std::string_view key_text,
                                       limiter::TimePoint now,
                                       std::optional<std::string_view> tier = std::nullopt);
+  /// Which of its limiter's instances counted a report's key: 0 the limiter's own, 1 + i its
+  /// override i, 1 + overrides + i its tier i. With peek_counted, a key's state is found again
+  /// from its hash alone (a secret key's text is never kept).
+  static std::size_t instance_of(const LimiterReport& report) noexcept;
+  /// The state of the key hashed `key` (LimiterReport::key) in instance `instance` (instance_of)
+  /// of the limiter at `limiter_index` in the configuration, without consuming anything; nullopt
+  /// when there is no such instance.
+  std::optional<limiter::Status> peek_counted(std::size_t limiter_index, std::size_t instance,
+                                              limiter::KeyHash key, limiter::TimePoint now);
   /// How much longer a client address stays banned; nullopt when not banned.
   std::optional<limiter::Duration> banned_for(const IpAddress& client, limiter::TimePoint now);
 

@@ -86,8 +86,8 @@ void SpaceSaving::index_erase(limiter::KeyHash key) noexcept {
   // home lies cyclically in (hole, slot], where they would become unreachable.
   for (std::size_t slot = (hole + 1) & mask_; index_[slot] != kEmpty; slot = (slot + 1) & mask_) {
     const std::size_t wanted = home(entries_[index_[slot]].key);
-    const bool stays = hole <= slot ? (hole < wanted && wanted <= slot)
-                                    : (hole < wanted || wanted <= slot);
+    const bool stays =
+        hole <= slot ? (hole < wanted && wanted <= slot) : (hole < wanted || wanted <= slot);
     if (!stays) {
       index_[hole] = index_[slot];
       hole = slot;

@@ -8,6 +8,7 @@
 #include "limiter/decide.hpp"
 #include "limiter/key_hash.hpp"
 #include "limiter/make_limiter.hpp"
+#include "proxy/live/top_keys.hpp"
 #include "tests/support/counted_new.hpp"
 #include "tests/support/manual_clock.hpp"
 #include "tests/support/minted_jwts.hpp"
@@ -107,6 +108,55 @@ routes:
   };
   run();
   EXPECT_EQ(allocations_during(run), 0U);
+}
+
+TEST(Allocation, CountingTheHeaviestKeysNeverAllocates) {
+  // A new client address on nearly every request: each one enters the summaries, evicting the
+  // least-counted key and copying its text; the header key is found by its hash alone.
+  auto config = std::make_shared<const config::ProxyConfig>(config::parse_config(
+      R"(
+upstream: http://127.0.0.1:9000
+trusted_proxies: ["127.0.0.0/8"]
+top_keys: 16
+limiters:
+  per-ip: {algorithm: fixed_window, limit: 1000000, window: 1h}
+  per-user: {algorithm: fixed_window, limit: 1000000, window: 1h, key: "header:X-User"}
+routes: [{name: all, limiters: [per-ip, per-user]}]
+)",
+      "proxy.yaml", [](std::string_view) { return std::nullopt; }));
+  telemetry::Metrics metrics(1);
+  const live::Generation generation(config, nullptr, metrics);
+  std::vector<std::string> clients;  // the requests' header values refer to them
+  for (int i = 0; i < 1000; ++i) {
+    clients.push_back("172.16." + std::to_string(i / 250) + "." + std::to_string(i % 250));
+  }
+  const std::array<std::string, 3> users{"user-0", "user-1", "user-2"};
+  std::vector<test::PipelineFixture::Request> requests;
+  for (std::size_t i = 0; i < clients.size(); ++i) {
+    requests.push_back({.method = "GET",
+                        .target = "/",
+                        .host = "api.example.com",
+                        .headers = {{"X-Forwarded-For", clients[i]}, {"X-User", users[i % 3]}},
+                        .peer = "127.0.0.1"});
+  }
+  TimePoint now = at(0s);
+  const auto run = [&] {
+    for (int round = 0; round < 5; ++round) {
+      for (const test::PipelineFixture::Request& request : requests) {
+        now += 1ms;  // 5 s a run: a new ten-second window every other run
+        const pipeline::RequestView view = test::PipelineFixture::view_of(request);
+        const pipeline::Decision decision = generation.pipeline.decide(view, now);
+        live::count_top_keys(generation, 0, decision, view, now);
+      }
+    }
+  };
+  run();
+  EXPECT_EQ(allocations_during(run), 0U);
+  const std::vector<telemetry::HeaviestKey> users_counted =
+      generation.heavy_hitters->heaviest(1, 3, now);
+  ASSERT_EQ(users_counted.size(), 3U);
+  EXPECT_EQ(users_counted[0].requests, 3340U);  // 3 users in 16 places: exact
+  EXPECT_TRUE(generation.heavy_hitters->heaviest(0, 1, now).at(0).text.starts_with("172.16."));
 }
 
 TEST(Allocation, AVerifiedCallersRepeatedTokenNeverAllocates) {
