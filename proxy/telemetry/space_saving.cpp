@@ -16,29 +16,29 @@ SpaceSaving::SpaceSaving(std::size_t capacity)
       heap_(capacity),
       position_(capacity),
       // At most half full: probes stay short.
-      index_(std::bit_ceil(std::max<std::size_t>(2 * capacity, 2)), kEmpty),
+      index_(std::bit_ceil(std::max<std::size_t>(2 * capacity, 2))),
       mask_(index_.size() - 1) {
   assert(capacity > 0 && capacity < kEmpty);
 }
 
 void SpaceSaving::clear() noexcept {
   size_ = 0;
-  std::fill(index_.begin(), index_.end(), kEmpty);
+  std::fill(index_.begin(), index_.end(), IndexSlot{});
 }
 
 std::size_t SpaceSaving::memory_bytes() const noexcept {
-  return sizeof(*this) + entries_.size() * sizeof(HeavyKey) +
-         (heap_.size() + position_.size() + index_.size()) * sizeof(std::uint16_t);
+  return sizeof(*this) + entries_.size() * sizeof(HeavyKey) + heap_.size() * sizeof(HeapNode) +
+         position_.size() * sizeof(std::uint16_t) + index_.size() * sizeof(IndexSlot);
 }
 
 std::size_t SpaceSaving::find(limiter::KeyHash key) const noexcept {
   for (std::size_t slot = home(key);; slot = (slot + 1) & mask_) {
-    const std::uint16_t entry = index_[slot];
-    if (entry == kEmpty) {
+    const IndexSlot& at = index_[slot];
+    if (at.entry == kEmpty) {
       return kNone;
     }
-    if (entries_[entry].key == key) {
-      return entry;
+    if (at.key == key) {
+      return at.entry;
     }
   }
 }
@@ -50,14 +50,14 @@ std::size_t SpaceSaving::admit(limiter::KeyHash key) noexcept {
     entry = size_++;
     entries_[entry] = HeavyKey{};
     std::size_t at = size_ - 1;
-    heap_[at] = static_cast<std::uint16_t>(entry);
+    heap_[at] = {.requests = 0, .entry = static_cast<std::uint16_t>(entry)};
     position_[entry] = static_cast<std::uint16_t>(at);
     while (at > 0) {
       swap_heap(at, (at - 1) / 2);
       at = (at - 1) / 2;
     }
   } else {
-    entry = heap_[0];
+    entry = heap_[0].entry;
     index_erase(entries_[entry].key);
     HeavyKey& replaced = entries_[entry];
     replaced.error = replaced.requests;  // inherited: the new key was seen at most that often
@@ -71,21 +71,22 @@ std::size_t SpaceSaving::admit(limiter::KeyHash key) noexcept {
 
 void SpaceSaving::index_insert(limiter::KeyHash key, std::uint16_t entry) noexcept {
   std::size_t slot = home(key);
-  while (index_[slot] != kEmpty) {
+  while (index_[slot].entry != kEmpty) {
     slot = (slot + 1) & mask_;
   }
-  index_[slot] = entry;
+  index_[slot] = {.key = key, .entry = entry};
 }
 
 void SpaceSaving::index_erase(limiter::KeyHash key) noexcept {
   std::size_t hole = home(key);
-  while (entries_[index_[hole]].key != key) {
+  while (index_[hole].key != key) {
     hole = (hole + 1) & mask_;
   }
   // Backward-shift deletion: pull later members of the probe run into the hole unless their
   // home lies cyclically in (hole, slot], where they would become unreachable.
-  for (std::size_t slot = (hole + 1) & mask_; index_[slot] != kEmpty; slot = (slot + 1) & mask_) {
-    const std::size_t wanted = home(entries_[index_[slot]].key);
+  for (std::size_t slot = (hole + 1) & mask_; index_[slot].entry != kEmpty;
+       slot = (slot + 1) & mask_) {
+    const std::size_t wanted = home(index_[slot].key);
     const bool stays =
         hole <= slot ? (hole < wanted && wanted <= slot) : (hole < wanted || wanted <= slot);
     if (!stays) {
@@ -93,7 +94,7 @@ void SpaceSaving::index_erase(limiter::KeyHash key) noexcept {
       hole = slot;
     }
   }
-  index_[hole] = kEmpty;
+  index_[hole] = IndexSlot{};
 }
 
 void SpaceSaving::sift_down(std::size_t at) noexcept {
@@ -103,10 +104,10 @@ void SpaceSaving::sift_down(std::size_t at) noexcept {
       return;
     }
     std::size_t least = left;
-    if (left + 1 < size_ && entries_[heap_[left + 1]].requests < entries_[heap_[left]].requests) {
+    if (left + 1 < size_ && heap_[left + 1].requests < heap_[left].requests) {
       least = left + 1;
     }
-    if (entries_[heap_[at]].requests <= entries_[heap_[least]].requests) {
+    if (heap_[at].requests <= heap_[least].requests) {
       return;
     }
     swap_heap(at, least);
@@ -116,8 +117,8 @@ void SpaceSaving::sift_down(std::size_t at) noexcept {
 
 void SpaceSaving::swap_heap(std::size_t a, std::size_t b) noexcept {
   std::swap(heap_[a], heap_[b]);
-  position_[heap_[a]] = static_cast<std::uint16_t>(a);
-  position_[heap_[b]] = static_cast<std::uint16_t>(b);
+  position_[heap_[a].entry] = static_cast<std::uint16_t>(a);
+  position_[heap_[b].entry] = static_cast<std::uint16_t>(b);
 }
 
 }  // namespace sluice::telemetry

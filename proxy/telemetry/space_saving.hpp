@@ -41,8 +41,10 @@ struct HeavyKey {
 /// memory: `capacity` keys are monitored; a key not monitored takes the place of the one with
 /// the fewest requests and inherits its count as its error. Every key seen more than
 /// total / capacity times is monitored, and each count exceeds the truth by at most its error.
-/// Lookups go through an open-addressed index of the key hashes; the least-counted key is the
-/// root of a min-heap. Nothing allocates after construction. Not thread-safe.
+/// Lookups go through an open-addressed index that holds the key hashes themselves; the
+/// least-counted key is the root of a min-heap whose nodes hold their counts, so that neither
+/// a probe nor a sift reads the entries (which are mostly key text). Nothing allocates after
+/// construction. Not thread-safe.
 class SpaceSaving {
  public:
   explicit SpaceSaving(std::size_t capacity);
@@ -59,7 +61,9 @@ class SpaceSaving {
     HeavyKey& counted = entries_[entry];
     ++counted.requests;
     counted.limited += limited ? 1 : 0;
-    sift_down(position_[entry]);
+    const std::size_t at = position_[entry];
+    heap_[at].requests = counted.requests;
+    sift_down(at);
   }
 
   /// Forgets every key (a new sub-window).
@@ -86,10 +90,19 @@ class SpaceSaving {
   void sift_down(std::size_t at) noexcept;
   void swap_heap(std::size_t a, std::size_t b) noexcept;
 
+  struct HeapNode {
+    std::uint32_t requests = 0;  ///< A copy of the entry's, for sifting.
+    std::uint16_t entry = 0;
+  };
+  struct IndexSlot {
+    limiter::KeyHash key = 0;
+    std::uint16_t entry = kEmpty;
+  };
+
   std::vector<HeavyKey> entries_;
-  std::vector<std::uint16_t> heap_;      ///< Entry indices, a min-heap on requests.
+  std::vector<HeapNode> heap_;           ///< A min-heap on requests.
   std::vector<std::uint16_t> position_;  ///< Each entry's place in heap_.
-  std::vector<std::uint16_t> index_;     ///< Open addressing, linear probing: entry or kEmpty.
+  std::vector<IndexSlot> index_;         ///< Open addressing, linear probing.
   std::size_t mask_ = 0;
   std::size_t size_ = 0;
 };
