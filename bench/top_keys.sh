@@ -1,9 +1,8 @@
 #!/usr/bin/env bash
 # The heaviest keys (GET /top, `top_keys`): what counting every request's keys costs the
 # forward and all-429 paths. sluice runs the same configuration with `top_keys: 64` (on) and
-# `top_keys: 0` (off), the four rows in rotated order, ROUNDS times; the table gives each row's
-# medians and the on row's req/s as a share of the off row's. Then GET /top's answer and the
-# memory the summaries hold.
+# `top_keys: 0` (off), ROUNDS times; the table gives each row's medians and, for each round's
+# pair, on ÷ off. Then GET /top's answer after an all-429 run.
 #
 # Run (from the repository root, after a build of sluice):
 #   cmake --preset release && cmake --build --preset release --target sluice
@@ -125,9 +124,15 @@ measure() {
   results+=("$row|$rps|$p99|$cpu_us")
 }
 
+# Each round measures both paths, each as a pair: off then on, or on then off (alternating by
+# round), back to back, so that a pair shares the machine's moment; the table also gives the
+# median of the pairs' ratios.
 for ((round = 1; round <= ROUNDS; round++)); do
-  for ((i = 0; i < ${#rows[@]}; i++)); do
-    measure "$round" "${rows[(i + round - 1) % ${#rows[@]}]}"
+  for path in forward all-429; do
+    if ((round % 2)); then order=(off on); else order=(on off); fi
+    for state in "${order[@]}"; do
+      measure "$round" "$path, $state"
+    done
   done
 done
 
@@ -139,16 +144,25 @@ column_of() { # ROW FIELD: field 2 req/s, 3 p99, 4 CPU µs/request, of ROW's res
     if [[ ${f[0]} == "$1" ]]; then echo "${f[$2 - 1]}"; fi
   done
 }
+# ratios PATH FIELD: on ÷ off of each round's pair, one per line.
+ratios() {
+  paste <(column_of "$1, on" "$2") <(column_of "$1, off" "$2") | awk '{printf "%.3f\n", $1 / $2}'
+}
 echo
-echo "| path, top_keys | req/s (rounds) | median | on ÷ off | p99 ms | sluice CPU µs/request |"
-echo "|---|---|---:|---:|---:|---:|"
+echo "| path, top_keys | req/s (rounds) | median | on ÷ off, pairs (median) | p99 ms | sluice CPU µs/request | CPU on ÷ off, pairs (median) |"
+echo "|---|---|---:|---:|---:|---:|---:|"
 # shellcheck disable=SC2046 # one word per round
 for row in "${rows[@]}"; do
-  off_rps=$(median $(column_of "${row%,*}, off" 2))
-  rps=$(median $(column_of "$row" 2))
-  awk -v row="$row" -v all="$(column_of "$row" 2 | tr '\n' ' ')" -v rps="$rps" -v off="$off_rps" \
-    -v p99="$(median $(column_of "$row" 3))" -v cpu="$(median $(column_of "$row" 4))" \
-    'BEGIN {printf "| %s | %s| %.0f | %.3f | %.2f | %.2f |\n", row, all, rps, rps / off, p99, cpu}'
+  path=${row%,*}
+  rps_ratio="" cpu_ratio=""
+  if [[ $row == *on ]]; then
+    rps_ratio="$(ratios "$path" 2 | tr '\n' ' ')($(median $(ratios "$path" 2)))"
+    cpu_ratio="$(ratios "$path" 4 | tr '\n' ' ')($(median $(ratios "$path" 4)))"
+  fi
+  awk -v row="$row" -v all="$(column_of "$row" 2 | tr '\n' ' ')" -v rps="$(median $(column_of "$row" 2))" \
+    -v ratio="$rps_ratio" -v p99="$(median $(column_of "$row" 3))" \
+    -v cpu="$(median $(column_of "$row" 4))" -v cpu_ratio="$cpu_ratio" \
+    'BEGIN {printf "| %s | %s| %.0f | %s | %.2f | %.2f | %s |\n", row, all, rps, ratio, p99, cpu, cpu_ratio}'
 done
 echo
 echo "$ROUNDS rounds of wrk -t1 -c$CONNECTIONS -d$DURATION (after a $WARMUP warm-up), medians;" \
