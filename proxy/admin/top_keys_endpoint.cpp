@@ -1,8 +1,10 @@
 #include "proxy/admin/top_keys_endpoint.hpp"
 
+#include <array>
 #include <boost/json/array.hpp>
 #include <boost/json/serialize.hpp>
 #include <charconv>
+#include <optional>
 #include <string>
 
 #include "proxy/pipeline/request_key.hpp"
