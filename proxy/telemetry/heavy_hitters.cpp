@@ -77,7 +77,11 @@ std::vector<HeaviestKey> HeavyHitters::heaviest(std::size_t limiter, std::size_t
   const std::size_t kept = std::min(n, merged.size());
   std::partial_sort(merged.begin(), merged.begin() + static_cast<std::ptrdiff_t>(kept),
                     merged.end(), [](const HeaviestKey& a, const HeaviestKey& b) {
-                      return a.requests != b.requests ? a.requests > b.requests : a.key < b.key;
+                      // Ties by text, then hash: the same order on every read.
+                      if (a.requests != b.requests) {
+                        return a.requests > b.requests;
+                      }
+                      return a.text != b.text ? a.text < b.text : a.key < b.key;
                     });
   merged.resize(kept);
   return merged;

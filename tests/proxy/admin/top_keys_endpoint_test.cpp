@@ -65,6 +65,20 @@ TEST(TopKeys, ListsALimitersHeaviestKeysWithExactCounts) {
       {"key":"10.0.0.2","secret":false,"requests":2,"limited":0,"remaining":1}]})"));
 }
 
+TEST(TopKeys, GivesAnOverriddenKeyItsOverridesRemaining) {
+  ReloadableProxy proxy(
+      "trusted_proxies: [\"127.0.0.1/32\"]\n"
+      "limiters:\n"
+      "  per-ip: {algorithm: fixed_window, limit: 3, window: 1h,\n"
+      "           overrides: {\"10.0.0.9\": {limit: 10}}}\n"
+      "routes: [{name: all, limiters: [per-ip]}]\n");
+  send_from(proxy, "10.0.0.9", "nobody", 5);
+  send_from(proxy, "10.0.0.1", "nobody", 4);
+  EXPECT_EQ(top(proxy, "?limiter=per-ip"), json::parse(R"({"limiter":"per-ip","window_seconds":60,
+      "keys":[{"key":"10.0.0.9","secret":false,"requests":5,"limited":0,"remaining":5},
+              {"key":"10.0.0.1","secret":false,"requests":4,"limited":1,"remaining":0}]})"));
+}
+
 TEST(TopKeys, ShowsSecretKeysAsTheirHashOnly) {
   ReloadableProxy proxy(kTopKeysConfig);
   send_from(proxy, "10.0.0.1", "alice-secret-token", 5);

@@ -42,6 +42,19 @@ TEST(HeavyHitters, MergesTheLoopsAndSortsByRequests) {
   EXPECT_EQ(hitters.heaviest(1, 10, clock.now()).at(0).requests, 50U);
 }
 
+TEST(HeavyHitters, OrdersTiesByText) {
+  test::ManualClock clock;
+  HeavyHitters hitters(1, 1, 8);
+  for (const limiter::KeyHash key : {7U, 3U, 5U}) {
+    count(hitters, 0, 0, key, 2, clock.now());
+  }
+  const std::vector<HeaviestKey> top = hitters.heaviest(0, 10, clock.now());
+  ASSERT_EQ(top.size(), 3U);
+  EXPECT_EQ(top[0].text, "key-3");
+  EXPECT_EQ(top[1].text, "key-5");
+  EXPECT_EQ(top[2].text, "key-7");
+}
+
 TEST(HeavyHitters, SlidesOverTheLastMinuteInTenSecondSteps) {
   test::ManualClock clock;
   HeavyHitters hitters(1, 2, 8);
