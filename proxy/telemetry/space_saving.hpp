@@ -41,9 +41,10 @@ struct HeavyKey {
 /// memory: `capacity` keys are monitored; a key not monitored takes the place of the one with
 /// the fewest requests and inherits its count as its error. Every key seen more than
 /// total / capacity times is monitored, and each count exceeds the truth by at most its error.
-/// Lookups go through an open-addressed index that holds the key hashes themselves; the
-/// least-counted key is the root of a min-heap whose nodes hold their counts, so that neither
-/// a probe nor a sift reads the entries (which are mostly key text). Nothing allocates after
+/// Lookups go through an open-addressed index that holds the key hashes themselves; counts are
+/// kept as the paper's Stream-Summary, a list of buckets of keys with equal counts, smallest
+/// first, so that a count and an eviction are a few links moved whatever the keys' counts.
+/// Neither reads the entries (which are mostly key text). Nothing allocates after
 /// construction. Not thread-safe.
 class SpaceSaving {
  public:
@@ -59,11 +60,8 @@ class SpaceSaving {
       describe(entries_[entry].about);
     }
     HeavyKey& counted = entries_[entry];
-    ++counted.requests;
+    counted.requests = increment(static_cast<std::uint16_t>(entry));
     counted.limited += limited ? 1 : 0;
-    const std::size_t at = position_[entry];
-    heap_[at].requests = counted.requests;
-    sift_down(at);
   }
 
   /// Forgets every key (a new sub-window).
@@ -87,12 +85,25 @@ class SpaceSaving {
   std::size_t home(limiter::KeyHash key) const noexcept { return (key >> 17U) & mask_; }
   void index_insert(limiter::KeyHash key, std::uint16_t entry) noexcept;
   void index_erase(limiter::KeyHash key) noexcept;
-  void sift_down(std::size_t at) noexcept;
-  void swap_heap(std::size_t a, std::size_t b) noexcept;
+  /// Moves `entry` to the bucket one count up; returns its new count.
+  std::uint32_t increment(std::uint16_t entry) noexcept;
+  /// Puts `entry` first in `bucket`'s keys, or takes it out of its bucket.
+  void attach(std::uint16_t entry, std::uint16_t bucket) noexcept;
+  void detach(std::uint16_t entry) noexcept;
+  /// A bucket of `requests` placed after `before` (kEmpty: first), with no keys yet.
+  std::uint16_t new_bucket(std::uint32_t requests, std::uint16_t before) noexcept;
+  void drop_bucket(std::uint16_t bucket) noexcept;
 
-  struct HeapNode {
-    std::uint32_t requests = 0;  ///< A copy of the entry's, for sifting.
-    std::uint16_t entry = 0;
+  struct Bucket {
+    std::uint32_t requests = 0;
+    std::uint16_t first = kEmpty;  ///< Its first key's entry.
+    std::uint16_t prev = kEmpty;   ///< The bucket of the next smaller count.
+    std::uint16_t next = kEmpty;   ///< The bucket of the next larger count; the free list's link.
+  };
+  struct Links {
+    std::uint16_t bucket = kEmpty;
+    std::uint16_t prev = kEmpty;  ///< Within the bucket.
+    std::uint16_t next = kEmpty;
   };
   struct IndexSlot {
     limiter::KeyHash key = 0;
@@ -100,9 +111,11 @@ class SpaceSaving {
   };
 
   std::vector<HeavyKey> entries_;
-  std::vector<HeapNode> heap_;           ///< A min-heap on requests.
-  std::vector<std::uint16_t> position_;  ///< Each entry's place in heap_.
-  std::vector<IndexSlot> index_;         ///< Open addressing, linear probing.
+  std::vector<Links> links_;         ///< Each entry's bucket and neighbours in it.
+  std::vector<Bucket> buckets_;      ///< At most one per entry.
+  std::uint16_t smallest_ = kEmpty;  ///< The bucket of the smallest count.
+  std::uint16_t free_bucket_ = kEmpty;
+  std::vector<IndexSlot> index_;  ///< Open addressing, linear probing.
   std::size_t mask_ = 0;
   std::size_t size_ = 0;
 };
