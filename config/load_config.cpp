@@ -317,7 +317,7 @@ ProxyConfig read_config(const YAML::Node& root, const std::string& file, ReadCon
   MapReader top(root, "",
                 {"listen", "tls", "admin", "threads", "max_connections", "upstream", "upstream_tls",
                  "http2", "trusted_proxies", "timeouts", "limits_headers", "log", "store", "auth",
-                 "limiters", "deny", "ban", "routes"},
+                 "limiters", "deny", "ban", "routes", "watch"},
                 context);
   if (!top.valid()) {
     if (root.IsNull()) {
@@ -340,6 +340,7 @@ ProxyConfig read_config(const YAML::Node& root, const std::string& file, ReadCon
       top.error("upstream", problem);
     }
   }
+  config.watch = top.flag("watch").value_or(false);
   config.upstream_tls = read_upstream_tls(top);
   config.http2 = read_http2(top);
   config.trusted_proxies = read_networks(top, "trusted_proxies", context);

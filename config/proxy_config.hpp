@@ -319,6 +319,9 @@ struct ProxyConfig {
   /// Client connections open at once, over all threads; beyond it new ones wait in the listen
   /// queue until one closes (HAProxy's `maxconn`).
   std::size_t max_connections = 10000;
+  /// `watch`: the file, and the certificate, key and JWKS files it names, are reloaded when they
+  /// change on disk (SPEC §10). Applies at the reload that reads it.
+  bool watch = false;
   std::optional<Upstream> upstream;
   UpstreamTls upstream_tls;  ///< For every https:// upstream.
   Http2Options http2;

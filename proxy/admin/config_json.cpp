@@ -308,6 +308,7 @@ std::string config_json(const config::ProxyConfig& config, std::uint64_t lease_h
   out["admin"] = config.admin ? host_port(*config.admin) : "";
   out["threads"] = config.threads;
   out["max_connections"] = config.max_connections;
+  out["watch"] = config.watch;
   if (config.upstream) {
     out["upstream"] = config::redact_url(config.upstream->url);
   }

@@ -12,7 +12,7 @@ const std::vector<BrokenConfig>& broken_configs() {
        {"proxy.yaml:2:1: unknown key \"listn\" (did you mean \"listen\"?); accepted keys: listen, "
         "tls, admin, threads, max_connections, upstream, upstream_tls, http2, trusted_proxies, "
         "timeouts, "
-        "limits_headers, log, store, auth, limiters, deny, ban or routes"}},
+        "limits_headers, log, store, auth, limiters, deny, ban, routes or watch"}},
       {"unknown_nested_key",
        "upstream: \"http://127.0.0.1:9000\"\ntimeouts: {idel: 5s}\nroutes: [{name: a}]",
        {"proxy.yaml:2:12: timeouts: unknown key \"idel\" (did you mean \"idle\"?); accepted keys: "
@@ -83,6 +83,9 @@ const std::vector<BrokenConfig>& broken_configs() {
       {"bad_max_connections",
        "upstream: \"http://127.0.0.1:9000\"\nmax_connections: 0\nroutes: [{name: a}]",
        {"proxy.yaml:2:18: max_connections: \"0\" is not a whole number from 1 to 10000000"}},
+      {"bad_watch",
+       "upstream: \"http://127.0.0.1:9000\"\nwatch: yes\nroutes: [{name: a}]",
+       {"proxy.yaml:2:8: watch: \"yes\" is not one of true or false"}},
       {"bad_threads",
        "upstream: \"http://127.0.0.1:9000\"\nthreads: -1\nroutes: [{name: a}]",
        {"proxy.yaml:2:10: threads: \"-1\" is not a whole number from 0 to 1024"}},
