@@ -171,6 +171,24 @@ class Metrics {
   /// The exposition: requests, durations, upstream errors, limiter keys, store errors, reloads.
   std::string render(const Gauges& gauges) const;
 
+  /// Each route's requests so far by decision, summed over the loops: what the traffic
+  /// history samples (telemetry/traffic_history.hpp).
+  std::vector<std::pair<std::string, std::array<std::uint64_t, kMetricDecisions>>> route_totals()
+      const;
+  /// The counts the operators' page shows beside the routes', summed over the loops.
+  struct Totals {
+    /// Per upstream, its failures by UpstreamErrorKind.
+    std::vector<std::pair<std::string, std::array<std::uint64_t, kUpstreamErrorKinds>>>
+        upstream_errors;
+    /// Per JWT provider, its key set's fetches that succeeded, and that failed.
+    std::vector<std::pair<std::string, std::array<std::uint64_t, 2>>> jwks_refreshes;
+    std::array<std::uint64_t, 2> reloads{};         ///< Succeeded, failed.
+    std::array<std::uint64_t, 3> tls_handshakes{};  ///< By Handshake.
+    std::uint64_t http2_connections = 0;
+    std::uint64_t http2_goaways = 0;  ///< Of any error code.
+  };
+  Totals totals() const;
+
  private:
   template <class Counters>
   using Family = std::deque<std::pair<std::string, std::vector<std::unique_ptr<Counters>>>>;
