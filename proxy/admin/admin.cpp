@@ -8,6 +8,8 @@
 #include "proxy/admin/config_json.hpp"
 #include "proxy/admin/limiter_state.hpp"
 #include "proxy/admin/metrics_page.hpp"
+#include "proxy/admin/operator_page.hpp"
+#include "proxy/admin/stats.hpp"
 
 namespace sluice::admin {
 namespace {
@@ -63,13 +65,23 @@ io::Awaitable<AdminResponse> respond(const AdminRequest& request, http::LoopCont
     co_return method == http::verb::post ? reload(request, context)
                                          : problem(request, http::status::method_not_allowed);
   }
-  const bool known = path == "/healthz" || path == "/readyz" || path == "/metrics" ||
-                     path == "/config" || path.starts_with("/limiters/");
+  const bool page = path == "/" || path == "/page.css" || path == "/page.js";
+  const bool known = page || path == "/stats" || path == "/healthz" || path == "/readyz" ||
+                     path == "/metrics" || path == "/config" || path.starts_with("/limiters/");
   if (!known) {
     co_return problem(request, http::status::not_found);
   }
   if (!get) {
     co_return problem(request, http::status::method_not_allowed);
+  }
+  if (path == "/") {
+    co_return operator_page(request, *generation, context);
+  }
+  if (page) {
+    co_return page_file(request, path);
+  }
+  if (path == "/stats") {
+    co_return stats_page(request, *generation, context);
   }
   if (path == "/healthz") {
     co_return text_response(request, http::status::ok, "ok\n");

@@ -17,6 +17,7 @@
 #include "proxy/store/store.hpp"
 #include "proxy/telemetry/access_log.hpp"
 #include "proxy/telemetry/metrics.hpp"
+#include "proxy/telemetry/traffic_history.hpp"
 
 namespace sluice::http {
 
@@ -49,6 +50,8 @@ struct ProxyState {
   /// no timer of their own (counted when a connection parks, not per request).
   std::atomic<std::size_t> parked{0};
   std::atomic<std::size_t> connection_slots{0};  ///< Open, vs max_connections.
+  /// Requests per second by route, sampled by a timer on the first loop (the operators' page).
+  telemetry::TrafficHistory traffic{};
 };
 
 /// What one event loop owns for the connections it serves. Touched only from that loop's

@@ -66,6 +66,25 @@ io::Awaitable<void> pause(std::chrono::milliseconds duration) {
   co_await timer.async_wait(io::use_nothrow);
 }
 
+/// Samples the routes' counters into the traffic history once a second, until the loop stops.
+/// A tick that comes late counts the seconds that passed: the history's seconds stay seconds.
+io::Awaitable<void> sample_traffic(http::ProxyState& state) {
+  io::Timer timer(co_await net::this_coro::executor);
+  auto last = std::chrono::steady_clock::now();
+  for (;;) {
+    timer.expires_at(last + std::chrono::seconds(1));
+    auto [ec] = co_await timer.async_wait(io::use_nothrow);
+    if (ec) {
+      co_return;
+    }
+    const auto now = std::chrono::steady_clock::now();
+    const auto seconds = std::max<std::int64_t>(
+        1, std::chrono::duration_cast<std::chrono::seconds>(now - last).count());
+    last += std::chrono::seconds(seconds);
+    state.traffic.sample(state.metrics.route_totals(), static_cast<std::size_t>(seconds));
+  }
+}
+
 /// Accepts connections and serves each on this loop. With `counted`, each holds one of the
 /// configured `max_connections` slots (given back by the session): at the limit the loop holds
 /// the connection it has just accepted and accepts no other, so new connections wait in the
@@ -164,6 +183,7 @@ void Server::start() {
   // Fetched JWK Sets are refreshed off the request path, on the first loop (a reload may add
   // providers, so it runs whatever the configuration of the start).
   net::co_spawn(loops_.front()->io, refresh_key_sets(live_, state_.metrics), net::detached);
+  net::co_spawn(loops_.front()->io, sample_traffic(state_), net::detached);
   for (std::size_t i = 0; i < loops_.size(); ++i) {
     Loop* loop = loops_[i].get();
     for (std::size_t listener = 0; listener < loop->acceptors.size(); ++listener) {

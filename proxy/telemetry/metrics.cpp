@@ -127,9 +127,9 @@ Metrics::Totals Metrics::totals() const {
   const std::lock_guard lock(mutex_);
   Totals totals;
   for (const auto& [upstream, loops] : upstreams_) {
-    auto& counts =
-        totals.upstream_errors.emplace_back(upstream, std::array<std::uint64_t, kUpstreamErrorKinds>{})
-            .second;
+    auto& counts = totals.upstream_errors
+                       .emplace_back(upstream, std::array<std::uint64_t, kUpstreamErrorKinds>{})
+                       .second;
     for (std::size_t k = 0; k < kUpstreamErrorKinds; ++k) {
       counts[k] = sum(loops, [k](const UpstreamCounters& c) { return c.errors[k].value(); });
     }
