@@ -128,7 +128,17 @@ void limiter_sections(std::string& out, const json::object& stats) {
 void store_section(std::string& out, const json::object& stats) {
   std::vector<Row> rows;
   for (const auto& [name, value] : stats.at("store").as_object()) {
-    rows.push_back({std::string(name), cell_text(&value)});
+    if (!value.is_array()) {
+      rows.push_back({std::string(name), cell_text(&value)});
+    }
+  }
+  if (const json::value* nodes = stats.at("store").as_object().if_contains("nodes")) {
+    for (const json::value& node : nodes->as_array()) {
+      const json::object& shown = node.as_object();
+      rows.push_back({"node " + cell_text(shown, "address"),
+                      "breaker " + cell_text(shown, "breaker") +
+                          (shown.at("serving").as_bool() ? "" : ", no loop sends to it")});
+    }
   }
   for (const json::value& provider : stats.at("jwks").as_array()) {
     const json::object& fetches = provider.as_object();

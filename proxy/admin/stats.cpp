@@ -66,6 +66,12 @@ json::object store_health(const http::LoopContext& context) {
   if (!health) {
     return {{"name", "memory"}, {"available", true}};
   }
+  json::array nodes;
+  for (const store::StoreHealth::Node& node : health->nodes) {
+    nodes.push_back(json::object{{"address", node.address},
+                                 {"breaker", node.breaker_open ? "open" : "closed"},
+                                 {"serving", node.serving}});
+  }
   return {{"name", health->name},
           {"available", health->available},
           {"errors", health->errors},
@@ -75,7 +81,8 @@ json::object store_health(const http::LoopContext& context) {
           {"refunds", health->refunds},
           {"lost_settlements", health->lost_settlements},
           {"lease_hits", health->lease_hits},
-          {"lease_holders", health->lease_holders}};
+          {"lease_holders", health->lease_holders},
+          {"nodes", nodes}};
 }
 
 }  // namespace

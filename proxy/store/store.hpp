@@ -3,7 +3,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "limiter/time.hpp"
 #include "proxy/io/net.hpp"
@@ -30,6 +32,13 @@ struct StoreHealth {
   /// What holds leases on the store: every event loop of every replica that leases, as they
   /// count themselves in it; 0: not counted.
   std::uint64_t lease_holders = 0;
+  /// One Redis, or each Redis Cluster master met so far, and its circuit breaker.
+  struct Node {
+    std::string address;  ///< "host:port".
+    bool breaker_open = false;
+    bool serving = false;  ///< A loop's slot map names it a master (always, for one Redis).
+  };
+  std::vector<Node> nodes{};
 };
 
 /// Where the limiters' counters live (SPEC §2 `store`): it takes a request's prepared charges

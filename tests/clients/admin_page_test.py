@@ -175,6 +175,7 @@ def main():
     parser.add_argument("--node", default=shutil.which("node") or shutil.which("nodejs"))
     parser.add_argument("--chromium", default=shutil.which("chromium") or "/usr/bin/chromium")
     args = parser.parse_args()
+    args.artifacts = os.path.abspath(args.artifacts)  # the driver runs in tests/clients
     if not args.node:
         print("SKIPPED: no node (Debian's nodejs; scripts/install-deps.sh installs it)")
         return SKIP

@@ -215,7 +215,9 @@
     const reset = el('button', { type: 'button', class: 'reset' }, 'reset');
     reset.addEventListener('click', () =>
       write('DELETE', keyPath(limiter, key), undefined, note, 'reset'));
-    const limit = el('input', { type: 'number', min: '0', placeholder: 'limit', 'aria-label': 'limit' });
+    const limit = el('input', {
+      type: 'number', min: '0', required: '', placeholder: 'limit', 'aria-label': 'limit',
+    });
     const period = el('input', { type: 'text', value: '1h', class: 'for', 'aria-label': 'for' });
     const apply = el('button', { type: 'submit' }, 'apply');
     const form = el('form', { class: 'override' }, limit, period, apply);
@@ -259,11 +261,17 @@
 
   // --- store, upstreams, protocols ----------------------------------------------------------
   function drawStore(stats) {
-    const rows = Object.entries(stats.store).map(([name, value]) => {
-      const cell = el('td', {}, shown(value));
-      if (name === 'available') cell.className = value ? 'ok' : 'failed';
-      return [name, cell];
-    });
+    const rows = Object.entries(stats.store).filter(([, value]) => !Array.isArray(value))
+      .map(([name, value]) => {
+        const cell = el('td', {}, shown(value));
+        if (name === 'available') cell.className = value ? 'ok' : 'failed';
+        return [name, cell];
+      });
+    for (const node of stats.store.nodes || []) {
+      const cell = el('td', { class: node.breaker === 'open' ? 'failed' : 'ok' },
+        `breaker ${node.breaker}${node.serving ? '' : ', no loop sends to it'}`);
+      rows.push([`node ${node.address}`, cell]);
+    }
     for (const provider of stats.jwks) {
       rows.push([`JWKS ${provider.provider}`, `${provider.ok} fetched, ${provider.failed} failed`]);
     }

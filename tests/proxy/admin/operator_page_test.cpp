@@ -13,6 +13,7 @@
 #include <string>
 #include <thread>
 
+#include "tests/support/redis_server.hpp"
 #include "tests/support/reloadable_proxy.hpp"
 
 namespace sluice::test {
@@ -94,6 +95,32 @@ TEST(OperatorPage, ServesItsFilesFromTheBinaryUnderThePolicy) {
   }
   EXPECT_EQ(proxy.send(get("/page.html"), true).result(), http::status::not_found);
   EXPECT_EQ(proxy.send(post("/"), true).result(), http::status::method_not_allowed);
+}
+
+TEST(OperatorPage, ShowsTheRedisNodeAndItsBreaker) {
+  const RedisServer redis;
+  ReloadableProxy proxy("store: {type: redis, redis: {url: \"" + redis.url() +
+                        "\", timeout: 20ms, on_error: deny}}\n" + kMarkupRoute);
+  EXPECT_EQ(proxy.send(get("/")).result(), http::status::ok);
+  const std::string address = "127.0.0.1:" + std::to_string(redis.port());
+  boost::json::value stats = stats_of(proxy);
+  EXPECT_EQ(stats.at("store").at("name").as_string(), "redis");
+  EXPECT_EQ(stats.at("store").at("calls").as_int64(), 1);
+  const auto& node = stats.at("store").at("nodes").at(0);
+  EXPECT_EQ(node.at("address").as_string(), address);
+  EXPECT_EQ(node.at("breaker").as_string(), "closed");
+  EXPECT_TRUE(node.at("serving").as_bool());
+  EXPECT_THAT(proxy.send(get("/"), true).body(),
+              HasSubstr("<td>node " + address + "</td><td>breaker closed</td>"));
+
+  redis.pause();  // a hung Redis: the request fails closed, the breaker opens
+  EXPECT_EQ(proxy.send(get("/")).result(), http::status::service_unavailable);
+  stats = stats_of(proxy);
+  EXPECT_FALSE(stats.at("store").at("available").as_bool());
+  EXPECT_EQ(stats.at("store").at("nodes").at(0).at("breaker").as_string(), "open");
+  EXPECT_THAT(proxy.send(get("/"), true).body(),
+              HasSubstr("<td>node " + address + "</td><td>breaker open</td>"));
+  redis.resume();
 }
 
 TEST(OperatorPage, StatsCarryTheHistoryTheTimerSamples) {
