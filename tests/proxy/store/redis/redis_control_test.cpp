@@ -6,6 +6,7 @@
 
 #include "proxy/store/redis/redis_store.hpp"
 #include "tests/proxy/store/redis/redis_test_helpers.hpp"
+#include "tests/support/redis_cluster.hpp"
 #include "tests/support/redis_server.hpp"
 #include "tests/support/redis_store_fixture.hpp"
 
@@ -82,6 +83,44 @@ TEST(RedisControl, AnotherReplicaLetsGoOfAForgottenKeyItRemembersAsOverItsLimit)
   two.loop().run([&]() -> io::Awaitable<void> { co_await two.store().follow_forgotten(0); });
   two.loop().poll();
   EXPECT_EQ(two.redis(client, std::nullopt).outcome, pipeline::Outcome::allowed);
+}
+
+TEST(RedisControl, OnAClusterEachKeyIsForgottenOnTheMasterOfItsSlot) {
+  test::RedisCluster cluster(3);
+  test::StoreFixture fixture(test::kPerUserYaml, test::cluster_store(cluster, "timeout: 1s"));
+  constexpr std::size_t kUsers = 30;  // spread over the three masters
+  for (std::size_t u = 0; u < kUsers; ++u) {
+    const test::PipelineFixture::Request request = test::of_user(test::user(u));
+    for (int i = 0; i < 3; ++i) {
+      EXPECT_EQ(fixture.redis(request, std::nullopt).outcome, pipeline::Outcome::allowed);
+    }
+    EXPECT_EQ(fixture.redis(request, std::nullopt).outcome, pipeline::Outcome::limited);
+  }
+  for (std::size_t node = 0; node < cluster.size(); ++node) {
+    EXPECT_GT(cluster.keys_on(node), 0U) << "master " << node << " holds no key";
+  }
+
+  for (std::size_t u = 0; u < kUsers; ++u) {
+    const std::string& name = test::user(u);
+    const auto definitions =
+        fixture.shared_pipeline().forget("per-user", name, limiter::SystemClock().now());
+    fixture.loop().run([&]() -> io::Awaitable<void> {
+      co_await fixture.store().forget(0, "per-user", *definitions,
+                                      limiter::hash_key(name, pipeline::kSharedKeySeed));
+    });
+  }
+  fixture.loop().poll();
+
+  for (std::size_t u = 0; u < kUsers; ++u) {
+    EXPECT_EQ(fixture.redis(test::of_user(test::user(u)), std::nullopt).outcome,
+              pipeline::Outcome::allowed)
+        << test::user(u);
+  }
+  // The shared tables live on their own slot's master, wherever that is.
+  fixture.loop().run([&]() -> io::Awaitable<void> {
+    co_await fixture.store().write_control(0, "overrides", "per-user\nuser-1", "{}");
+    EXPECT_EQ((co_await fixture.store().read_control(0, "overrides")).size(), 1U);
+  });
 }
 
 }  // namespace
