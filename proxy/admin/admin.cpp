@@ -89,6 +89,7 @@ io::Awaitable<AdminResponse> respond(const AdminRequest& request, http::LoopCont
   const std::string_view path = request.path;
   const std::shared_ptr<const live::Generation> generation = context.generations.get();
   if (path == "/reload") {
+    // Not a ?: around a co_await: GCC's coroutines free its result twice.
     if (method != http::verb::post) {
       co_return problem(request, http::status::method_not_allowed);
     }

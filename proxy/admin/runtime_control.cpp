@@ -315,8 +315,7 @@ std::optional<AdminAction> runtime_action(const AdminRequest& request) {
 }
 
 io::Awaitable<AdminResponse> runtime_write(const AdminRequest& request, http::LoopContext& context,
-                                           AdminAction& action) {
-  action = *runtime_action(request);
+                                           AdminAction action) {
   switch (action) {
     case AdminAction::reset:
       co_return co_await reset(request, context);

@@ -14,10 +14,10 @@ namespace sluice::admin {
 /// - `DELETE /overrides/NAME/KEY`: ends an override early;
 /// - `PUT /bans/IP` `{"for": "10m"}` ({"ip","banned_for"}) and `DELETE /bans/IP`.
 /// NAME and KEY are percent-decoded; a composite key's parts are joined with `+`. The caller has
-/// checked the write may go ahead (refuse_write). Each write is logged; `action` says which it
-/// was, for the count of writes.
+/// checked that the write may go ahead (refuse_write) and found `action` (runtime_action). Each
+/// write that is done is logged.
 io::Awaitable<AdminResponse> runtime_write(const AdminRequest& request, http::LoopContext& context,
-                                           telemetry::AdminAction& action);
+                                           telemetry::AdminAction action);
 
 /// Which write `request` is, if it is one of runtime_write's.
 std::optional<telemetry::AdminAction> runtime_action(const AdminRequest& request);

@@ -12,8 +12,8 @@ namespace {
 namespace json = boost::json;
 
 /// How often the shared tables are read: overrides, bans and resets reach every replica within
-/// about this long.
-constexpr std::chrono::seconds kFollowEvery{1};
+/// this long and a round trip, well within the second promised (three small reads per period).
+constexpr std::chrono::milliseconds kFollowEvery{500};
 /// How long after it expired an entry is deleted from the shared tables.
 constexpr std::chrono::hours kDeletedAfter{1};
 

@@ -24,7 +24,7 @@ std::optional<pipeline::BanEntry> ban_from(std::string_view field, std::string_v
 /// force. Throws store::StoreError when the store does not answer. Nothing to do in memory.
 io::Awaitable<void> pull_shared_control(http::LoopContext& context);
 
-/// Keeps the runtime control current, once a second on one loop, while the process runs: what
+/// Keeps the runtime control current, twice a second on one loop, while the process runs: what
 /// the shared store holds (what other replicas wrote, seen within a second), the keys they
 /// forgot, and after a reload, the overrides laid over the limiters' new parameters.
 io::Awaitable<void> follow_runtime_control(http::LoopContext& context);

@@ -105,7 +105,7 @@ class Store {
     co_return;
   }
   /// Takes in the keys other replicas forgot since the last call (what this one remembers of
-  /// them, its over-limit caches, goes). Call about once a second.
+  /// them, its over-limit caches, goes). Call about twice a second.
   virtual io::Awaitable<void> follow_forgotten(std::size_t /*loop*/) { co_return; }
 
   /// nullopt for a store inside the process, which has nothing to report.
