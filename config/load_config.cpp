@@ -314,11 +314,13 @@ std::optional<BanOptions> read_ban(MapReader& top) {
 ProxyConfig read_config(const YAML::Node& root, const std::string& file, ReadContext& context) {
   ProxyConfig config;
   config.file = file;
-  MapReader top(root, "",
-                {"listen", "tls", "admin", "admin_token", "threads", "max_connections", "upstream",
-                 "upstream_tls", "http2", "trusted_proxies", "timeouts", "limits_headers", "log",
-                 "store", "auth", "limiters", "deny", "ban", "routes", "watch"},
-                context);
+  MapReader top(
+      root, "",
+      {"listen",   "tls",          "admin", "admin_token",     "threads",  "max_connections",
+       "upstream", "upstream_tls", "http2", "trusted_proxies", "timeouts", "limits_headers",
+       "log",      "store",        "auth",  "limiters",        "deny",     "ban",
+       "routes",   "watch"},
+      context);
   if (!top.valid()) {
     if (root.IsNull()) {
       context.diagnostics.error({1, 1}, "the file is empty; it needs at least routes");
