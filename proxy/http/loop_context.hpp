@@ -43,7 +43,9 @@ struct ProxyState {
   telemetry::AccessLog& access_log;
   live::Reloader* reloader = nullptr;  ///< For the admin port's POST /reload; null without one.
   const limiter::Clock& clock;
-  store::Store* store = nullptr;            ///< Set once the store is open, before serving.
+  store::Store* store = nullptr;  ///< Set once the store is open, before serving.
+  /// Runtime overrides and bans (SPEC §10): handed to every generation's pipeline.
+  std::shared_ptr<pipeline::RuntimeControl> control = std::make_shared<pipeline::RuntimeControl>();
   std::atomic<bool> draining{false};        ///< Set on SIGTERM: finish, keep nothing alive.
   std::atomic<std::size_t> connections{0};  ///< Open client connections.
   /// Of those, the ones parked: waiting for their next request with no buffer, no coroutine and

@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "proxy/admin/admin.hpp"
+#include "proxy/admin/shared_control.hpp"
 #include "proxy/http/h2/http1_bridge.hpp"
 #include "proxy/io/net.hpp"
 #include "proxy/io/socket_calls.hpp"
@@ -136,6 +137,7 @@ Server::~Server() { stop(limiter::Duration::zero()); }
 void Server::start() {
   const std::shared_ptr<const live::Generation> generation = live_.current();
   const config::ProxyConfig& config = *generation->config;
+  generation->pipeline.use(state_.control);  // each reload's pipeline takes it from the last
   const unsigned threads = threads_for(config);
   for (const config::Listener& listener : config.listeners) {
     endpoints_.emplace_back(net::ip::make_address(listener.address.host), listener.address.port);
@@ -184,6 +186,9 @@ void Server::start() {
   // providers, so it runs whatever the configuration of the start).
   net::co_spawn(loops_.front()->io, refresh_key_sets(live_, state_.metrics), net::detached);
   net::co_spawn(loops_.front()->io, sample_traffic(state_), net::detached);
+  // Runtime overrides and bans follow the shared store and reloads there too.
+  net::co_spawn(loops_.front()->io, admin::follow_runtime_control(*loops_.front()->context),
+                net::detached);
   for (std::size_t i = 0; i < loops_.size(); ++i) {
     Loop* loop = loops_[i].get();
     for (std::size_t listener = 0; listener < loop->acceptors.size(); ++listener) {

@@ -296,6 +296,17 @@ std::string Metrics::render(const Gauges& gauges) const {
                  reloads_succeeded_.load(std::memory_order_relaxed),
                  reloads_failed_.load(std::memory_order_relaxed));
   fmt::format_to(to,
+                 "# HELP sluice_admin_writes_total Writes on the admin port by action and "
+                 "result.\n"
+                 "# TYPE sluice_admin_writes_total counter\n");
+  for (std::size_t action = 0; action < kAdminActionNames.size(); ++action) {
+    for (std::size_t result = 0; result < kAdminResultNames.size(); ++result) {
+      fmt::format_to(to, "sluice_admin_writes_total{{action=\"{}\",result=\"{}\"}} {}\n",
+                     kAdminActionNames[action], kAdminResultNames[result],
+                     admin_writes_[action][result].load(std::memory_order_relaxed));
+    }
+  }
+  fmt::format_to(to,
                  "# HELP sluice_tls_handshakes_total TLS listeners' handshakes by result.\n"
                  "# TYPE sluice_tls_handshakes_total counter\n"
                  "sluice_tls_handshakes_total{{result=\"full\"}} {}\n"

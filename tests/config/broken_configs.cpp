@@ -10,7 +10,8 @@ const std::vector<BrokenConfig>& broken_configs() {
       {"unknown_top_key",
        "upstream: \"http://127.0.0.1:9000\"\nlistn: \":8080\"\nroutes: [{name: a}]",
        {"proxy.yaml:2:1: unknown key \"listn\" (did you mean \"listen\"?); accepted keys: listen, "
-        "tls, admin, threads, max_connections, upstream, upstream_tls, http2, trusted_proxies, "
+        "tls, admin, admin_token, threads, max_connections, upstream, upstream_tls, http2, "
+        "trusted_proxies, "
         "timeouts, "
         "limits_headers, log, store, auth, limiters, deny, ban, routes or watch"}},
       {"unknown_nested_key",
