@@ -314,11 +314,13 @@ std::optional<BanOptions> read_ban(MapReader& top) {
 ProxyConfig read_config(const YAML::Node& root, const std::string& file, ReadContext& context) {
   ProxyConfig config;
   config.file = file;
-  MapReader top(root, "",
-                {"listen", "tls", "admin", "threads", "max_connections", "upstream", "upstream_tls",
-                 "http2", "trusted_proxies", "timeouts", "limits_headers", "log", "store", "auth",
-                 "limiters", "deny", "ban", "routes", "top_keys"},
-                context);
+  MapReader top(
+      root, "",
+      {"listen",   "tls",          "admin",   "admin_token",     "threads",  "max_connections",
+       "upstream", "upstream_tls", "http2",   "trusted_proxies", "timeouts", "limits_headers",
+       "log",      "store",        "auth",    "limiters",        "deny",     "ban",
+       "routes",   "watch",        "top_keys"},
+      context);
   if (!top.valid()) {
     if (root.IsNull()) {
       context.diagnostics.error({1, 1}, "the file is empty; it needs at least routes");
@@ -330,6 +332,7 @@ ProxyConfig read_config(const YAML::Node& root, const std::string& file, ReadCon
     config.admin =
         top.text("admin").value_or("").empty() ? std::nullopt : read_host_port(top, "admin");
   }
+  config.admin_token = top.text("admin_token").value_or("");
   config.threads = static_cast<unsigned>(top.whole_number("threads", 0, 1024).value_or(0));
   config.max_connections = static_cast<std::size_t>(
       top.whole_number("max_connections", 1, 10'000'000).value_or(config.max_connections));
@@ -342,6 +345,7 @@ ProxyConfig read_config(const YAML::Node& root, const std::string& file, ReadCon
       top.error("upstream", problem);
     }
   }
+  config.watch = top.flag("watch").value_or(false);
   config.upstream_tls = read_upstream_tls(top);
   config.http2 = read_http2(top);
   config.trusted_proxies = read_networks(top, "trusted_proxies", context);

@@ -315,10 +315,16 @@ struct ProxyConfig {
   /// At least one; `listen` with `tls`, or a list of them.
   std::vector<Listener> listeners{Listener{.address = {"0.0.0.0", 8080}, .tls = std::nullopt}};
   std::optional<HostPort> admin = HostPort{"127.0.0.1", 9901};  ///< nullopt: disabled.
-  unsigned threads = 0;                                         ///< 0: one per core.
+  /// `admin_token` (SPEC §10): the bearer token the admin port's writes need. Empty: none, and
+  /// writes are accepted only on a loopback admin address.
+  std::string admin_token;
+  unsigned threads = 0;  ///< 0: one per core.
   /// Client connections open at once, over all threads; beyond it new ones wait in the listen
   /// queue until one closes (HAProxy's `maxconn`).
   std::size_t max_connections = 10000;
+  /// `watch`: the file, and the certificate, key and JWKS files it names, are reloaded when they
+  /// change on disk (SPEC §10). Applies at the reload that reads it.
+  bool watch = false;
   /// Keys each limiter's heaviest-keys summary keeps per event loop and ten seconds (GET /top,
   /// SPEC §10); 0 turns the tracking off.
   std::size_t top_keys = 64;

@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "config/names.hpp"
+#include "config/runtime_parameters.hpp"
 #include "config/time_zones.hpp"
 #include "limiter/make_limiter.hpp"
 
@@ -440,6 +441,43 @@ std::vector<LimiterConfig> read_limiters(const YAML::Node& node, std::uint64_t m
     limiters.push_back(read_limiter(entry.first.Scalar(), entry.second, max_keys, context));
   }
   return limiters;
+}
+
+std::optional<limiter::LimiterOptions> read_runtime_parameters(
+    std::string_view text, const limiter::LimiterOptions& options,
+    std::vector<std::string>& problems) {
+  YAML::Node node;
+  try {
+    node = YAML::Load(std::string(text));  // a JSON object is a YAML mapping
+  } catch (const YAML::Exception&) {
+    problems.emplace_back("the parameters are not a JSON object");
+    return std::nullopt;
+  }
+  const std::vector<std::string_view>& accepted = parameters_of(options.algorithm).accepted;
+  if (!node.IsMap() || node.size() == 0) {
+    problems.push_back("give the parameters to change as an object of " +
+                       join_words(accepted, "or") + " (" +
+                       std::string(limiter::name_of(options.algorithm)) + ")");
+    return std::nullopt;
+  }
+  Diagnostics diagnostics("");
+  const Environment no_variables = [](std::string_view) { return std::optional<std::string>(); };
+  ReadContext context{diagnostics, no_variables};
+  MapReader reader(node, "", accepted, context);
+  limiter::LimiterOptions read = options;
+  read_parameters(reader, read);
+  if (diagnostics.empty()) {
+    accepted_by_engine(reader, read, "");
+  }
+  try {
+    diagnostics.throw_if_any();
+  } catch (const ConfigError& error) {
+    for (const Diagnostic& diagnostic : error.diagnostics()) {
+      problems.push_back(diagnostic.message);
+    }
+    return std::nullopt;
+  }
+  return read;
 }
 
 }  // namespace sluice::config

@@ -110,6 +110,17 @@ class KeyedLimiter final : public Limiter {
     return algorithm_.status(shard.table.slot(index).state, now);
   }
 
+  bool forget(KeyHash key) noexcept override {
+    Shard& shard = shard_for(key);
+    const std::lock_guard guard(shard.lock);
+    const std::size_t index = shard.table.find(key);
+    if (index == Table::kNotFound) {
+      return false;
+    }
+    drop(shard, index);
+    return true;
+  }
+
   void release(KeyHash key, Permits cost) noexcept override {
     if constexpr (requires(typename A::State state) { algorithm_.release(state, cost); }) {
       Shard& shard = shard_for(key);

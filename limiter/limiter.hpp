@@ -65,6 +65,11 @@ class Limiter {
 
   /// The key's status without consuming anything ("why was I limited?").
   virtual Status peek(KeyHash key, TimePoint now) noexcept = 0;
+  /// Forgets everything about `key`, as if it had never been seen: its next request finds a
+  /// full budget (an operator's reset, SPEC §10). Returns whether the key was tracked. On a
+  /// concurrency limiter this forgets permits still in flight; their release() is then ignored,
+  /// or counted against a newer state of the key (never below zero).
+  virtual bool forget(KeyHash key) noexcept = 0;
   /// Gives back permits of a finished request (concurrency only; others ignore it).
   virtual void release(KeyHash key, Permits cost) noexcept = 0;
   /// Drops every key whose state is fresh again and shrinks the tables. Returns keys dropped.

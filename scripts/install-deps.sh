@@ -28,6 +28,8 @@ elif [ "$mode" != --build-only ]; then
   # Debian's npm would conflict with it).
   command -v node >/dev/null || packages+=(nodejs)
   command -v npm >/dev/null || packages+=(npm)
+  # The admin page's browser test (tests/clients/admin_page_test.py) drives Debian's chromium.
+  command -v chromium >/dev/null || packages+=(chromium)
   container_packages=(
     podman buildah runc fuse-overlayfs slirp4netns uidmap containernetworking-plugins iptables
     debootstrap

@@ -28,12 +28,13 @@ phase_done() {
 phase_done "dependencies and checks"
 
 # The LLM clients' test (LlmClients.*, tests/clients/) needs npm's openai and @anthropic-ai/sdk,
-# as tests/clients/package-lock.json pins them. Without the registry that test is skipped (it
-# exits 77 when they are missing), with a warning here and at the end, and nothing fails for it.
+# and the admin page's (AdminPage.*) puppeteer-core, as tests/clients/package-lock.json pins
+# them. Without the registry those tests are skipped (they exit 77 when they are missing), with
+# a warning here and at the end, and nothing fails for it.
 clients_warning=""
 if ! (cd tests/clients && timeout 300 npm ci --no-audit --no-fund --loglevel=error); then
   rm -rf tests/clients/node_modules  # no half-installed packages: the test skips
-  clients_warning="WARNING: npm ci in tests/clients failed (is the npm registry reachable?): the LLM clients' test, LlmClients.OfficialSdksThroughSluice, is SKIPPED"
+  clients_warning="WARNING: npm ci in tests/clients failed (is the npm registry reachable?): the LLM clients' test, LlmClients.OfficialSdksThroughSluice, and the admin page's, AdminPage.*, are SKIPPED"
   echo "$clients_warning" >&2
 fi
 phase_done "npm packages"

@@ -1,13 +1,20 @@
 #include "proxy/admin/admin.hpp"
 
+#include <spdlog/spdlog.h>
+
 #include <boost/beast/core.hpp>
 #include <boost/json/array.hpp>
+#include <sstream>
 #include <string>
 
+#include "proxy/admin/admin_auth.hpp"
 #include "proxy/admin/admin_response.hpp"
 #include "proxy/admin/config_json.hpp"
 #include "proxy/admin/limiter_state.hpp"
 #include "proxy/admin/metrics_page.hpp"
+#include "proxy/admin/operator_page.hpp"
+#include "proxy/admin/runtime_control.hpp"
+#include "proxy/admin/stats.hpp"
 #include "proxy/admin/top_keys_endpoint.hpp"
 
 namespace sluice::admin {
@@ -53,6 +60,30 @@ io::Awaitable<AdminResponse> readiness(const AdminRequest& request, http::LoopCo
       std::string(why));
 }
 
+/// A write (SPEC §10): refused without the token (or, without one, off a loopback address),
+/// else done; counted by action and result either way.
+io::Awaitable<AdminResponse> write(const AdminRequest& request, http::LoopContext& context,
+                                   telemetry::AdminAction action) {
+  using telemetry::AdminResult;
+  std::optional<AdminResponse> response = refuse_write(request, *context.generations.get()->config);
+  if (response) {
+    spdlog::warn("admin: {} {} refused (from {}): {}",
+                 std::string_view(request.message.method_string()), request.path, request.peer,
+                 static_cast<unsigned>(response->result()));
+  } else if (action == telemetry::AdminAction::reload) {
+    response = reload(request, context);
+  } else {
+    response = co_await runtime_write(request, context, action);
+  }
+  const unsigned status = response->result_int();
+  const AdminResult result = status < 300                     ? AdminResult::ok
+                             : status == 401 || status == 403 ? AdminResult::refused
+                             : status == 503                  ? AdminResult::failed
+                                                              : AdminResult::invalid;
+  context.proxy.metrics.count_admin_write(action, result);
+  co_return std::move(*response);
+}
+
 /// The answer to one request: the endpoint its path names, 405 for a method it does not take,
 /// else 404.
 io::Awaitable<AdminResponse> respond(const AdminRequest& request, http::LoopContext& context) {
@@ -61,16 +92,34 @@ io::Awaitable<AdminResponse> respond(const AdminRequest& request, http::LoopCont
   const std::string_view path = request.path;
   const std::shared_ptr<const live::Generation> generation = context.generations.get();
   if (path == "/reload") {
-    co_return method == http::verb::post ? reload(request, context)
-                                         : problem(request, http::status::method_not_allowed);
+    // Not a ?: around a co_await: GCC's coroutines free its result twice.
+    if (method != http::verb::post) {
+      co_return problem(request, http::status::method_not_allowed);
+    }
+    co_return co_await write(request, context, telemetry::AdminAction::reload);
   }
-  const bool known = path == "/healthz" || path == "/readyz" || path == "/metrics" ||
-                     path == "/config" || path == "/top" || path.starts_with("/limiters/");
+  if (const std::optional<telemetry::AdminAction> action = runtime_action(request)) {
+    co_return co_await write(request, context, *action);
+  }
+  const bool page = path == "/" || path == "/page.css" || path == "/page.js";
+  const bool known = page || path == "/stats" || path == "/healthz" || path == "/readyz" ||
+                     path == "/metrics" || path == "/config" || path == "/overrides" ||
+                     path == "/bans" || path == "/top" || path.starts_with("/limiters/") ||
+                     path.starts_with("/overrides/") || path.starts_with("/bans/");
   if (!known) {
     co_return problem(request, http::status::not_found);
   }
   if (!get) {
     co_return problem(request, http::status::method_not_allowed);
+  }
+  if (path == "/") {
+    co_return operator_page(request, *generation, context);
+  }
+  if (page) {
+    co_return page_file(request, path);
+  }
+  if (path == "/stats") {
+    co_return stats_page(request, *generation, context);
   }
   if (path == "/healthz") {
     co_return text_response(request, http::status::ok, "ok\n");
@@ -90,12 +139,34 @@ io::Awaitable<AdminResponse> respond(const AdminRequest& request, http::LoopCont
   if (path == "/top") {
     co_return top_keys(request, *generation, context);
   }
+  if (path == "/overrides") {
+    co_return co_await overrides_list(request, context);
+  }
+  if (path == "/bans") {
+    co_return co_await bans_list(request, context);
+  }
+  if (!path.starts_with("/limiters/")) {
+    co_return problem(request, http::status::method_not_allowed);
+  }
   co_return limiter_state(request, *generation, context);
+}
+
+/// The client's address, as the log of writes names it.
+std::string peer_of(const io::Socket& socket) {
+  beast::error_code error;
+  const auto endpoint = socket.remote_endpoint(error);
+  if (error) {
+    return "?";
+  }
+  std::ostringstream text;
+  text << endpoint;
+  return text.str();
 }
 
 }  // namespace
 
 io::Awaitable<void> serve_admin(io::Socket socket, http::LoopContext& context) {
+  const std::string peer = peer_of(socket);
   beast::basic_stream<tcp, io::Executor> stream(std::move(socket));
   beast::flat_buffer buffer(http::kMaxHeaderBytes);
   for (;;) {
@@ -116,7 +187,8 @@ io::Awaitable<void> serve_admin(io::Socket socket, http::LoopContext& context) {
                                             ? std::string_view{}
                                             : target.substr(question + 1),
                                .version = message.version(),
-                               .keep_alive = message.keep_alive()};
+                               .keep_alive = message.keep_alive(),
+                               .peer = peer};
     AdminResponse response = co_await respond(request, context);
     auto [write_error, written] = co_await http::async_write(stream, response, io::use_nothrow);
     if (write_error || !request.keep_alive) {

@@ -13,6 +13,9 @@ namespace sluice::admin {
 /// - `GET /readyz`: 200 while it accepts traffic, 503 once it drains;
 /// - `GET /limiters/NAME/KEY`: one key's state ({"remaining", "reset", "banned"}), consuming
 ///   nothing. KEY is percent-decoded.
+/// - runtime control (SPEC §10, see runtime_control.hpp): `DELETE`/`PUT /limiters/NAME/KEY`,
+///   `GET /overrides`, `DELETE /overrides/NAME/KEY`, `GET /bans`, `PUT`/`DELETE /bans/IP`;
+///   these writes and `POST /reload` need the admin_token (admin_auth.hpp).
 /// Anything else: 404 (405 for other methods on known paths).
 io::Awaitable<void> serve_admin(io::Socket socket, http::LoopContext& context);
 

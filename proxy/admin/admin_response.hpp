@@ -15,6 +15,7 @@ struct AdminRequest {
   std::string_view query;  ///< After `?`; empty without one.
   unsigned version = 11;
   bool keep_alive = true;
+  std::string_view peer = {};  ///< The client's address, for the log of writes.
 };
 
 using AdminResponse = http::response<http::string_body>;

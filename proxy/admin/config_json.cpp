@@ -306,8 +306,11 @@ std::string config_json(const config::ProxyConfig& config, std::uint64_t lease_h
   out["file"] = config.file;
   out["listen"] = listeners(config.listeners);
   out["admin"] = config.admin ? host_port(*config.admin) : "";
+  // Whether writes need a token, never the token.
+  out["admin_token"] = config.admin_token.empty() ? "" : "***";
   out["threads"] = config.threads;
   out["max_connections"] = config.max_connections;
+  out["watch"] = config.watch;
   out["top_keys"] = config.top_keys;
   if (config.upstream) {
     out["upstream"] = config::redact_url(config.upstream->url);

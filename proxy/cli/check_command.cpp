@@ -198,7 +198,8 @@ void print_config_summary(const config::ProxyConfig& config, std::ostream& out) 
       << (config.store.type == config::StoreType::memory
               ? "memory"
               : config::redact_url(config.store.redis.url))
-      << " (at most " << config.store.max_keys << " keys per limiter)\n\n";
+      << " (at most " << config.store.max_keys << " keys per limiter)"
+      << (config.watch ? ", watching its files" : "") << "\n\n";
 
   std::vector<Row> limiters{{"LIMITER", "ALGORITHM", "PARAMETERS", "KEY", "BEHAVIOUR"}};
   for (const LimiterConfig& limiter : config.limiters) {

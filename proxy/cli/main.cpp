@@ -22,6 +22,7 @@
 #include "proxy/live/generation.hpp"
 #include "proxy/live/reloader.hpp"
 #include "proxy/pipeline/identity.hpp"
+#include "proxy/server/file_watcher.hpp"
 #include "proxy/server/server.hpp"
 #include "proxy/telemetry/access_log.hpp"
 #include "proxy/telemetry/metrics.hpp"
@@ -123,9 +124,12 @@ int run(const std::string& path) {
     control.stop();
   });
   reload_on_hangup(hangup, reloader);
+  // Always there: it watches nothing until a configuration in force says `watch: true`.
+  std::optional<sluice::server::FileWatcher> watcher(std::in_place, reloader, live);
   boost::asio::steady_timer collector(control);
   collect_idle_keys(collector, live, clock);
   control.run();
+  watcher.reset();  // no reload while draining
   server.stop(live.current()->config->timeouts.drain);
   std::cout << "sluice: stopped" << std::endl;
   return 0;

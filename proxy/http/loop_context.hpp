@@ -17,6 +17,7 @@
 #include "proxy/store/store.hpp"
 #include "proxy/telemetry/access_log.hpp"
 #include "proxy/telemetry/metrics.hpp"
+#include "proxy/telemetry/traffic_history.hpp"
 
 namespace sluice::http {
 
@@ -42,13 +43,17 @@ struct ProxyState {
   telemetry::AccessLog& access_log;
   live::Reloader* reloader = nullptr;  ///< For the admin port's POST /reload; null without one.
   const limiter::Clock& clock;
-  store::Store* store = nullptr;            ///< Set once the store is open, before serving.
+  store::Store* store = nullptr;  ///< Set once the store is open, before serving.
+  /// Runtime overrides and bans (SPEC §10): handed to every generation's pipeline.
+  std::shared_ptr<pipeline::RuntimeControl> control = std::make_shared<pipeline::RuntimeControl>();
   std::atomic<bool> draining{false};        ///< Set on SIGTERM: finish, keep nothing alive.
   std::atomic<std::size_t> connections{0};  ///< Open client connections.
   /// Of those, the ones parked: waiting for their next request with no buffer, no coroutine and
   /// no timer of their own (counted when a connection parks, not per request).
   std::atomic<std::size_t> parked{0};
   std::atomic<std::size_t> connection_slots{0};  ///< Open, vs max_connections.
+  /// Requests per second by route, sampled by a timer on the first loop (the operators' page).
+  telemetry::TrafficHistory traffic{};
 };
 
 /// What one event loop owns for the connections it serves. Touched only from that loop's

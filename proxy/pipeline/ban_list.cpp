@@ -44,4 +44,12 @@ bool BanList::strike(const IpAddress& client, limiter::TimePoint now) {
   return true;
 }
 
+bool BanList::lift(const IpAddress& client, limiter::TimePoint now) {
+  const bool banned = banned_for(client, now).has_value();
+  const limiter::KeyHash key = hash(client);
+  strikes_->forget(key);
+  bans_->forget(key);
+  return banned;
+}
+
 }  // namespace sluice::pipeline

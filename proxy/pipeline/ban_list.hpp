@@ -21,6 +21,9 @@ class BanList {
   std::optional<limiter::Duration> banned_for(const IpAddress& client, limiter::TimePoint now);
   /// Records that `client` was limited; returns true when that bans it.
   bool strike(const IpAddress& client, limiter::TimePoint now);
+  /// Ends `client`'s ban and forgets its strikes (an operator's unban); false when it was not
+  /// banned.
+  bool lift(const IpAddress& client, limiter::TimePoint now);
 
   static limiter::KeyHash hash(const IpAddress& client) noexcept;
 

@@ -86,7 +86,8 @@ std::string_view name_of(Outcome outcome) noexcept {
 Pipeline::Pipeline(const config::ProxyConfig& config, const Pipeline* previous)
     : config_(config),
       identity_(config, previous ? &previous->identity_ : nullptr),
-      routes_(config.routes) {
+      routes_(config.routes),
+      control_(previous ? previous->control_ : nullptr) {
   for (const config::Cidr& network : config.deny) {
     deny_.insert(network);
   }
@@ -190,6 +191,16 @@ bool Pipeline::prepare(const RequestView& request, limiter::TimePoint now,
     decision.status = 403;
     return false;
   }
+  const RuntimeSnapshot* runtime = control_ && control_->any() ? &control_->snapshot() : nullptr;
+  if (runtime) {
+    if (const auto left = runtime->banned_for(decision.client, now)) {
+      decision.outcome = Outcome::denied;
+      decision.status = 403;
+      decision.banned = true;
+      decision.retry_after = *left;
+      return false;
+    }
+  }
   if (ban_) {
     if (const auto left = ban_->banned_for(decision.client, now)) {
       decision.outcome = Outcome::denied;
@@ -242,8 +253,17 @@ bool Pipeline::prepare(const RequestView& request, limiter::TimePoint now,
     const bool tiered = slot.config->tier && build_key(*slot.config->tier, slot.config->ipv6_prefix,
                                                        request, decision.client, route.name,
                                                        decision.auth.identity.get(), tier_text);
-    const auto [instance, options] = instance_for(
+    auto [instance, options] = instance_for(
         slot, key_text, tiered ? std::optional<std::string_view>(tier_text) : std::nullopt);
+    if (runtime) {
+      // A runtime override (SPEC §10) comes before the config's overrides and tiers.
+      const RuntimeSnapshot::Override* override =
+          runtime->override_for(slot.config->name, key_text, now);
+      if (override && override->instance->base == slot.config->options) {
+        instance = override->instance->limiter.get();
+        options = &override->instance->options;
+      }
+    }
     Found found{{instance, limiter::hash_key(key_text), cost.value_or(route.cost)},
                 limiter::hash_key(key_text, kSharedKeySeed),
                 options,
@@ -395,9 +415,18 @@ std::optional<limiter::Status> Pipeline::peek(std::string_view limiter_name,
       const std::string internal = internal_key_text(std::string(key_text));
       const std::optional<std::string> tier_text =
           tier ? std::optional(internal_key_text(std::string(*tier))) : std::nullopt;
-      return instance_for(slot, internal,
-                          tier_text ? std::optional<std::string_view>(*tier_text) : std::nullopt)
-          .first->peek(limiter::hash_key(internal), now);
+      limiter::Limiter* instance =
+          instance_for(slot, internal,
+                       tier_text ? std::optional<std::string_view>(*tier_text) : std::nullopt)
+              .first;
+      if (control_ && control_->any()) {
+        const RuntimeSnapshot::Override* override =
+            control_->snapshot().override_for(slot.config->name, internal, now);
+        if (override && override->instance->base == slot.config->options) {
+          instance = override->instance->limiter.get();
+        }
+      }
+      return instance->peek(limiter::hash_key(internal), now);
     }
   }
   return std::nullopt;
@@ -439,7 +468,56 @@ std::optional<limiter::Status> Pipeline::peek_counted(std::size_t limiter_index,
 
 std::optional<limiter::Duration> Pipeline::banned_for(const IpAddress& client,
                                                       limiter::TimePoint now) {
+  if (control_ && control_->any()) {
+    if (const auto left = control_->snapshot().banned_for(client, now)) {
+      return left;
+    }
+  }
   return ban_ ? ban_->banned_for(client, now) : std::nullopt;
+}
+
+bool Pipeline::lift_ban(const IpAddress& client, limiter::TimePoint now) {
+  return ban_ && ban_->lift(client, now);
+}
+
+std::optional<std::vector<limiter::LimiterOptions>> Pipeline::forget(std::string_view limiter_name,
+                                                                     std::string_view key_text,
+                                                                     limiter::TimePoint now) {
+  for (LimiterSlot& slot : limiters_) {
+    if (slot.config->name != limiter_name) {
+      continue;
+    }
+    const std::string internal = internal_key_text(std::string(key_text));
+    const limiter::KeyHash key = limiter::hash_key(internal);
+    std::vector<limiter::LimiterOptions> definitions;
+    const auto forget_in = [&](limiter::Limiter& instance, const limiter::LimiterOptions& options) {
+      if (options.algorithm == limiter::AlgorithmKind::concurrency) {
+        return;  // requests in flight: they give their permits back as they finish
+      }
+      instance.forget(key);
+      if (std::find(definitions.begin(), definitions.end(), options) == definitions.end()) {
+        definitions.push_back(options);
+      }
+    };
+    forget_in(*slot.main, slot.config->options);
+    for (std::size_t i = 0; i < slot.overrides.size(); ++i) {
+      if (slot.overrides[i].first == internal) {
+        forget_in(*slot.overrides[i].second, slot.config->overrides[i].options);
+      }
+    }
+    // The key's tier is not known here: it is forgotten in each (a tier's key is the same key).
+    for (std::size_t i = 0; i < slot.tiers.size(); ++i) {
+      forget_in(*slot.tiers[i].second, slot.config->tiers[i].options);
+    }
+    if (control_ && control_->any()) {
+      if (const RuntimeSnapshot::Override* override =
+              control_->snapshot().override_for(slot.config->name, internal, now)) {
+        forget_in(*override->instance->limiter, override->instance->options);
+      }
+    }
+    return definitions;
+  }
+  return std::nullopt;
 }
 
 std::vector<std::pair<std::string_view, std::uint64_t>> Pipeline::limiter_keys() const {

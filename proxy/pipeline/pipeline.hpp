@@ -15,6 +15,7 @@
 #include "proxy/pipeline/identity.hpp"
 #include "proxy/pipeline/request_view.hpp"
 #include "proxy/pipeline/route_table.hpp"
+#include "proxy/pipeline/runtime_control.hpp"
 
 namespace sluice::pipeline {
 
@@ -201,8 +202,24 @@ class Pipeline {
   /// when there is no such instance.
   std::optional<limiter::Status> peek_counted(std::size_t limiter_index, std::size_t instance,
                                               limiter::KeyHash key, limiter::TimePoint now);
-  /// How much longer a client address stays banned; nullopt when not banned.
+  /// How much longer a client address stays banned (by `ban:` or at runtime); nullopt when not
+  /// banned.
   std::optional<limiter::Duration> banned_for(const IpAddress& client, limiter::TimePoint now);
+
+  /// Runtime overrides and bans (SPEC §10) to obey from now on; a pipeline built from this one
+  /// (a reload) obeys the same. Set once, before serving.
+  void use(std::shared_ptr<RuntimeControl> control) { control_ = std::move(control); }
+  const std::shared_ptr<RuntimeControl>& control() const noexcept { return control_; }
+  /// Forgets one key of a limiter in the memory limiters (SPEC §10 reset): in its own, in those
+  /// of its overrides and tiers, and in its runtime override's. A concurrency limiter's permits
+  /// are requests still in flight, not a budget spent: they are kept. nullopt when no limiter
+  /// has that name; else the definitions the key may be counted under elsewhere (a shared
+  /// store), concurrency ones left out.
+  std::optional<std::vector<limiter::LimiterOptions>> forget(std::string_view limiter_name,
+                                                             std::string_view key_text,
+                                                             limiter::TimePoint now);
+  /// Ends a ban that `ban:` gave `client`; false when it had none.
+  bool lift_ban(const IpAddress& client, limiter::TimePoint now);
 
   const config::ProxyConfig& config() const noexcept { return config_; }
   /// The JWT providers and their keys (a fetched key set is filled and refreshed from outside).
@@ -244,6 +261,7 @@ class Pipeline {
   /// Per route: the provider that verifies its tokens, or null.
   std::vector<const config::JwtProviderConfig*> route_providers_;
   std::size_t kept_state_ = 0;
+  std::shared_ptr<RuntimeControl> control_;  ///< Null: nothing at runtime (replay, tests).
 };
 
 }  // namespace sluice::pipeline

@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "proxy/admin/admin.hpp"
+#include "proxy/admin/shared_control.hpp"
 #include "proxy/http/h2/http1_bridge.hpp"
 #include "proxy/io/net.hpp"
 #include "proxy/io/socket_calls.hpp"
@@ -64,6 +65,25 @@ bool take_slot(std::atomic<std::size_t>& open, std::size_t limit) noexcept {
 io::Awaitable<void> pause(std::chrono::milliseconds duration) {
   io::Timer timer(co_await net::this_coro::executor, duration);
   co_await timer.async_wait(io::use_nothrow);
+}
+
+/// Samples the routes' counters into the traffic history once a second, until the loop stops.
+/// A tick that comes late counts the seconds that passed: the history's seconds stay seconds.
+io::Awaitable<void> sample_traffic(http::ProxyState& state) {
+  io::Timer timer(co_await net::this_coro::executor);
+  auto last = std::chrono::steady_clock::now();
+  for (;;) {
+    timer.expires_at(last + std::chrono::seconds(1));
+    auto [ec] = co_await timer.async_wait(io::use_nothrow);
+    if (ec) {
+      co_return;
+    }
+    const auto now = std::chrono::steady_clock::now();
+    const auto seconds = std::max<std::int64_t>(
+        1, std::chrono::duration_cast<std::chrono::seconds>(now - last).count());
+    last += std::chrono::seconds(seconds);
+    state.traffic.sample(state.metrics.route_totals(), static_cast<std::size_t>(seconds));
+  }
 }
 
 /// Accepts connections and serves each on this loop. With `counted`, each holds one of the
@@ -117,6 +137,7 @@ Server::~Server() { stop(limiter::Duration::zero()); }
 void Server::start() {
   const std::shared_ptr<const live::Generation> generation = live_.current();
   const config::ProxyConfig& config = *generation->config;
+  generation->pipeline.use(state_.control);  // each reload's pipeline takes it from the last
   const unsigned threads = threads_for(config);
   for (const config::Listener& listener : config.listeners) {
     endpoints_.emplace_back(net::ip::make_address(listener.address.host), listener.address.port);
@@ -164,6 +185,10 @@ void Server::start() {
   // Fetched JWK Sets are refreshed off the request path, on the first loop (a reload may add
   // providers, so it runs whatever the configuration of the start).
   net::co_spawn(loops_.front()->io, refresh_key_sets(live_, state_.metrics), net::detached);
+  net::co_spawn(loops_.front()->io, sample_traffic(state_), net::detached);
+  // Runtime overrides and bans follow the shared store and reloads there too.
+  net::co_spawn(loops_.front()->io, admin::follow_runtime_control(*loops_.front()->context),
+                net::detached);
   for (std::size_t i = 0; i < loops_.size(); ++i) {
     Loop* loop = loops_[i].get();
     for (std::size_t listener = 0; listener < loop->acceptors.size(); ++listener) {

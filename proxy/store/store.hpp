@@ -3,7 +3,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <span>
+#include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "limiter/time.hpp"
 #include "proxy/io/net.hpp"
@@ -30,6 +34,13 @@ struct StoreHealth {
   /// What holds leases on the store: every event loop of every replica that leases, as they
   /// count themselves in it; 0: not counted.
   std::uint64_t lease_holders = 0;
+  /// One Redis, or each Redis Cluster master met so far, and its circuit breaker.
+  struct Node {
+    std::string address;  ///< "host:port".
+    bool breaker_open = false;
+    bool serving = false;  ///< A loop's slot map names it a master (always, for one Redis).
+  };
+  std::vector<Node> nodes{};
 };
 
 /// Where the limiters' counters live (SPEC §2 `store`): it takes a request's prepared charges
@@ -74,6 +85,35 @@ class Store {
   /// they are counted.
   virtual void settle(std::size_t loop, const pipeline::Decision& decision,
                       const pipeline::ResponseSaid& said, limiter::TimePoint now) = 0;
+
+  // Runtime control (SPEC §10), shared by the replicas of a store outside the process. A store
+  // inside the process shares nothing: these do nothing and shares_control() is false. Each may
+  // throw StoreError; each runs on loop `loop`'s executor.
+
+  /// Whether the tables below reach the other replicas.
+  virtual bool shares_control() const noexcept { return false; }
+  /// Sets entry `field` of the shared table `table` ("overrides", "bans") to `value`, or deletes
+  /// it (nullopt). Returns whether it was there before.
+  virtual io::Awaitable<bool> write_control(std::size_t /*loop*/, std::string_view /*table*/,
+                                            std::string_view /*field*/,
+                                            std::optional<std::string_view> /*value*/) {
+    co_return false;
+  }
+  /// Every entry of the shared table `table`.
+  virtual io::Awaitable<std::vector<std::pair<std::string, std::string>>> read_control(
+      std::size_t /*loop*/, std::string_view /*table*/) {
+    co_return std::vector<std::pair<std::string, std::string>>{};
+  }
+  /// Forgets limiter `limiter`'s key `shared_key` (Charges::shared_key) as counted under each
+  /// of `definitions`, for every replica: its next request finds a full budget.
+  virtual io::Awaitable<void> forget(std::size_t /*loop*/, std::string_view /*limiter*/,
+                                     std::span<const limiter::LimiterOptions> /*definitions*/,
+                                     limiter::KeyHash /*shared_key*/) {
+    co_return;
+  }
+  /// Takes in the keys other replicas forgot since the last call (what this one remembers of
+  /// them, its over-limit caches, goes). Call about twice a second.
+  virtual io::Awaitable<void> follow_forgotten(std::size_t /*loop*/) { co_return; }
 
   /// nullopt for a store inside the process, which has nothing to report.
   virtual std::optional<StoreHealth> health() const { return std::nullopt; }

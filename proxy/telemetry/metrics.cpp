@@ -109,6 +109,46 @@ void Metrics::count_reload(bool succeeded) noexcept {
   (succeeded ? reloads_succeeded_ : reloads_failed_).fetch_add(1, std::memory_order_relaxed);
 }
 
+std::vector<std::pair<std::string, std::array<std::uint64_t, kMetricDecisions>>>
+Metrics::route_totals() const {
+  const std::lock_guard lock(mutex_);
+  std::vector<std::pair<std::string, std::array<std::uint64_t, kMetricDecisions>>> totals;
+  totals.reserve(routes_.size());
+  for (const auto& [route, loops] : routes_) {
+    auto& counts = totals.emplace_back(route, std::array<std::uint64_t, kMetricDecisions>{}).second;
+    for (std::size_t d = 0; d < kMetricDecisions; ++d) {
+      counts[d] = sum(loops, [d](const RouteCounters& c) { return c.decisions[d].value(); });
+    }
+  }
+  return totals;
+}
+
+Metrics::Totals Metrics::totals() const {
+  const std::lock_guard lock(mutex_);
+  Totals totals;
+  for (const auto& [upstream, loops] : upstreams_) {
+    auto& counts = totals.upstream_errors
+                       .emplace_back(upstream, std::array<std::uint64_t, kUpstreamErrorKinds>{})
+                       .second;
+    for (std::size_t k = 0; k < kUpstreamErrorKinds; ++k) {
+      counts[k] = sum(loops, [k](const UpstreamCounters& c) { return c.errors[k].value(); });
+    }
+  }
+  for (const auto& [provider, counts] : jwks_refreshes_) {
+    totals.jwks_refreshes.emplace_back(provider, counts);
+  }
+  totals.reloads = {reloads_succeeded_.load(std::memory_order_relaxed),
+                    reloads_failed_.load(std::memory_order_relaxed)};
+  for (std::size_t i = 0; i < tls_handshakes_.size(); ++i) {
+    totals.tls_handshakes[i] = tls_handshakes_[i].load(std::memory_order_relaxed);
+  }
+  totals.http2_connections = http2_connections_.load(std::memory_order_relaxed);
+  for (const auto& goaways : http2_goaways_) {
+    totals.http2_goaways += goaways.load(std::memory_order_relaxed);
+  }
+  return totals;
+}
+
 std::string Metrics::render(const Gauges& gauges) const {
   const std::lock_guard lock(mutex_);
   fmt::memory_buffer out;
@@ -255,6 +295,17 @@ std::string Metrics::render(const Gauges& gauges) const {
                  "sluice_config_reloads_total{{result=\"failure\"}} {}\n",
                  reloads_succeeded_.load(std::memory_order_relaxed),
                  reloads_failed_.load(std::memory_order_relaxed));
+  fmt::format_to(to,
+                 "# HELP sluice_admin_writes_total Writes on the admin port by action and "
+                 "result.\n"
+                 "# TYPE sluice_admin_writes_total counter\n");
+  for (std::size_t action = 0; action < kAdminActionNames.size(); ++action) {
+    for (std::size_t result = 0; result < kAdminResultNames.size(); ++result) {
+      fmt::format_to(to, "sluice_admin_writes_total{{action=\"{}\",result=\"{}\"}} {}\n",
+                     kAdminActionNames[action], kAdminResultNames[result],
+                     admin_writes_[action][result].load(std::memory_order_relaxed));
+    }
+  }
   fmt::format_to(to,
                  "# HELP sluice_tls_handshakes_total TLS listeners' handshakes by result.\n"
                  "# TYPE sluice_tls_handshakes_total counter\n"

@@ -46,6 +46,16 @@ inline constexpr std::size_t kJwtMissing = 11;
 
 /// The `kind` label of sluice_upstream_errors_total.
 enum class UpstreamErrorKind : std::uint8_t { connect, timeout, broken };
+/// The admin port's writes (SPEC §10), by action and result (sluice_admin_writes_total).
+enum class AdminAction : std::uint8_t { reset, override, unoverride, ban, unban, reload };
+inline constexpr std::array<std::string_view, 6> kAdminActionNames{
+    "reset", "override", "unoverride", "ban", "unban", "reload"};
+/// ok; refused: no or a wrong token, or not on a loopback address (401, 403); invalid: what was
+/// asked cannot be done (400, 404, 422); failed: the shared store did not answer (503).
+enum class AdminResult : std::uint8_t { ok, refused, invalid, failed };
+inline constexpr std::array<std::string_view, 4> kAdminResultNames{"ok", "refused", "invalid",
+                                                                   "failed"};
+
 inline constexpr std::size_t kUpstreamErrorKinds = 3;
 
 /// Upper bounds of sluice_request_duration_seconds, in seconds: 0.5 ms to 10 s, roughly ×2.5.
@@ -125,6 +135,11 @@ class Metrics {
   /// A fetch of a provider's JWK Set (start, refresh or an unknown `kid`): off the request path.
   void count_jwks_refresh(std::string_view provider, bool succeeded);
   void count_reload(bool succeeded) noexcept;
+  /// A write on the admin port: rare, one atomic shared by the loops.
+  void count_admin_write(AdminAction action, AdminResult result) noexcept {
+    admin_writes_[static_cast<std::size_t>(action)][static_cast<std::size_t>(result)].fetch_add(
+        1, std::memory_order_relaxed);
+  }
   /// A TLS listener's handshake: a new session, a resumed one (a session ticket), or a failure
   /// (the connection closed). Off the request path: one atomic shared by the loops.
   enum class Handshake { full, resumed, failed };
@@ -171,6 +186,24 @@ class Metrics {
   /// The exposition: requests, durations, upstream errors, limiter keys, store errors, reloads.
   std::string render(const Gauges& gauges) const;
 
+  /// Each route's requests so far by decision, summed over the loops: what the traffic
+  /// history samples (telemetry/traffic_history.hpp).
+  std::vector<std::pair<std::string, std::array<std::uint64_t, kMetricDecisions>>> route_totals()
+      const;
+  /// The counts the operators' page shows beside the routes', summed over the loops.
+  struct Totals {
+    /// Per upstream, its failures by UpstreamErrorKind.
+    std::vector<std::pair<std::string, std::array<std::uint64_t, kUpstreamErrorKinds>>>
+        upstream_errors;
+    /// Per JWT provider, its key set's fetches that succeeded, and that failed.
+    std::vector<std::pair<std::string, std::array<std::uint64_t, 2>>> jwks_refreshes;
+    std::array<std::uint64_t, 2> reloads{};         ///< Succeeded, failed.
+    std::array<std::uint64_t, 3> tls_handshakes{};  ///< By Handshake.
+    std::uint64_t http2_connections = 0;
+    std::uint64_t http2_goaways = 0;  ///< Of any error code.
+  };
+  Totals totals() const;
+
  private:
   template <class Counters>
   using Family = std::deque<std::pair<std::string, std::vector<std::unique_ptr<Counters>>>>;
@@ -187,6 +220,9 @@ class Metrics {
   std::map<std::string, std::array<std::uint64_t, 2>, std::less<>> jwks_refreshes_;
   std::atomic<std::uint64_t> reloads_succeeded_{0};
   std::atomic<std::uint64_t> reloads_failed_{0};
+  std::array<std::array<std::atomic<std::uint64_t>, kAdminResultNames.size()>,
+             kAdminActionNames.size()>
+      admin_writes_{};
   std::array<std::atomic<std::uint64_t>, 3> tls_handshakes_{};  ///< By Handshake.
   /// HTTP/2's error codes, NO_ERROR (0) to HTTP_1_1_REQUIRED (13); the last counts any later one.
   static constexpr std::size_t kHttp2ErrorCodes = 15;

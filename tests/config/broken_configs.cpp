@@ -10,9 +10,10 @@ const std::vector<BrokenConfig>& broken_configs() {
       {"unknown_top_key",
        "upstream: \"http://127.0.0.1:9000\"\nlistn: \":8080\"\nroutes: [{name: a}]",
        {"proxy.yaml:2:1: unknown key \"listn\" (did you mean \"listen\"?); accepted keys: listen, "
-        "tls, admin, threads, max_connections, upstream, upstream_tls, http2, trusted_proxies, "
+        "tls, admin, admin_token, threads, max_connections, upstream, upstream_tls, http2, "
+        "trusted_proxies, "
         "timeouts, "
-        "limits_headers, log, store, auth, limiters, deny, ban, routes or top_keys"}},
+        "limits_headers, log, store, auth, limiters, deny, ban, routes, watch or top_keys"}},
       {"unknown_nested_key",
        "upstream: \"http://127.0.0.1:9000\"\ntimeouts: {idel: 5s}\nroutes: [{name: a}]",
        {"proxy.yaml:2:12: timeouts: unknown key \"idel\" (did you mean \"idle\"?); accepted keys: "
@@ -83,6 +84,9 @@ const std::vector<BrokenConfig>& broken_configs() {
       {"bad_max_connections",
        "upstream: \"http://127.0.0.1:9000\"\nmax_connections: 0\nroutes: [{name: a}]",
        {"proxy.yaml:2:18: max_connections: \"0\" is not a whole number from 1 to 10000000"}},
+      {"bad_watch",
+       "upstream: \"http://127.0.0.1:9000\"\nwatch: yes\nroutes: [{name: a}]",
+       {"proxy.yaml:2:8: watch: \"yes\" is not one of true or false"}},
       {"bad_top_keys",
        "upstream: \"http://127.0.0.1:9000\"\ntop_keys: 5000\nroutes: [{name: a}]",
        {"proxy.yaml:2:11: top_keys: \"5000\" is not a whole number from 0 to 1024"}},

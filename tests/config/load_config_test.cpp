@@ -290,6 +290,13 @@ TEST(LoadConfig, FillsInTheDefaults) {
   EXPECT_EQ(config.routes[0].name, "route-1");
   EXPECT_EQ(config.routes[0].match.path_kind, RouteMatch::Path::any);
   EXPECT_EQ(config.routes[0].cost, 1U);
+  EXPECT_FALSE(config.watch);
+}
+
+TEST(LoadConfig, ReadsWatch) {
+  EXPECT_TRUE(parse_config("upstream: http://127.0.0.1:9000\nwatch: true\nroutes: [{name: a}]\n",
+                           "proxy.yaml", test_environment)
+                  .watch);
 }
 
 TEST(LoadConfig, ExpandsEnvironmentVariablesInValues) {

@@ -79,6 +79,18 @@ TEST_F(SluiceBinary, ReloadsItsFileOnSighup) {
   EXPECT_EQ(sluice.wait(), 0);
 }
 
+TEST_F(SluiceBinary, ReloadsAWatchedFileWithoutASignal) {
+  const auto config = write_config("watch: true\nroutes: [{name: all}]");
+  SluiceProcess sluice(config);
+  const unsigned short port = sluice.port();
+  EXPECT_EQ(send_request(port, get("/")).result(), http::status::ok);
+  std::ofstream(config) << "listen: \"127.0.0.1:0\"\nadmin: \"\"\nthreads: 2\nwatch: true\n"
+                        << "routes: [{name: all, respond: {status: 418, body: teapot}}]\n";
+  EXPECT_TRUE(holds_within(10s, [&] { return send_request(port, get("/")).result_int() == 418; }));
+  sluice.signal(SIGTERM);
+  EXPECT_EQ(sluice.wait(), 0);
+}
+
 TEST_F(SluiceBinary, TwoProcessesSharingRedisAdmitExactlyTheLimitTogether) {
   const sluice::test::RedisServer redis;
   const auto config = write_config("store: {type: redis, redis: {url: \"" + redis.url() +

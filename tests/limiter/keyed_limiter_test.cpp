@@ -262,5 +262,69 @@ TEST(ChargeAfterTheResponse, ASlidingLogLogsNoMoreThanItsLimit) {
   EXPECT_EQ(limiter->decide(key(1), at(1s), 1).status.remaining, 9U);
 }
 
+/// Every algorithm, each with a small budget in reject mode.
+struct Forgettable {
+  const char* name;
+  LimiterOptions options;
+};
+
+class ForgetAKey : public ::testing::TestWithParam<Forgettable> {};
+
+/// Requests of `client` admitted out of 5 at `now`.
+int admitted_of(Limiter& limiter, int client, TimePoint now) {
+  int admitted = 0;
+  for (int i = 0; i < 5; ++i) {
+    admitted += limiter.decide(key(client), now, 1).verdict.admitted ? 1 : 0;
+  }
+  return admitted;
+}
+
+TEST_P(ForgetAKey, GivesThatKeyAFullBudgetAndLeavesTheOthers) {
+  const auto limiter = make_limiter(GetParam().options);
+  const TimePoint now = at(100ms);
+  const Status fresh = limiter->peek(key(1), now);
+  const int budget = admitted_of(*limiter, 1, now);
+  ASSERT_GE(budget, 1);
+  ASSERT_LT(budget, 5);
+  EXPECT_EQ(admitted_of(*limiter, 2, now), budget);
+  EXPECT_EQ(limiter->stats().keys, 2U);
+
+  EXPECT_TRUE(limiter->forget(key(1)));
+
+  EXPECT_EQ(limiter->stats().keys, 1U);
+  EXPECT_EQ(limiter->peek(key(1), now).remaining, fresh.remaining);
+  EXPECT_EQ(admitted_of(*limiter, 1, now), budget);
+  EXPECT_EQ(admitted_of(*limiter, 2, now), 0);  // others keep their state
+  EXPECT_FALSE(limiter->forget(key(3)));        // never seen: nothing to forget
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    EveryAlgorithm, ForgetAKey,
+    ::testing::Values(
+        Forgettable{"fixed_window",
+                    {.algorithm = AlgorithmKind::fixed_window, .limit = 2, .window = 1min}},
+        Forgettable{"sliding_log",
+                    {.algorithm = AlgorithmKind::sliding_log, .limit = 2, .window = 1min}},
+        Forgettable{"sliding_window",
+                    {.algorithm = AlgorithmKind::sliding_window, .limit = 2, .window = 1min}},
+        Forgettable{"wheel", {.algorithm = AlgorithmKind::wheel, .limit = 2, .window = 1min}},
+        Forgettable{"token_bucket",
+                    {.algorithm = AlgorithmKind::token_bucket,
+                     .rate = {.permits = 1, .period = 1min},
+                     .burst = 2}},
+        Forgettable{"warming_bucket",
+                    {.algorithm = AlgorithmKind::token_bucket,
+                     .rate = {.permits = 2, .period = 1min},
+                     .burst = 2,
+                     .warmup = 1s}},
+        Forgettable{"leaky_bucket",
+                    {.algorithm = AlgorithmKind::leaky_bucket,
+                     .rate = {.permits = 1, .period = 1min},
+                     .burst = 1}},
+        Forgettable{"concurrency", {.algorithm = AlgorithmKind::concurrency, .limit = 2}}),
+    [](const ::testing::TestParamInfo<Forgettable>& param) {
+      return std::string(param.param.name);
+    });
+
 }  // namespace
 }  // namespace sluice::limiter

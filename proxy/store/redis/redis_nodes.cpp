@@ -41,4 +41,17 @@ bool RedisNodes::available() const {
   });
 }
 
+std::vector<StoreHealth::Node> RedisNodes::health() const {
+  const std::scoped_lock lock(mutex_);
+  std::vector<StoreHealth::Node> health;
+  for (const RedisNode& node : nodes_) {
+    health.push_back({.address = node.address.empty()
+                                     ? node.endpoint.host + ":" + std::to_string(node.endpoint.port)
+                                     : node.address,
+                      .breaker_open = node.breaker.is_open(),
+                      .serving = node.serving > 0});
+  }
+  return health;
+}
+
 }  // namespace sluice::store::redis

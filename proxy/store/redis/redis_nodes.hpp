@@ -9,6 +9,7 @@
 
 #include "config/proxy_config.hpp"
 #include "proxy/store/redis/circuit_breaker.hpp"
+#include "proxy/store/store.hpp"
 
 namespace sluice::store::redis {
 
@@ -47,6 +48,8 @@ class RedisNodes {
   std::vector<RedisNode*> all();
   /// False while a breaker of a node some loop sends to is open.
   bool available() const;
+  /// Each node's address, breaker and whether a loop sends to it, for the admin page.
+  std::vector<StoreHealth::Node> health() const;
 
  private:
   config::RedisEndpoint seed_;

@@ -294,7 +294,8 @@ std::optional<StoreHealth> RedisStore::health() const {
       .refunds = refunds(),
       .lost_settlements = lost_settlements(),
       .lease_hits = lease_hits(),
-      .lease_holders = lease_holders()};
+      .lease_holders = lease_holders(),
+      .nodes = nodes_.health()};
 }
 
 std::uint64_t RedisStore::errors() const noexcept {

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -76,6 +77,21 @@ class RedisStore final : public Store {
   void settle(std::size_t loop, const pipeline::Decision& decision,
               const pipeline::ResponseSaid& said, limiter::TimePoint now) override;
 
+  /// Runtime control (SPEC §10): the tables are hashes `{prefix}control:TABLE` (on a cluster,
+  /// on their slot's master); a key is forgotten by deleting its counters on its slot's master
+  /// and noting it in `{prefix}control:forgotten` (kept a minute), so that every replica's
+  /// over-limit caches let it go within follow_forgotten()'s period.
+  bool shares_control() const noexcept override { return true; }
+  io::Awaitable<bool> write_control(std::size_t loop, std::string_view table,
+                                    std::string_view field,
+                                    std::optional<std::string_view> value) override;
+  io::Awaitable<std::vector<std::pair<std::string, std::string>>> read_control(
+      std::size_t loop, std::string_view table) override;
+  io::Awaitable<void> forget(std::size_t loop, std::string_view limiter,
+                             std::span<const limiter::LimiterOptions> definitions,
+                             limiter::KeyHash shared_key) override;
+  io::Awaitable<void> follow_forgotten(std::size_t loop) override;
+
   std::optional<StoreHealth> health() const override;
   /// While a breaker is open, asks Redis (PING on loop `loop`) whether it answers again, and
   /// closes the breaker if it does.
@@ -120,6 +136,13 @@ class RedisStore final : public Store {
   void remember_refusals(RedisLoop& loop, const pipeline::Decision& decision,
                          const pipeline::Charges& charges, const pipeline::ChargeResult& result,
                          limiter::TimePoint now);
+  /// One command of runtime control on the master that holds `routing_key` (a Redis key), on
+  /// loop `loop`'s connections. Throws StoreError when there is no answer.
+  io::Awaitable<RespValue> control_command(std::size_t loop, std::string_view routing_key,
+                                           std::span<const std::string_view> arguments);
+  std::string control_key(std::string_view table) const;
+  /// Forgets over-limit ids in every loop's cache (each on its own thread).
+  void forget_cached(const std::vector<std::uint64_t>& ids);
   /// A per-loop counter, summed over the loops.
   template <class Counter>
   std::uint64_t summed(Counter counter) const noexcept;
@@ -131,6 +154,8 @@ class RedisStore final : public Store {
   std::uint64_t permit_base_;  ///< Random, so replicas' permit ids never meet.
   LeaseHolders lease_holders_;
   std::vector<std::unique_ptr<RedisLoop>> loops_;
+  /// The newest note of `control:forgotten` taken in (ms since the epoch, Redis's clock).
+  std::atomic<long long> forgotten_seen_{0};
 };
 
 }  // namespace sluice::store::redis

@@ -73,5 +73,19 @@ TEST(BanList, BansEachAddressApart) {
   EXPECT_NE(BanList::hash(ip("192.0.2.1")), BanList::hash(ip("192.0.2.2")));
 }
 
+TEST(BanList, LiftEndsABanAndForgetsTheStrikes) {
+  BanList bans({.after = 2, .within = 1min, .duration = 10min}, kMaxKeys);
+  const IpAddress client = ip("192.0.2.1");
+  EXPECT_FALSE(bans.lift(client, at(0s)));  // not banned
+  bans.strike(client, at(0s));
+  EXPECT_TRUE(bans.strike(client, at(1s)));
+
+  EXPECT_TRUE(bans.lift(client, at(2s)));
+
+  EXPECT_FALSE(bans.banned_for(client, at(2s)).has_value());
+  EXPECT_FALSE(bans.strike(client, at(3s)));  // the strikes before went too
+  EXPECT_TRUE(bans.strike(client, at(4s)));
+}
+
 }  // namespace
 }  // namespace sluice::pipeline

@@ -1,6 +1,6 @@
 // The store's nodes, in memory: the single Redis made at once, a cluster's masters made on first
 // use from their addresses with the seed's credentials, and available() counting only the
-// breakers of nodes some loop sends to.
+// breakers of nodes some loop sends to, and each node's health for the admin page.
 #include "proxy/store/redis/redis_nodes.hpp"
 
 #include <gtest/gtest.h>
@@ -47,6 +47,27 @@ TEST(RedisNodes, AvailableUnlessTheBreakerOfANodeThatServesIsOpen) {
   EXPECT_TRUE(nodes.available());
   serving.breaker.failed(CircuitBreaker::Clock::now());
   EXPECT_FALSE(nodes.available());
+}
+
+TEST(RedisNodes, ReportEachNodesAddressAndBreakerWithoutItsPassword) {
+  RedisNodes single(seed(false));
+  ++single.single().serving;
+  ASSERT_EQ(single.health().size(), 1U);
+  EXPECT_EQ(single.health()[0].address, "10.0.0.1:7000");
+  EXPECT_FALSE(single.health()[0].breaker_open);
+  EXPECT_TRUE(single.health()[0].serving);
+
+  RedisNodes cluster(seed(true));
+  ++cluster.at("10.0.0.2:7001").serving;
+  cluster.at("10.0.0.3:7002").breaker.failed(CircuitBreaker::Clock::now());
+  const std::vector<StoreHealth::Node> health = cluster.health();
+  ASSERT_EQ(health.size(), 2U);
+  EXPECT_EQ(health[0].address, "10.0.0.2:7001");
+  EXPECT_TRUE(health[0].serving);
+  EXPECT_FALSE(health[0].breaker_open);
+  EXPECT_EQ(health[1].address, "10.0.0.3:7002");
+  EXPECT_FALSE(health[1].serving);
+  EXPECT_TRUE(health[1].breaker_open);
 }
 
 }  // namespace
