@@ -1,6 +1,8 @@
 #include "proxy/admin/admin_response.hpp"
 
+#include <array>
 #include <boost/json/serialize.hpp>
+#include <charconv>
 
 #include "proxy/http/responses.hpp"
 
@@ -27,6 +29,15 @@ std::string percent_decoded(std::string_view text) {
     out += text[i];
   }
   return out;
+}
+
+std::string hashed_key_text(limiter::KeyHash key) {
+  std::string text = "hash:0000000000000000";
+  std::array<char, 16> digits{};
+  const auto end = std::to_chars(digits.data(), digits.data() + digits.size(), key, 16).ptr;
+  const auto length = static_cast<std::size_t>(end - digits.data());
+  text.replace(text.size() - length, length, digits.data(), length);
+  return text;
 }
 
 AdminResponse text_response(const AdminRequest& request, http::status status, std::string body,

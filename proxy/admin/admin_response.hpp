@@ -4,6 +4,7 @@
 #include <string>
 #include <string_view>
 
+#include "limiter/key_hash.hpp"
 #include "proxy/http/beast_http.hpp"
 
 namespace sluice::admin {
@@ -22,6 +23,10 @@ using AdminResponse = http::response<http::string_body>;
 
 /// `%41` → `A`; `+` is kept (a composite key's separator).
 std::string percent_decoded(std::string_view text);
+
+/// How a secret key (a header's, a token's, a cookie's value) is shown: `hash:` and its hash as
+/// 16 hex digits, the hash the access log prints as `key` (stable for the process's life).
+std::string hashed_key_text(limiter::KeyHash key);
 
 AdminResponse text_response(const AdminRequest& request, http::status status, std::string body,
                             std::string_view type = "text/plain");

@@ -56,10 +56,7 @@ std::string key_shown(const config::LimiterConfig* limiter, const std::string& k
   if (!secret) {
     return key;
   }
-  char hex[17];
-  const auto end = std::to_chars(
-      hex, hex + 16, limiter::hash_key(internal_key(key), pipeline::kSharedKeySeed), 16);
-  return "#" + std::string(hex, end.ptr);
+  return hashed_key_text(limiter::hash_key(internal_key(key)));
 }
 
 /// The request's body as a JSON object, or why not (for a 400).

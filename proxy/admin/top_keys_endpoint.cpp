@@ -15,16 +15,6 @@ namespace {
 namespace json = boost::json;
 using telemetry::HeavyHitters;
 
-/// `hash:` and the key's hash as 16 hex digits.
-std::string hashed(limiter::KeyHash key) {
-  std::string text = "hash:0000000000000000";
-  std::array<char, 16> digits{};
-  const auto end = std::to_chars(digits.data(), digits.data() + digits.size(), key, 16).ptr;
-  const auto length = static_cast<std::size_t>(end - digits.data());
-  text.replace(text.size() - length, length, digits.data(), length);
-  return text;
-}
-
 /// JSON text that is inert in any page it lands in: `<`, `>` and `&` (which a key's text may
 /// hold: a claim, a certificate's subject) are written as \u escapes, the same characters to a
 /// JSON reader, never markup to an HTML one.
@@ -57,7 +47,7 @@ json::array keys_of(const live::Generation& generation, std::size_t limiter, std
   for (const telemetry::HeaviestKey& heavy : generation.heavy_hitters->heaviest(limiter, n, now)) {
     const std::optional<limiter::Status> state =
         generation.pipeline.peek_counted(limiter, heavy.instance, heavy.key, now);
-    keys.push_back(json::object{{"key", heavy.secret ? hashed(heavy.key) : heavy.text},
+    keys.push_back(json::object{{"key", heavy.secret ? hashed_key_text(heavy.key) : heavy.text},
                                 {"secret", heavy.secret},
                                 {"requests", heavy.requests},
                                 {"limited", heavy.limited},

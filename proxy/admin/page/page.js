@@ -241,7 +241,12 @@
       const rows = limiter.keys.map((entry) => {
         const id = `${limiter.limiter}\u0000${entry.key}`;
         listed.add(id);
-        if (!topRows.has(id)) topRows.set(id, actions(limiter.limiter, entry.key));
+        // A secret key is listed by its hash, which cannot name it in a write: no buttons.
+        if (!topRows.has(id)) {
+          topRows.set(id, entry.secret
+            ? el('td', { class: 'actions note' }, 'secret key: act on it by its value')
+            : actions(limiter.limiter, entry.key));
+        }
         const key = el('td', { class: 'key' }, entry.key);
         if (entry.secret) key.append(el('span', { class: 'secret' }, '(hashed)'));
         return [key, shown(entry.requests), shown(entry.limited), shown(entry.remaining),
