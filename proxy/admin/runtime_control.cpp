@@ -7,6 +7,7 @@
 #include <boost/json/serialize.hpp>
 #include <charconv>
 #include <string>
+#include <variant>
 
 #include "config/units.hpp"
 #include "limiter/key_hash.hpp"
@@ -95,6 +96,28 @@ AdminResponse store_failed(const AdminRequest& request, const store::StoreError&
                  std::string("the shared store did not answer: ") + error.what());
 }
 
+/// A write's limiter and key, with the generation that names the limiter.
+struct NamedKey {
+  Target target;
+  std::shared_ptr<const live::Generation> generation;
+  const config::LimiterConfig* limiter = nullptr;
+};
+/// The limiter and key the path names (after `prefix`), or the 404 that says why not.
+std::variant<NamedKey, AdminResponse> named_key(const AdminRequest& request,
+                                                http::LoopContext& context,
+                                                std::string_view prefix) {
+  std::optional<Target> target = target_of(request.path, prefix, true);
+  if (!target) {
+    return problem(request, http::status::not_found);
+  }
+  std::shared_ptr<const live::Generation> generation = context.generations.get();
+  const config::LimiterConfig* limiter = generation->config->limiter_named(target->name);
+  if (limiter == nullptr) {
+    return problem(request, http::status::not_found, "no limiter named " + target->name);
+  }
+  return NamedKey{std::move(*target), std::move(generation), limiter};
+}
+
 io::Awaitable<AdminResponse> reset(const AdminRequest& request, http::LoopContext& context) {
   const std::optional<Target> target = target_of(request.path, "/limiters/", true);
   if (!target) {
@@ -121,15 +144,14 @@ io::Awaitable<AdminResponse> reset(const AdminRequest& request, http::LoopContex
 }
 
 io::Awaitable<AdminResponse> set_override(const AdminRequest& request, http::LoopContext& context) {
-  const std::optional<Target> target = target_of(request.path, "/limiters/", true);
-  if (!target) {
-    co_return problem(request, http::status::not_found);
+  std::variant<NamedKey, AdminResponse> named = named_key(request, context, "/limiters/");
+  if (AdminResponse* refused = std::get_if<AdminResponse>(&named)) {
+    co_return std::move(*refused);
   }
-  const std::shared_ptr<const live::Generation> generation = context.generations.get();
-  const config::LimiterConfig* limiter = generation->config->limiter_named(target->name);
-  if (limiter == nullptr) {
-    co_return problem(request, http::status::not_found, "no limiter named " + target->name);
-  }
+  const NamedKey& found = std::get<NamedKey>(named);
+  const Target* target = &found.target;
+  const std::shared_ptr<const live::Generation>& generation = found.generation;
+  const config::LimiterConfig* limiter = found.limiter;
   std::string problem_text;
   std::optional<json::object> body = body_object(request, problem_text);
   const std::optional<limiter::Duration> lasting =
@@ -172,15 +194,14 @@ io::Awaitable<AdminResponse> set_override(const AdminRequest& request, http::Loo
 }
 
 io::Awaitable<AdminResponse> end_override(const AdminRequest& request, http::LoopContext& context) {
-  const std::optional<Target> target = target_of(request.path, "/overrides/", true);
-  if (!target) {
-    co_return problem(request, http::status::not_found);
+  std::variant<NamedKey, AdminResponse> named = named_key(request, context, "/overrides/");
+  if (AdminResponse* refused = std::get_if<AdminResponse>(&named)) {
+    co_return std::move(*refused);
   }
-  const std::shared_ptr<const live::Generation> generation = context.generations.get();
-  const config::LimiterConfig* limiter = generation->config->limiter_named(target->name);
-  if (limiter == nullptr) {
-    co_return problem(request, http::status::not_found, "no limiter named " + target->name);
-  }
+  const NamedKey& found = std::get<NamedKey>(named);
+  const Target* target = &found.target;
+  const std::shared_ptr<const live::Generation>& generation = found.generation;
+  const config::LimiterConfig* limiter = found.limiter;
   bool existed = false;
   try {
     if (context.proxy.store->shares_control()) {

@@ -41,17 +41,24 @@ std::string inert_json(const json::value& value) {
   return out;
 }
 
+/// `counted_here`: whether this process's limiters hold the keys' counts (the memory store). A
+/// shared store's counts are in it: `remaining` is then null rather than this process's idle
+/// copy.
 json::array keys_of(const live::Generation& generation, std::size_t limiter, std::size_t n,
-                    limiter::TimePoint now) {
+                    limiter::TimePoint now, bool counted_here) {
   json::array keys;
   for (const telemetry::HeaviestKey& heavy : generation.heavy_hitters->heaviest(limiter, n, now)) {
-    const std::optional<limiter::Status> state =
-        generation.pipeline.peek_counted(limiter, heavy.instance, heavy.key, now);
+    json::value remaining = nullptr;
+    if (counted_here) {
+      const std::optional<limiter::Status> state =
+          generation.pipeline.peek_counted(limiter, heavy.instance, heavy.key, now);
+      remaining = state ? state->remaining : 0;
+    }
     keys.push_back(json::object{{"key", heavy.secret ? hashed_key_text(heavy.key) : heavy.text},
                                 {"secret", heavy.secret},
                                 {"requests", heavy.requests},
                                 {"limited", heavy.limited},
-                                {"remaining", state ? state->remaining : 0}});
+                                {"remaining", std::move(remaining)}});
   }
   return keys;
 }
@@ -91,18 +98,19 @@ AdminResponse top_keys(const AdminRequest& request, const live::Generation& gene
                                            : "heaviest keys are not tracked: top_keys is 0");
   }
   const limiter::TimePoint now = context.proxy.clock.now();
+  const bool counted_here = !context.proxy.store->health().has_value();
   const auto window_seconds =
       std::chrono::duration_cast<std::chrono::seconds>(HeavyHitters::kSpan).count();
   json::object answer;
   if (only) {
     answer = {{"limiter", config.limiters[*only].name},
               {"window_seconds", window_seconds},
-              {"keys", keys_of(generation, *only, n, now)}};
+              {"keys", keys_of(generation, *only, n, now, counted_here)}};
   } else {
     json::array limiters;
     for (std::size_t i = 0; i < config.limiters.size(); ++i) {
       limiters.push_back(json::object{{"limiter", config.limiters[i].name},
-                                      {"keys", keys_of(generation, i, n, now)}});
+                                      {"keys", keys_of(generation, i, n, now, counted_here)}});
     }
     answer = {{"window_seconds", window_seconds}, {"limiters", std::move(limiters)}};
   }

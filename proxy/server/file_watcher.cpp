@@ -48,26 +48,27 @@ FileWatcher::~FileWatcher() {
 }
 
 void FileWatcher::read_events() {
-  inotify_.async_read_some(net::buffer(events_), [this](const boost::system::error_code& ec,
-                                                        std::size_t size) {
-    if (ec) {
-      if (ec != net::error::operation_aborted) {
-        spdlog::error("watch: reading inotify events: {}; files are no longer watched",
-                      ec.message());
-      }
-      return;
-    }
-    for (std::size_t at = 0; at + sizeof(inotify_event) <= size;) {
-      inotify_event event;
-      std::memcpy(&event, events_.data() + at, sizeof event);
-      if ((event.mask & IN_IGNORED) != 0) {  // the directory went, or we stopped watching it
-        std::erase_if(directories_, [&](const auto& entry) { return entry.second == event.wd; });
-      }
-      at += sizeof(inotify_event) + event.len;
-    }
-    changed();
-    read_events();
-  });
+  inotify_.async_read_some(
+      net::buffer(events_), [this](const boost::system::error_code& ec, std::size_t size) {
+        if (ec) {
+          if (ec != net::error::operation_aborted) {
+            spdlog::error("watch: reading inotify events: {}; files are no longer watched",
+                          ec.message());
+          }
+          return;
+        }
+        for (std::size_t at = 0; at + sizeof(inotify_event) <= size;) {
+          inotify_event event;
+          std::memcpy(&event, events_.data() + at, sizeof event);
+          if ((event.mask & IN_IGNORED) != 0) {  // the directory went, or we stopped watching it
+            const int gone = event.wd;
+            std::erase_if(directories_, [gone](const auto& entry) { return entry.second == gone; });
+          }
+          at += sizeof(inotify_event) + event.len;
+        }
+        changed();
+        read_events();
+      });
 }
 
 void FileWatcher::changed() {

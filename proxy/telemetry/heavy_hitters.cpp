@@ -23,7 +23,7 @@ HeavyHitters::Loop::Loop(std::size_t limiters, std::size_t capacity) {
 }
 
 HeavyHitters::HeavyHitters(std::size_t limiters, std::size_t loops, std::size_t capacity)
-    : capacity_(capacity), limiters_(limiters) {
+    : capacity_(capacity) {
   for (std::size_t i = 0; i < loops; ++i) {
     loops_.push_back(std::make_unique<Loop>(limiters, capacity));
   }

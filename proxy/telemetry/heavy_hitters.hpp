@@ -85,7 +85,6 @@ class HeavyHitters {
 
  private:
   std::size_t capacity_;
-  std::size_t limiters_;
   std::vector<std::unique_ptr<Loop>> loops_;
 };
 

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "limiter/key_hash.hpp"
+#include "tests/support/redis_server.hpp"
 #include "tests/support/reloadable_proxy.hpp"
 #include "tests/support/shell.hpp"
 
@@ -63,6 +64,17 @@ TEST(TopKeys, ListsALimitersHeaviestKeysWithExactCounts) {
   EXPECT_EQ(answer, json::parse(R"({"limiter":"per-ip","window_seconds":60,"keys":[
       {"key":"10.0.0.1","secret":false,"requests":5,"limited":2,"remaining":0},
       {"key":"10.0.0.2","secret":false,"requests":2,"limited":0,"remaining":1}]})"));
+}
+
+TEST(TopKeys, LeavesRemainingToASharedStore) {
+  // With Redis, the counts are there: this process's memory limiters would say "full".
+  const RedisServer redis;
+  ReloadableProxy proxy("store: {type: redis, redis: {url: \"" + redis.url() + "\"}}\n" +
+                        kTopKeysConfig);
+  send_from(proxy, "10.0.0.1", "alice", 4);  // the last one limited by per-ip, in Redis
+  const json::value answer = top(proxy, "?limiter=per-ip");
+  EXPECT_EQ(answer, json::parse(R"({"limiter":"per-ip","window_seconds":60,"keys":[
+      {"key":"10.0.0.1","secret":false,"requests":4,"limited":1,"remaining":null}]})"));
 }
 
 TEST(TopKeys, GivesAnOverriddenKeyItsOverridesRemaining) {
