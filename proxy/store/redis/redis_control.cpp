@@ -4,6 +4,7 @@
 #include <charconv>
 #include <string>
 
+#include "config/url.hpp"
 #include "proxy/store/redis/redis_loop.hpp"
 #include "proxy/store/redis/redis_store.hpp"
 
