@@ -149,9 +149,6 @@ io::Awaitable<AdminResponse> set_override(const AdminRequest& request, http::Loo
     co_return std::move(*refused);
   }
   const NamedKey& found = std::get<NamedKey>(named);
-  const Target* target = &found.target;
-  const std::shared_ptr<const live::Generation>& generation = found.generation;
-  const config::LimiterConfig* limiter = found.limiter;
   std::string problem_text;
   std::optional<json::object> body = body_object(request, problem_text);
   const std::optional<limiter::Duration> lasting =
@@ -160,12 +157,12 @@ io::Awaitable<AdminResponse> set_override(const AdminRequest& request, http::Loo
     co_return problem(request, http::status::bad_request, problem_text);
   }
   const limiter::TimePoint now = context.proxy.clock.now();
-  pipeline::OverrideEntry entry{.limiter = target->name,
-                                .key = target->key,
+  pipeline::OverrideEntry entry{.limiter = found.target.name,
+                                .key = found.target.key,
                                 .parameters = json::serialize(*body),
                                 .expires_at = now + *lasting};
   std::vector<std::string> problems;
-  if (!pipeline::RuntimeControl::options_for(entry, *limiter, problems)) {
+  if (!pipeline::RuntimeControl::options_for(entry, *found.limiter, problems)) {
     std::string detail;
     for (const std::string& each : problems) {
       detail += (detail.empty() ? "" : "; ") + each;
@@ -182,13 +179,13 @@ io::Awaitable<AdminResponse> set_override(const AdminRequest& request, http::Loo
   } catch (const store::StoreError& error) {
     co_return store_failed(request, error);
   }
-  context.proxy.control->set_override(entry, *generation->config, now);
-  spdlog::info("admin: override limiter {} key {} with {} for {}s (from {})", target->name,
-               key_shown(limiter, target->key), entry.parameters,
+  context.proxy.control->set_override(entry, *found.generation->config, now);
+  spdlog::info("admin: override limiter {} key {} with {} for {}s (from {})", found.target.name,
+               key_shown(found.limiter, found.target.key), entry.parameters,
                pipeline::seconds_rounded_up(*lasting), request.peer);
   co_return json_response(request, http::status::ok,
-                          {{"limiter", target->name},
-                           {"key", target->key},
+                          {{"limiter", found.target.name},
+                           {"key", found.target.key},
                            {"parameters", *body},
                            {"expires_in", pipeline::seconds_rounded_up(*lasting)}});
 }
@@ -199,31 +196,30 @@ io::Awaitable<AdminResponse> end_override(const AdminRequest& request, http::Loo
     co_return std::move(*refused);
   }
   const NamedKey& found = std::get<NamedKey>(named);
-  const Target* target = &found.target;
-  const std::shared_ptr<const live::Generation>& generation = found.generation;
-  const config::LimiterConfig* limiter = found.limiter;
   bool existed = false;
   try {
     if (context.proxy.store->shares_control()) {
       const std::string field =
-          override_field({.limiter = target->name, .key = target->key, .parameters = {}});
+          override_field({.limiter = found.target.name, .key = found.target.key, .parameters = {}});
       existed = co_await context.proxy.store->write_control(context.index, "overrides", field,
                                                             std::nullopt);
     }
   } catch (const store::StoreError& error) {
     co_return store_failed(request, error);
   }
-  existed = context.proxy.control->remove_override(target->name, target->key, *generation->config,
+  existed = context.proxy.control->remove_override(found.target.name, found.target.key,
+                                                   *found.generation->config,
                                                    context.proxy.clock.now()) ||
             existed;
   if (!existed) {
     co_return problem(request, http::status::not_found,
-                      "no override of limiter " + target->name + " for that key");
+                      "no override of limiter " + found.target.name + " for that key");
   }
-  spdlog::info("admin: end override of limiter {} key {} (from {})", target->name,
-               key_shown(limiter, target->key), request.peer);
-  co_return json_response(request, http::status::ok,
-                          {{"limiter", target->name}, {"key", target->key}, {"overridden", false}});
+  spdlog::info("admin: end override of limiter {} key {} (from {})", found.target.name,
+               key_shown(found.limiter, found.target.key), request.peer);
+  co_return json_response(
+      request, http::status::ok,
+      {{"limiter", found.target.name}, {"key", found.target.key}, {"overridden", false}});
 }
 
 io::Awaitable<AdminResponse> ban(const AdminRequest& request, http::LoopContext& context) {

@@ -44,6 +44,12 @@ http::request<http::string_body> admin_request(http::verb method, std::string ta
   return request;
 }
 
+/// The status of a write sent to `proxy`'s admin port.
+http::status admin_write(ReloadableProxy& proxy, http::verb method, std::string target,
+                         std::string body = "") {
+  return proxy.send(admin_request(method, std::move(target), std::move(body)), true).result();
+}
+
 boost::json::value json_of(const http::response<http::string_body>& response) {
   return boost::json::parse(response.body());
 }
@@ -161,14 +167,10 @@ TEST(RuntimeControl, UnbanLiftsABanThatTheBanRuleGave) {
 
 TEST(RuntimeControl, OverridesAndBansSurviveAReload) {
   ReloadableProxy proxy(kPerClient);
-  ASSERT_EQ(proxy
-                .send(admin_request(http::verb::put, "/limiters/per-client/vip",
-                                    R"({"limit": 3, "for": "1h"})"),
-                      true)
-                .result(),
+  ASSERT_EQ(admin_write(proxy, http::verb::put, "/limiters/per-client/vip",
+                        R"({"limit": 3, "for": "1h"})"),
             http::status::ok);
-  ASSERT_EQ(proxy.send(admin_request(http::verb::put, "/bans/192.0.2.9", R"({"for": "1h"})"), true)
-                .result(),
+  ASSERT_EQ(admin_write(proxy, http::verb::put, "/bans/192.0.2.9", R"({"for": "1h"})"),
             http::status::ok);
   EXPECT_EQ(from(proxy, "vip"), 200U);
 
@@ -343,11 +345,8 @@ TEST(RuntimeControl, OverridesInRedisSurviveAReplicasRestart) {
       "store: {type: redis, redis: {url: \"" + redis.url() + "\"}}\n" + kPerClient;
   {
     ReloadableProxy before(config);
-    ASSERT_EQ(before
-                  .send(admin_request(http::verb::put, "/limiters/per-client/vip",
-                                      R"({"limit": 7, "for": "1h"})"),
-                        true)
-                  .result(),
+    ASSERT_EQ(admin_write(before, http::verb::put, "/limiters/per-client/vip",
+                          R"({"limit": 7, "for": "1h"})"),
               http::status::ok);
   }
   ReloadableProxy after(config);
