@@ -222,16 +222,26 @@ io::Awaitable<AdminResponse> end_override(const AdminRequest& request, http::Loo
       {{"limiter", found.target.name}, {"key", found.target.key}, {"overridden", false}});
 }
 
-io::Awaitable<AdminResponse> ban(const AdminRequest& request, http::LoopContext& context) {
+/// The client address a `/bans/IP` path names, or the 404 or 400 that says why not.
+std::variant<pipeline::IpAddress, AdminResponse> ip_of(const AdminRequest& request) {
   const std::optional<Target> target = target_of(request.path, "/bans/", false);
   if (!target) {
-    co_return problem(request, http::status::not_found);
+    return problem(request, http::status::not_found);
   }
   const std::optional<pipeline::IpAddress> ip = pipeline::IpAddress::parse(target->name);
   if (!ip) {
-    co_return problem(request, http::status::bad_request,
-                      "\"" + target->name + "\" is not an IP address");
+    return problem(request, http::status::bad_request,
+                   "\"" + target->name + "\" is not an IP address");
   }
+  return *ip;
+}
+
+io::Awaitable<AdminResponse> ban(const AdminRequest& request, http::LoopContext& context) {
+  std::variant<pipeline::IpAddress, AdminResponse> named = ip_of(request);
+  if (AdminResponse* refused = std::get_if<AdminResponse>(&named)) {
+    co_return std::move(*refused);
+  }
+  const pipeline::IpAddress* ip = &std::get<pipeline::IpAddress>(named);
   std::string problem_text;
   std::optional<json::object> body = body_object(request, problem_text);
   const std::optional<limiter::Duration> lasting =
@@ -264,15 +274,11 @@ io::Awaitable<AdminResponse> ban(const AdminRequest& request, http::LoopContext&
 }
 
 io::Awaitable<AdminResponse> unban(const AdminRequest& request, http::LoopContext& context) {
-  const std::optional<Target> target = target_of(request.path, "/bans/", false);
-  if (!target) {
-    co_return problem(request, http::status::not_found);
+  std::variant<pipeline::IpAddress, AdminResponse> named = ip_of(request);
+  if (AdminResponse* refused = std::get_if<AdminResponse>(&named)) {
+    co_return std::move(*refused);
   }
-  const std::optional<pipeline::IpAddress> ip = pipeline::IpAddress::parse(target->name);
-  if (!ip) {
-    co_return problem(request, http::status::bad_request,
-                      "\"" + target->name + "\" is not an IP address");
-  }
+  const pipeline::IpAddress* ip = &std::get<pipeline::IpAddress>(named);
   const std::shared_ptr<const live::Generation> generation = context.generations.get();
   const limiter::TimePoint now = context.proxy.clock.now();
   bool existed = false;
