@@ -137,6 +137,34 @@ std::vector<Listener> read_listeners(MapReader& top, ReadContext& context) {
   return {std::move(listener)};
 }
 
+/// `decide` (SPEC §11): "host:port", or {address, tls} for a TLS listener; "" turns it off.
+std::optional<Listener> read_decide(MapReader& top, ReadContext& context) {
+  const YAML::Node node = top.node("decide");
+  if (!node) {
+    return std::nullopt;
+  }
+  if (node.IsMap()) {
+    MapReader reader(node, "decide", {"address", "tls"}, context);
+    if (!reader.require("address")) {
+      return std::nullopt;
+    }
+    std::optional<HostPort> address = read_host_port(reader, "address");
+    std::optional<ListenerTls> tls = read_listener_tls(reader);
+    if (!address) {
+      return std::nullopt;
+    }
+    return Listener{.address = std::move(*address), .tls = std::move(tls)};
+  }
+  if (top.text("decide").value_or("").empty()) {
+    return std::nullopt;
+  }
+  std::optional<HostPort> address = read_host_port(top, "decide");
+  if (!address) {
+    return std::nullopt;
+  }
+  return Listener{.address = std::move(*address), .tls = std::nullopt};
+}
+
 UpstreamTls read_upstream_tls(MapReader& top) {
   UpstreamTls tls;
   auto section = top.section("upstream_tls", {"ca", "verify", "server_name", "cert", "key"});
@@ -319,7 +347,7 @@ ProxyConfig read_config(const YAML::Node& root, const std::string& file, ReadCon
       {"listen",   "tls",          "admin",   "admin_token",     "threads",  "max_connections",
        "upstream", "upstream_tls", "http2",   "trusted_proxies", "timeouts", "limits_headers",
        "log",      "store",        "auth",    "limiters",        "deny",     "ban",
-       "routes",   "watch",        "top_keys"},
+       "routes",   "watch",        "top_keys", "decide",          "rls"},
       context);
   if (!top.valid()) {
     if (root.IsNull()) {
@@ -328,6 +356,15 @@ ProxyConfig read_config(const YAML::Node& root, const std::string& file, ReadCon
     return config;
   }
   config.listeners = read_listeners(top, context);
+  config.decide = read_decide(top, context);
+  if (config.decide && config.decide->address.port != 0) {
+    for (const Listener& listener : config.listeners) {
+      if (listener.address == config.decide->address) {
+        top.error("decide", "the same address as a listen address: give the decision service "
+                            "its own port");
+      }
+    }
+  }
   if (top.has("admin")) {
     config.admin =
         top.text("admin").value_or("").empty() ? std::nullopt : read_host_port(top, "admin");

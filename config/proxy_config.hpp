@@ -302,6 +302,39 @@ struct Route {
   Location at;
 };
 
+/// One entry an `rls` descriptor rule asks for (SPEC §11): its key, and the value it must have
+/// (nullopt: any value).
+struct RlsEntry {
+  std::string key;
+  std::optional<std::string> value;
+
+  bool operator==(const RlsEntry&) const = default;
+};
+
+/// A descriptor rule of an `rls` domain: a descriptor whose entries are exactly `entries`, in
+/// order, is decided by `limiter`, its key being the entries' values joined with '+' (as a
+/// composite key's parts are). A descriptor that several rules match takes the most specific,
+/// entry by entry from the first (a value beats any value), then the first written.
+struct RlsRule {
+  std::vector<RlsEntry> entries;
+  std::string limiter;  ///< Empty: unlimited (envoyproxy/ratelimit's `unlimited`): always OK.
+  /// envoyproxy/ratelimit's `rate_limit.name`, and the names of the rules this one `replaces`:
+  /// when a request's descriptors match both, the replaced one is not applied.
+  std::string name;
+  std::vector<std::string> replaces;
+  Location at;
+};
+
+/// One domain of Envoy's rate-limit service API (`rls`, SPEC §11), written in proxy.yaml or read
+/// from an envoyproxy/ratelimit configuration file (`envoy_config`), whose limits become
+/// limiters of their own.
+struct RlsDomain {
+  std::string domain;
+  std::vector<RlsRule> rules;
+  std::string file;  ///< The envoyproxy/ratelimit file it came from; empty: proxy.yaml.
+  Location at;
+};
+
 struct BanOptions {
   std::uint32_t after = 0;
   Duration within{};
@@ -315,6 +348,9 @@ struct ProxyConfig {
   /// At least one; `listen` with `tls`, or a list of them.
   std::vector<Listener> listeners{Listener{.address = {"0.0.0.0", 8080}, .tls = std::nullopt}};
   std::optional<HostPort> admin = HostPort{"127.0.0.1", 9901};  ///< nullopt: disabled.
+  /// `decide` (SPEC §11): the decision service's listener (forward auth, Envoy's rate-limit
+  /// service); nullopt: none.
+  std::optional<Listener> decide;
   /// `admin_token` (SPEC §10): the bearer token the admin port's writes need. Empty: none, and
   /// writes are accepted only on a loopback admin address.
   std::string admin_token;
@@ -341,6 +377,7 @@ struct ProxyConfig {
   std::vector<Cidr> deny;
   std::optional<BanOptions> ban;
   std::vector<Route> routes;
+  std::vector<RlsDomain> rls;  ///< Served on the decide listener.
 
   const LimiterConfig* limiter_named(std::string_view name) const noexcept {
     for (const LimiterConfig& limiter : limiters) {
