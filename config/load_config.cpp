@@ -403,7 +403,7 @@ ProxyConfig read_config(const YAML::Node& root, const std::string& file, ReadCon
   config.ban = read_ban(top);
   check_certificate_keys(config, context);
   if (top.require("routes")) {
-    config.routes = read_routes(top.node("routes"), config, top.has("upstream"), context);
+    config.routes = read_routes(top.node("routes"), config, top.has("upstream") || config.decide.has_value(), context);
     if (config.routes.empty() && top.node("routes").IsSequence()) {
       top.error("routes", "no route: every request would get 404");
     }

@@ -21,7 +21,7 @@ elif [ "$mode" != --build-only ]; then
   packages+=(
     ccache git clang-format-16 clang-16 libclang-rt-16-dev
     googletest libgtest-dev libgmock-dev libbenchmark-dev redis-server openssl curl python3 ca-certificates
-    nghttp2-client python3-h2 python3-grpcio python3-jwt python3-cryptography
+    nghttp2-client python3-h2 python3-grpcio python3-jwt python3-cryptography nginx caddy
   )
   # The LLM clients' test (tests/clients/) runs npm's packages on Node: Debian's nodejs and npm,
   # unless a node and an npm are there already (NodeSource's nodejs brings its own npm, and

@@ -168,7 +168,43 @@ std::string target(const Route& route, const config::ProxyConfig& config) {
   if (route.respond) {
     return "respond " + std::to_string(route.respond->status);
   }
+  if (!route.upstream && !config.upstream) {
+    return "decide only";  // the proxy's listeners answer it 502
+  }
   return config::redact_url(route.upstream ? route.upstream->url : config.upstream->url);
+}
+
+/// "plan=free", "tenant, user": what a descriptor rule asks for.
+std::string entries_text(const config::RlsRule& rule) {
+  std::string text;
+  for (const config::RlsEntry& entry : rule.entries) {
+    text += (text.empty() ? "" : ", ") + entry.key + (entry.value ? "=" + *entry.value : "");
+  }
+  return text;
+}
+
+/// What the decision service's port serves (SPEC §11): forward auth for the routes, and Envoy's
+/// rate-limit service for the `rls` domains.
+void print_decide(const config::ProxyConfig& config, std::ostream& out) {
+  const config::Listener& decide = *config.decide;
+  out << "\ndecide " << decide.address.host << ':' << decide.address.port
+      << (decide.tls ? " (TLS)" : "")
+      << ": forward auth decides the routes above (no route: 200); Envoy's rate-limit "
+         "service "
+      << (config.rls.empty() ? "has no domains" : "serves:") << "\n";
+  if (config.rls.empty()) {
+    return;
+  }
+  out << '\n';
+  std::vector<Row> rules{{"DOMAIN", "DESCRIPTOR", "LIMITER", "FROM"}};
+  for (const config::RlsDomain& domain : config.rls) {
+    for (const config::RlsRule& rule : domain.rules) {
+      rules.push_back({domain.domain, entries_text(rule),
+                       rule.limiter.empty() ? "unlimited" : rule.limiter,
+                       domain.file.empty() ? "-" : domain.file});
+    }
+  }
+  print_table(rules, out);
 }
 
 std::string joined(const std::vector<std::string>& names) {
@@ -216,6 +252,9 @@ void print_config_summary(const config::ProxyConfig& config, std::ostream& out) 
                       target(route, config)});
   }
   print_table(routes, out);
+  if (config.decide) {
+    print_decide(config, out);
+  }
 }
 
 }  // namespace sluice::cli

@@ -76,11 +76,19 @@ void account(const LoopContext& loop, const Exchange& exchange, unsigned status,
   const std::size_t length = std::min(text.size(), client.size());
   std::copy_n(text.begin(), length, client.begin());
   const std::uint64_t key = decision.report_count > 0 ? decision.reports[0].key : 0;
+  // A forward-auth check is logged as the request it describes.
+  std::string_view method = exchange.request.method_string;
+  std::string_view target = exchange.request.target;
+  if (const DescribedRequest* described = exchange.described;
+      described != nullptr && described->problem.empty()) {
+    method = described->method;
+    target = described->target;
+  }
   loop.proxy.access_log.write(
       config.log.format,
       telemetry::AccessRecord{.client = std::string_view(client.data(), length),
-                              .method = exchange.request.method_string,
-                              .target = exchange.request.target,
+                              .method = method,
+                              .target = target,
                               .secret_query = generation.secret_query,
                               .route = decision.route ? std::string_view(decision.route->name) : "",
                               .decision = metric_decision(decision.outcome),

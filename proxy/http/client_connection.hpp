@@ -35,6 +35,8 @@ struct ClientConnection {
   ListHook quiet;        ///< In its loop's `lingering` or `parked` list while it is quiet.
   std::chrono::steady_clock::time_point quiet_since;  ///< Its last answer's end, when quiet.
   bool parked = false;  ///< Its lingering wait was ended: it is to wait without its state.
+  /// Accepted by the decision service (`decide`): its requests describe the requests to decide.
+  bool decides = false;
 };
 
 /// What the pipeline sees of a request, from `client`.

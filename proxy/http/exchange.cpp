@@ -98,6 +98,18 @@ void settle_later_charges(LoopContext& loop, Exchange& exchange, unsigned status
   }
 }
 
+/// A forward-auth check whose fields describe no request: 400, naming them; counted and logged
+/// as a request of no route.
+io::Awaitable<void> answer_bad_check(Downstream& downstream, Exchange& exchange,
+                                     LoopContext& loop) {
+  bad_request(downstream.own(), exchange.request.version,
+              exchange.keep_alive && !downstream.body_unread(), exchange.described->problem);
+  if (!start_answer(downstream, exchange)) {
+    co_await downstream.send_own(exchange);
+  }
+  account(loop, exchange, 400, nullptr);
+}
+
 }  // namespace
 
 io::Awaitable<void> serve_exchange(Downstream& downstream, Exchange& exchange, LoopContext& loop) {
@@ -109,15 +121,25 @@ io::Awaitable<void> serve_exchange(Downstream& downstream, Exchange& exchange, L
   const config::LimitsHeaders limits_headers = exchange.config().limits_headers;
   decision = {};
   exchange.charges = {};  // prepare() adds to them
+  pipeline::RequestView view = downstream.request_view();
+  if (const DescribedRequest* described = exchange.described) {
+    if (!described->problem.empty()) {
+      co_await answer_bad_check(downstream, exchange, loop);
+      co_return;
+    }
+    view.method = described->method;
+    view.target = described->target;
+    view.host = described->host;
+  }
   const limiter::TimePoint now = proxy.clock.now();
-  if (pipeline.prepare(downstream.request_view(), now, std::nullopt, decision, exchange.charges)) {
+  if (pipeline.prepare(view, now, std::nullopt, decision, exchange.charges)) {
     exchange.charged = {};
     // The memory store, and a shared one that needs no round trip, answer without a wait.
     if (!store.charge_now(loop.index, decision, exchange.charges, now, exchange.charged)) {
       exchange.charged = co_await store.charge(loop.index, decision, exchange.charges, now);
     }
     pipeline.conclude(decision, exchange.charges, exchange.charged, now);
-    live::count_top_keys(exchange.generation, loop.index, decision, downstream.request_view(), now);
+    live::count_top_keys(exchange.generation, loop.index, decision, view, now);
   }
   exchange.cost = nullptr;
   exchange.charged_cost = std::nullopt;
@@ -139,18 +161,29 @@ io::Awaitable<void> serve_exchange(Downstream& downstream, Exchange& exchange, L
     store.release(loop.index, decision);  // reset while it was decided or held
     co_return;
   }
-  if (!exchange.forwards()) {
-    own_response(downstream.own(), decision, request.version,
-                 exchange.keep_alive && !downstream.body_unread(), limits_headers);
+  if (!exchange.forwards() || exchange.described != nullptr) {
+    const bool keep_alive = exchange.keep_alive && !downstream.body_unread();
+    unsigned status = decision.status;
+    if (exchange.described != nullptr && exchange.admits_described()) {
+      admitted_response(downstream.own(), decision, request.version, keep_alive, limits_headers);
+      status = 200;
+    } else {
+      own_response(downstream.own(), decision, request.version, keep_alive, limits_headers);
+    }
     if (!start_answer(downstream, exchange)) {
       co_await downstream.send_own(exchange);
     }
-    settle_later_charges(loop, exchange, decision.status);
+    settle_later_charges(loop, exchange, status);
     store.release(loop.index, decision);
-    account(loop, exchange, decision.status, nullptr);
+    account(loop, exchange, status, nullptr);
     co_return;
   }
-  RelayOutcome outcome = co_await downstream.relay(exchange);
+  RelayOutcome outcome;
+  if (exchange.has_upstream()) {
+    outcome = co_await downstream.relay(exchange);
+  } else {
+    outcome = failed_before_response(UpstreamFailure::connect);  // a decision service's config
+  }
   if (outcome.answer != http::status::unknown) {
     // Whatever the client sent after its head may still be on its way: a connection closes.
     problem_response(downstream.own(), outcome.answer, request.version, false, &decision,

@@ -5,6 +5,7 @@
 #include <string_view>
 
 #include "proxy/http/client_connection.hpp"
+#include "proxy/http/forward_auth.hpp"
 #include "proxy/http/loop_context.hpp"
 #include "proxy/http/request_head.hpp"
 #include "proxy/http/response_cost.hpp"
@@ -56,6 +57,9 @@ struct Exchange {
   /// what it said could not be used, if so (for the access log).
   std::optional<limiter::Permits> charged_cost{};
   std::string_view cost_problem{};
+  /// On the decision service's listener (SPEC §11): the request this one describes, decided in
+  /// its place; nothing is forwarded. Null for a request to forward.
+  const DescribedRequest* described = nullptr;
 
   /// Begins reading the response's cost with its head (`head`: anything with value_of(name)),
   /// before the relay writes the client's head: a cost the head says is shown in that head's
@@ -77,9 +81,18 @@ struct Exchange {
   void charged_in_head(unsigned status, limiter::Permits head_cost) const;
 
   const config::ProxyConfig& config() const noexcept { return *generation.config; }
-  /// The route's upstream, or the default one.
+  /// The route's upstream, or the default one (see has_upstream()).
   const config::Upstream& upstream() const noexcept {
     return decision.route->upstream ? *decision.route->upstream : *config().upstream;
+  }
+  /// Whether there is one: a configuration with a decision service may have none.
+  bool has_upstream() const noexcept {
+    return decision.route->upstream || config().upstream;
+  }
+  /// On the decision service: whether the described request may pass (200). Admitted on a
+  /// route that does not answer itself, or on no route at all: what no route limits passes.
+  bool admits_described() const noexcept {
+    return decision.outcome == pipeline::Outcome::no_route || forwards();
   }
   /// Whether the request goes upstream: admitted (at once or after a hold) on a route that does
   /// not answer itself.

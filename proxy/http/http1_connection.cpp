@@ -180,6 +180,11 @@ io::Awaitable<void> serve_requests(OpenPtr open, LoopContext& loop, bool first) 
           .charged = state.charged,
           .keep_alive = parser.keep_alive() && !proxy.draining.load(std::memory_order_relaxed),
           .started = std::chrono::steady_clock::now()};
+      DescribedRequest described;
+      if (client.decides) {
+        described = describe(request);
+        exchange.described = &described;
+      }
       Http1Downstream downstream(client, request, loop);
       co_await serve_exchange(downstream, exchange, loop);
       if (!exchange.keep_alive) {

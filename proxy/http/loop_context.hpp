@@ -84,6 +84,8 @@ struct LoopContext {
   Http2Relay relay_to_http2 = nullptr;
   /// By listener index: whether it speaks TLS, as bound at start (a reload cannot change it).
   std::vector<bool> tls_listeners;
+  /// The listener index of the decision service (`decide`, SPEC §11), or npos when it is off.
+  std::size_t decide_listener = static_cast<std::size_t>(-1);
 };
 
 }  // namespace sluice::http

@@ -258,6 +258,11 @@ void write_client_head(const ResponseParser& response, unsigned version, ClientF
                     out);
 }
 
+void write_claim_lines(HeadText& head, const pipeline::Authentication& auth) {
+  HeadTextOut out(head);
+  write_claim_fields(auth, out);
+}
+
 bool idempotent(http::verb method) noexcept {
   switch (method) {
     case http::verb::get:

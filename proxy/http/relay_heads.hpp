@@ -120,4 +120,8 @@ bool expects_continue(const RequestHead& request);
 /// that failed on a kept-alive upstream connection may be sent again on a new one).
 bool idempotent(http::verb method) noexcept;
 
+/// The verified claims the route's provider names in `claims_to_headers` (SPEC §8), as fields
+/// of `head`: the decision service's admitted answer carries them for the gateway to pass on.
+void write_claim_lines(HeadText& head, const pipeline::Authentication& auth);
+
 }  // namespace sluice::http

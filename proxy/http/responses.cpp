@@ -5,6 +5,7 @@
 #include <iterator>
 #include <string>
 
+#include "proxy/http/relay_heads.hpp"
 #include "proxy/pipeline/http_text.hpp"
 #include "proxy/pipeline/wait_seconds.hpp"
 #include "proxy/telemetry/json_escape.hpp"
@@ -188,6 +189,25 @@ void problem_response(OwnResponse& out, http::status status, unsigned version, b
   out.body = view_of(out.body_text);
   open_head(out, static_cast<unsigned>(status), version, "application/problem+json");
   close_head(out, version, keep_alive, decision, headers);
+}
+
+void admitted_response(OwnResponse& out, const pipeline::Decision& decision, unsigned version,
+                       bool keep_alive, config::LimitsHeaders headers) {
+  clear(out);
+  open_head(out, 200, version, "text/plain; charset=utf-8");
+  write_claim_lines(out.head, decision.auth);
+  close_head(out, version, keep_alive, &decision, headers);
+}
+
+void bad_request(OwnResponse& out, unsigned version, bool keep_alive, std::string_view detail) {
+  clear(out);
+  open_problem(out.body_text, 400, "about:blank", "Bad Request");
+  append(out.body_text, R"(,"detail":")");
+  telemetry::append_json_escaped(out.body_text, detail);
+  append(out.body_text, "\"}");
+  out.body = view_of(out.body_text);
+  open_head(out, 400, version, "application/problem+json");
+  close_head(out, version, keep_alive, nullptr, config::LimitsHeaders::none);
 }
 
 void own_response(OwnResponse& out, const pipeline::Decision& decision, unsigned version,

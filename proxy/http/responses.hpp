@@ -44,6 +44,14 @@ constexpr bool is_bodiless_status(unsigned status) noexcept {
 void own_response(OwnResponse& out, const pipeline::Decision& decision, unsigned version,
                   bool keep_alive, config::LimitsHeaders headers);
 
+/// The decision service's answer to a forward-auth check whose request may pass (SPEC §11):
+/// 200, no content, the limit fields, and the verified claims the route's provider sends on.
+void admitted_response(OwnResponse& out, const pipeline::Decision& decision, unsigned version,
+                       bool keep_alive, config::LimitsHeaders headers);
+
+/// 400 with a problem+json `detail` saying what was wrong with the request.
+void bad_request(OwnResponse& out, unsigned version, bool keep_alive, std::string_view detail);
+
 /// A problem+json answer for a transport problem (400, 431, 502, 504); with the limit fields
 /// of `decision` when it is given.
 void problem_response(OwnResponse& out, http::status status, unsigned version, bool keep_alive,

@@ -76,6 +76,10 @@ ReloadReport Reloader::load_and_publish() {
   if (!same_addresses(next->listeners, before.listeners)) {
     report.restart_needed.emplace_back("listen");
   }
+  if (next->decide.has_value() != before.decide.has_value() ||
+      (next->decide && !same_addresses({*next->decide}, {*before.decide}))) {
+    report.restart_needed.emplace_back("decide");
+  }
   if (next->admin.has_value() != before.admin.has_value() ||
       (next->admin &&
        (next->admin->host != before.admin->host || next->admin->port != before.admin->port))) {

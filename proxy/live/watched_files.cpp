@@ -33,11 +33,18 @@ std::vector<std::string> watched_files(const config::ProxyConfig& config) {
     return files;
   }
   add(files, config.file);
+  std::vector<const config::Listener*> listeners;
   for (const config::Listener& listener : config.listeners) {
-    if (listener.tls) {
-      add(files, listener.tls->cert);
-      add(files, listener.tls->key);
-      add(files, listener.tls->client_ca);
+    listeners.push_back(&listener);
+  }
+  if (config.decide) {
+    listeners.push_back(&*config.decide);
+  }
+  for (const config::Listener* listener : listeners) {
+    if (listener->tls) {
+      add(files, listener->tls->cert);
+      add(files, listener->tls->key);
+      add(files, listener->tls->client_ca);
     }
   }
   add(files, config.upstream_tls.ca);

@@ -163,6 +163,7 @@ io::Awaitable<void> handshake_then_serve(OpenPtr open, LoopContext& loop,
 
 void serve_client(io::Socket socket, LoopContext& loop, std::size_t listener) {
   OpenPtr open(new OpenConnection(std::move(socket), loop));  // NOLINT: CloseConnection frees it
+  open->client.decides = listener == loop.decide_listener;
   if (!loop.tls_listeners[listener]) {
     wait_for_first_bytes(std::move(open), loop);
     return;

@@ -143,6 +143,12 @@ void Server::start() {
     endpoints_.emplace_back(net::ip::make_address(listener.address.host), listener.address.port);
     tls_listeners_.push_back(listener.tls.has_value());
   }
+  if (config.decide) {  // the decision service's listener comes last
+    decide_listener_ = endpoints_.size();
+    endpoints_.emplace_back(net::ip::make_address(config.decide->address.host),
+                            config.decide->address.port);
+    tls_listeners_.push_back(config.decide->tls.has_value());
+  }
   for (unsigned i = 0; i < threads; ++i) {
     auto loop = std::make_unique<Loop>();
     loop->pool =
@@ -167,6 +173,7 @@ void Server::start() {
     loop->context = std::make_unique<http::LoopContext>(state_, i, *loop->pool, loop->chunks,
                                                         loop->request_states);
     loop->context->tls_listeners = tls_listeners_;
+    loop->context->decide_listener = decide_listener_;
     loop->context->relay_to_http2 = &http::h2::relay_http1_to_http2;
     loops_.push_back(std::move(loop));
   }
@@ -225,12 +232,19 @@ tcp::endpoint Server::local_endpoint() const {
   return endpoints_.empty() ? tcp::endpoint() : endpoints_.front();
 }
 
+tcp::endpoint Server::decide_endpoint() const {
+  return decide_listener_ < endpoints_.size() ? endpoints_[decide_listener_] : tcp::endpoint();
+}
+
 std::string Server::listening() const {
   std::string text;
   for (std::size_t i = 0; i < endpoints_.size(); ++i) {
     std::ostringstream address;
     address << endpoints_[i];
-    text += (i == 0 ? "" : ", ") + address.str() + (tls_listeners_[i] ? " (TLS)" : "");
+    text += (i == 0 ? "" : ", ") + address.str() +
+            (i == decide_listener_ ? (tls_listeners_[i] ? " (decide, TLS)" : " (decide)")
+             : tls_listeners_[i]   ? " (TLS)"
+                                   : "");
   }
   return text;
 }

@@ -3,6 +3,7 @@
 #include <atomic>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <cstddef>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -47,7 +48,9 @@ class Server {
   void start();
   /// The first listener's bound address (the real port when the config asked for port 0).
   boost::asio::ip::tcp::endpoint local_endpoint() const;
-  /// Every listener's bound address, in the config's order.
+  /// The decision service's bound address (`decide`); unspecified when it is off.
+  boost::asio::ip::tcp::endpoint decide_endpoint() const;
+  /// Every listener's bound address, in the config's order, the decision service's last.
   const std::vector<boost::asio::ip::tcp::endpoint>& local_endpoints() const noexcept {
     return endpoints_;
   }
@@ -93,6 +96,7 @@ class Server {
   std::unique_ptr<io::Acceptor> admin_;  ///< On the first loop.
   std::vector<boost::asio::ip::tcp::endpoint> endpoints_;
   std::vector<bool> tls_listeners_;
+  std::size_t decide_listener_ = static_cast<std::size_t>(-1);  ///< In endpoints_; npos: none.
   /// Holds sockets of the loops' io_contexts: closed in stop() before they go.
   std::unique_ptr<store::Store> store_;
 

@@ -236,6 +236,11 @@ std::shared_ptr<const Contexts> make_contexts(const config::ProxyConfig& config)
     contexts->listeners.push_back(
         listener.tls ? listener_context(*listener.tls, config.http2.enabled, problems) : nullptr);
   }
+  if (config.decide) {  // the decision service's listener comes last, as the server binds them
+    contexts->listeners.push_back(
+        config.decide->tls ? listener_context(*config.decide->tls, config.http2.enabled, problems)
+                           : nullptr);
+  }
   if (has_https_upstream(config)) {
     contexts->upstream = upstream_context(config.upstream_tls, problems);
   }

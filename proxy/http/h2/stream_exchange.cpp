@@ -85,6 +85,11 @@ io::Awaitable<void> serve_stream(std::shared_ptr<Connection> connection,
                     .charged = state.charged,
                     .keep_alive = true,
                     .started = std::chrono::steady_clock::now()};
+  DescribedRequest described;
+  if (connection->client().decides) {
+    described = describe(request);
+    exchange.described = &described;
+  }
   co_await serve_exchange(downstream, exchange, loop);
   connection->stream_done();
 }

@@ -37,6 +37,8 @@ class RecordingDownstream final : public Downstream {
   bool gone() const noexcept override { return gone_; }
 
   OwnResponse& own() noexcept override { return own_; }
+  /// The last own answer's head.
+  std::string_view answer_head() const noexcept { return {own_.head.data(), own_.head.size()}; }
   bool send_own_now(Exchange& exchange) override {
     // "HTTP/1.1 429 Too Many Requests": the status is the three digits after the first space.
     const std::string_view head(own_.head.data(), own_.head.size());
@@ -96,7 +98,8 @@ class ExchangeLoop {
 
   /// Serves `request` (a whole HTTP/1.1 head) through `downstream` to the end; the exchange's
   /// keep_alive after it.
-  bool serve(RecordingDownstream& downstream, const RequestHead& request) {
+  bool serve(RecordingDownstream& downstream, const RequestHead& request,
+             const DescribedRequest* described = nullptr) {
     pipeline::Decision decision;
     pipeline::Charges charges;
     pipeline::ChargeResult charged;
@@ -107,6 +110,7 @@ class ExchangeLoop {
                       .charged = charged,
                       .keep_alive = true,
                       .started = std::chrono::steady_clock::now()};
+    exchange.described = described;
     boost::asio::co_spawn(io_, serve_exchange(downstream, exchange, loop_),
                           [](const std::exception_ptr& error) {
                             if (error) {
@@ -290,6 +294,63 @@ TEST(ServeExchange, HoldsADelayedRequestThenRelaysIt) {
   EXPECT_EQ(loop.last_outcome, pipeline::Outcome::delayed);
   EXPECT_EQ(downstream.relayed, 2);
   EXPECT_EQ(loop.counted("api", telemetry::MetricDecision::delayed), 1u);
+}
+
+/// A forward-auth check for GET /api/x on api.test, as Traefik sends it.
+constexpr std::string_view kCheck =
+    "GET /check HTTP/1.1\r\nHost: sluice:8081\r\nX-Forwarded-Method: GET\r\n"
+    "X-Forwarded-Uri: /api/x\r\nX-Forwarded-Host: api.test\r\nX-Forwarded-Proto: https\r\n\r\n";
+
+TEST(ServeExchange, DecidesTheRequestACheckDescribesAndForwardsNothing) {
+  ExchangeLoop loop(
+      "limiters: {two: {algorithm: fixed_window, limit: 2, window: 1m}}\n"
+      "routes: [{name: api, match: {path_prefix: /api}, limiters: [two]}]");
+  ParsedRequest check(kCheck);
+  const DescribedRequest described = describe(check.request);
+  ASSERT_EQ(described.problem, "");
+  RecordingDownstream downstream(check.request);
+  EXPECT_TRUE(loop.serve(downstream, check.request, &described));
+  EXPECT_NE(downstream.answer_head().find("RateLimit: \"two\";r=1;t=60\r\n"), std::string::npos)
+      << downstream.answer_head();
+  EXPECT_TRUE(loop.serve(downstream, check.request, &described));
+  EXPECT_TRUE(loop.serve(downstream, check.request, &described));
+  EXPECT_EQ(downstream.answered, (std::vector<unsigned>{200, 200, 429}));
+  EXPECT_NE(downstream.answer_head().find("Retry-After: 60\r\n"), std::string::npos);
+  EXPECT_EQ(downstream.relayed, 0);  // a decision service forwards nothing
+  EXPECT_EQ(loop.counted("api", telemetry::MetricDecision::allowed), 2u);
+  EXPECT_EQ(loop.counted("api", telemetry::MetricDecision::limited), 1u);
+}
+
+TEST(ServeExchange, AdmitsACheckForARequestNoRouteLimits) {
+  ExchangeLoop loop("routes: [{name: api, match: {path_prefix: /api}}]");
+  ParsedRequest check(
+      "GET /check HTTP/1.1\r\nHost: s\r\nX-Original-Method: POST\r\n"
+      "X-Original-URI: /elsewhere\r\n\r\n");
+  const DescribedRequest described = describe(check.request);
+  RecordingDownstream downstream(check.request);
+  EXPECT_TRUE(loop.serve(downstream, check.request, &described));
+  EXPECT_EQ(downstream.answered, std::vector<unsigned>{200});
+  EXPECT_EQ(loop.last_outcome, pipeline::Outcome::no_route);
+}
+
+TEST(ServeExchange, PassesOnTheAnswerOfARouteThatAnswersItself) {
+  ExchangeLoop loop("routes: [{name: closed, respond: {status: 403, body: closed}}]");
+  ParsedRequest check(kCheck);
+  const DescribedRequest described = describe(check.request);
+  RecordingDownstream downstream(check.request);
+  loop.serve(downstream, check.request, &described);
+  EXPECT_EQ(downstream.answered, std::vector<unsigned>{403});
+}
+
+TEST(ServeExchange, AnswersACheckThatDescribesNoRequest400) {
+  ExchangeLoop loop("routes: [{name: api}]");
+  ParsedRequest check(
+      "GET /check HTTP/1.1\r\nHost: s\r\nX-Forwarded-Uri: /a\r\nX-Original-URI: /b\r\n\r\n");
+  const DescribedRequest described = describe(check.request);
+  RecordingDownstream downstream(check.request);
+  EXPECT_TRUE(loop.serve(downstream, check.request, &described));
+  EXPECT_EQ(downstream.answered, std::vector<unsigned>{400});
+  EXPECT_EQ(downstream.relayed, 0);
 }
 
 }  // namespace
