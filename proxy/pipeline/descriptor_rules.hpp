@@ -37,7 +37,7 @@ class DescriptorRules {
                                std::span<const DescriptorEntry> entries) const noexcept;
 
   /// The index in `config.limiters` of the limiter that decides a rule `match` returned, or
-  /// npos for an `unlimited` one (always OK).
+  /// npos for an `unlimited` one (always OK) and for a rule that is not one of these.
   std::size_t limiter_index(const config::RlsRule& rule) const noexcept;
 
   std::size_t domain_count() const noexcept { return domains_.size(); }
