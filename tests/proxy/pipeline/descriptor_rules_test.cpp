@@ -86,6 +86,8 @@ TEST(DescriptorRules, AnUnknownDomainHasNoIndex) {
   EXPECT_EQ(rules.domain("elsewhere"), std::nullopt);
   EXPECT_EQ(rules.domain(""), std::nullopt);
   EXPECT_EQ(rules.match(2, {}), nullptr);
+  const config::RlsRule foreign = config.rls[0].rules[0];  // a copy: not one of the rules'
+  EXPECT_EQ(rules.limiter_index(foreign), DescriptorRules::npos);
 }
 
 TEST(DescriptorRules, TheFirstWrittenWinsBetweenEquallySpecificRules) {
