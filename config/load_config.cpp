@@ -7,6 +7,7 @@
 #include "config/addresses.hpp"
 #include "config/read_auth.hpp"
 #include "config/read_limiters.hpp"
+#include "config/read_rls.hpp"
 #include "config/read_routes.hpp"
 #include "config/yaml_reader.hpp"
 
@@ -408,6 +409,7 @@ ProxyConfig read_config(const YAML::Node& root, const std::string& file, ReadCon
       top.error("routes", "no route: every request would get 404");
     }
   }
+  config.rls = read_rls(top, config, context);
   return config;
 }
 

@@ -8,6 +8,7 @@
 #include "config/did_you_mean.hpp"
 #include "config/names.hpp"
 #include "config/read_auth.hpp"
+#include "config/read_rls.hpp"
 #include "config/route_overlap.hpp"
 #include "limiter/decide.hpp"
 #include "limiter/make_limiter.hpp"
@@ -282,6 +283,19 @@ void check_cost_from(MapReader& reader, const Route& route, const ProxyConfig& c
   }
 }
 
+/// Forward auth on the decide port (SPEC §11) decides a request and never sees it end.
+void check_decide(MapReader& reader, const Route& route, const ProxyConfig& config) {
+  if (!config.decide) {
+    return;
+  }
+  for (const std::string& name : route.limiters) {
+    if (const std::string problem = needs_end_of_request(*config.limiter_named(name));
+        !problem.empty()) {
+      reader.error("limiters", "forward auth on the decide port has no end of request: " + problem);
+    }
+  }
+}
+
 Route read_route(const YAML::Node& node, std::size_t index, const ProxyConfig& config,
                  bool upstream_given, ReadContext& context) {
   const std::string path = "routes[" + std::to_string(index) + "]";
@@ -317,6 +331,7 @@ Route read_route(const YAML::Node& node, std::size_t index, const ProxyConfig& c
   check_cost(reader, route, config);
   route.cost_from = read_cost_from(reader);
   check_cost_from(reader, route, config);
+  check_decide(reader, route, config);
   if (auto section = reader.section("respond", {"status", "body"})) {
     MapReader& respond = *section;
     // A final status: an interim one (1xx) would leave the client waiting for the real answer.

@@ -13,7 +13,8 @@ const std::vector<BrokenConfig>& broken_configs() {
         "tls, admin, admin_token, threads, max_connections, upstream, upstream_tls, http2, "
         "trusted_proxies, "
         "timeouts, "
-        "limits_headers, log, store, auth, limiters, deny, ban, routes, watch or top_keys"}},
+        "limits_headers, log, store, auth, limiters, deny, ban, routes, watch, top_keys, decide or "
+        "rls"}},
       {"unknown_nested_key",
        "upstream: \"http://127.0.0.1:9000\"\ntimeouts: {idel: 5s}\nroutes: [{name: a}]",
        {"proxy.yaml:2:12: timeouts: unknown key \"idel\" (did you mean \"idle\"?); accepted keys: "

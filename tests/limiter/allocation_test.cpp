@@ -5,10 +5,12 @@
 #include <array>
 #include <string>
 
+#include "config/load_config.hpp"
 #include "limiter/decide.hpp"
 #include "limiter/key_hash.hpp"
 #include "limiter/make_limiter.hpp"
 #include "proxy/live/top_keys.hpp"
+#include "proxy/pipeline/descriptor_rules.hpp"
 #include "tests/support/counted_new.hpp"
 #include "tests/support/manual_clock.hpp"
 #include "tests/support/minted_jwts.hpp"
@@ -189,6 +191,46 @@ routes: [{name: api, auth: {jwt: idp}, limiters: [per-user]}]
   };
   run();
   EXPECT_EQ(allocations_during(run), 0U);
+}
+
+TEST(Allocation, MatchingDescriptorsNeverAllocates) {
+  const config::ProxyConfig config = config::parse_config(
+      R"(
+upstream: http://127.0.0.1:9000
+limiters:
+  a: {algorithm: fixed_window, limit: 10, window: 1m}
+  b: {algorithm: fixed_window, limit: 10, window: 1m}
+routes: [{name: all}]
+rls:
+  - domain: edge
+    descriptors:
+      - {key: remote_address, limiter: a}
+      - {entries: [tenant, user], limiter: a}
+      - {entries: [tenant=acme, user], limiter: b}
+)",
+      "proxy.yaml", [](std::string_view) { return std::optional<std::string>(); });
+  const pipeline::DescriptorRules rules(config);
+  using Entry = pipeline::DescriptorEntry;
+  const std::array<Entry, 2> tenant{Entry{"tenant", "acme"}, Entry{"user", "a-long-user-name"}};
+  const std::array<Entry, 1> address{Entry{"remote_address", "198.51.100.23"}};
+  std::string key;
+  std::size_t found = 0;
+  const auto run = [&] {
+    for (int i = 0; i < 1000; ++i) {
+      const std::size_t domain = *rules.domain("edge");
+      std::array<const config::RlsRule*, 2> matched{rules.match(domain, tenant),
+                                                    rules.match(domain, address)};
+      pipeline::drop_replaced(matched);
+      for (const config::RlsRule* rule : matched) {
+        found += rules.limiter_index(*rule);
+      }
+      pipeline::descriptor_key(tenant, key);
+      pipeline::descriptor_key(address, key);
+    }
+  };
+  run();  // the key's buffer grows once
+  EXPECT_EQ(allocations_during(run), 0U);
+  EXPECT_EQ(found, 2000U);  // two runs of 1000 requests, each b (index 1) and a (index 0)
 }
 
 }  // namespace
