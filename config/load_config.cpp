@@ -345,9 +345,9 @@ ProxyConfig read_config(const YAML::Node& root, const std::string& file, ReadCon
   config.file = file;
   MapReader top(
       root, "",
-      {"listen",   "tls",          "admin",   "admin_token",     "threads",  "max_connections",
-       "upstream", "upstream_tls", "http2",   "trusted_proxies", "timeouts", "limits_headers",
-       "log",      "store",        "auth",    "limiters",        "deny",     "ban",
+      {"listen",   "tls",          "admin",    "admin_token",     "threads",  "max_connections",
+       "upstream", "upstream_tls", "http2",    "trusted_proxies", "timeouts", "limits_headers",
+       "log",      "store",        "auth",     "limiters",        "deny",     "ban",
        "routes",   "watch",        "top_keys", "decide",          "rls"},
       context);
   if (!top.valid()) {
@@ -361,8 +361,9 @@ ProxyConfig read_config(const YAML::Node& root, const std::string& file, ReadCon
   if (config.decide && config.decide->address.port != 0) {
     for (const Listener& listener : config.listeners) {
       if (listener.address == config.decide->address) {
-        top.error("decide", "the same address as a listen address: give the decision service "
-                            "its own port");
+        top.error("decide",
+                  "the same address as a listen address: give the decision service "
+                  "its own port");
       }
     }
   }
@@ -404,7 +405,8 @@ ProxyConfig read_config(const YAML::Node& root, const std::string& file, ReadCon
   config.ban = read_ban(top);
   check_certificate_keys(config, context);
   if (top.require("routes")) {
-    config.routes = read_routes(top.node("routes"), config, top.has("upstream") || config.decide.has_value(), context);
+    config.routes = read_routes(top.node("routes"), config,
+                                top.has("upstream") || config.decide.has_value(), context);
     if (config.routes.empty() && top.node("routes").IsSequence()) {
       top.error("routes", "no route: every request would get 404");
     }

@@ -86,9 +86,7 @@ struct Exchange {
     return decision.route->upstream ? *decision.route->upstream : *config().upstream;
   }
   /// Whether there is one: a configuration with a decision service may have none.
-  bool has_upstream() const noexcept {
-    return decision.route->upstream || config().upstream;
-  }
+  bool has_upstream() const noexcept { return decision.route->upstream || config().upstream; }
   /// On the decision service: whether the described request may pass (200). Admitted on a
   /// route that does not answer itself, or on no route at all: what no route limits passes.
   bool admits_described() const noexcept {

@@ -66,7 +66,8 @@ DescribedRequest describe(const RequestHead& check) {
   std::string& problem = described.problem;
   const std::string_view method =
       either_value(fields, "X-Forwarded-Method", "X-Original-Method", problem);
-  const std::string_view target = either_value(fields, "X-Forwarded-Uri", "X-Original-URI", problem);
+  const std::string_view target =
+      either_value(fields, "X-Forwarded-Uri", "X-Original-URI", problem);
   const std::string_view host = single_value(fields, "X-Forwarded-Host", problem);
   const std::string_view proto = single_value(fields, "X-Forwarded-Proto", problem);
   if (!problem.empty()) {

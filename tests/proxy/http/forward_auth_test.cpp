@@ -12,8 +12,8 @@ namespace {
 /// `fields` (CRLF-terminated lines) on a check of `GET /auth/check`, parsed as the HTTP/1.1
 /// codec parses it, then described.
 DescribedRequest described(std::string_view fields, std::string_view line = "GET /auth/check") {
-  const std::string text = std::string(line) + " HTTP/1.1\r\nHost: sluice:8081\r\n" +
-                           std::string(fields) + "\r\n";
+  const std::string text =
+      std::string(line) + " HTTP/1.1\r\nHost: sluice:8081\r\n" + std::string(fields) + "\r\n";
   HeadFields head;
   RequestParser parser(head);
   boost::beast::error_code ec;

@@ -102,8 +102,10 @@ TEST_F(DecideGateway, CaddyForwardAuthPasses429AsItIs) {
   const std::string home = directory_.path().string();
   const ChildProcess caddy({"/bin/sh", "-c",
                             "echo started; HOME=" + home + " XDG_DATA_HOME=" + home +
-                                " XDG_CONFIG_HOME=" + home + " exec caddy run --adapter caddyfile "
-                                "--config " + config.string() + " 2>" + home + "/caddy.log"});
+                                " XDG_CONFIG_HOME=" + home +
+                                " exec caddy run --adapter caddyfile "
+                                "--config " +
+                                config.string() + " 2>" + home + "/caddy.log"});
   ASSERT_TRUE(listening_on(port)) << "caddy did not start";
   expect_two_then_429(port);
   // Caddy passes sluice's own answer through: its problem+json body says which limit.

@@ -86,10 +86,11 @@ TEST_F(DecideService, Answers400NamingFieldsThatContradictEachOther) {
 }
 
 TEST_F(DecideService, DecidesChecksSentOverH2c) {
-  const std::string curl = "curl -s -o /dev/null -w '%{http_code} %{http_version}\\n' "
-                           "--http2-prior-knowledge -H 'X-Forwarded-Uri: /api/x' "
-                           "http://127.0.0.1:" +
-                           std::to_string(decide_port()) + "/auth";
+  const std::string curl =
+      "curl -s -o /dev/null -w '%{http_code} %{http_version}\\n' "
+      "--http2-prior-knowledge -H 'X-Forwarded-Uri: /api/x' "
+      "http://127.0.0.1:" +
+      std::to_string(decide_port()) + "/auth";
   EXPECT_EQ(output_of(curl), "200 2\n");
   EXPECT_EQ(output_of(curl), "200 2\n");
   EXPECT_EQ(output_of(curl), "429 2\n");
