@@ -1,5 +1,7 @@
 #include "proxy/rls/rls_messages.hpp"
 
+#include <google/protobuf/stubs/logging.h>
+
 #include <algorithm>
 #include <array>
 #include <chrono>
@@ -154,6 +156,8 @@ bool parse_request(std::string_view message, RateLimitRequest& request) {
   }
   return request.ParseFromArray(message.data(), static_cast<int>(message.size()));
 }
+
+void discard_protobuf_log() noexcept { google::protobuf::SetLogHandler(nullptr); }
 
 void encode_response(const RateLimitResponse& response, std::string& out) {
   const std::size_t size = response.ByteSizeLong();

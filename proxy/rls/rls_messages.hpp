@@ -23,9 +23,9 @@ using RateLimitUnit = envoy::service::ratelimit::v3::RateLimitResponse::RateLimi
 inline constexpr std::size_t kPrefixBytes = 5;
 
 /// The largest request message accepted. Envoy's requests are a domain and a few descriptors of
-/// short entries: a few hundred bytes, a hundred descriptors stay under 10 KiB. The cap bounds
-/// what one stream makes the loop buffer and parse to what a real client never reaches (gRPC's
-/// own default, 4 MiB, is for any message of any service).
+/// short entries, a few hundred bytes. The cap bounds what one stream makes the loop buffer and
+/// parse to what a real client never reaches (gRPC's own default, 4 MiB, is for any message of
+/// any service).
 inline constexpr std::size_t kMaxMessageBytes = 64 * 1024;
 /// The largest request body worth reading on: a prefix and a message of kMaxMessageBytes.
 inline constexpr std::size_t kMaxRequestBodyBytes = kPrefixBytes + kMaxMessageBytes;
@@ -66,7 +66,14 @@ Unframed unframe_request(std::string_view body) noexcept;
 /// parse every call into it: protobuf keeps the elements of cleared repeated fields and the
 /// capacity of cleared strings, so once warmed a parse allocates only for a request with more
 /// descriptors or entries, or longer strings, than any before it.
+/// Strings are checked as protobuf checks proto3's (and envoyproxy/ratelimit's Go server does):
+/// a key, value or domain that is not UTF-8 fails the parse.
 bool parse_request(std::string_view message, RateLimitRequest& request);
+
+/// Protobuf writes a line to stderr for every message it refuses for a string that is not UTF-8,
+/// so a client could fill the log with them: this drops protobuf's log messages, process-wide (a
+/// refused request is the caller's to count). Called once, before serving.
+void discard_protobuf_log() noexcept;
 
 /// `response` as a gRPC length-prefixed message (flag 0, the length, the message), written over
 /// `out`: a string kept by the caller and reused keeps its capacity.
@@ -85,11 +92,12 @@ std::int64_t seconds_in(RateLimitUnit unit) noexcept;
 
 /// A limiter's limit in Envoy's terms. A window's limit per window (a calendar window's per day,
 /// month or year), or a bucket's rate, is exact when the window or the rate's period is one unit
-/// (a week is not one: Envoy has no WEEK) and the count is whole. Otherwise it is the limiter's
-/// long-run rate in the smallest unit, SECOND to YEAR, in which it is a whole number of at least 1
-/// (1 per 4 s: 15 per MINUTE; 10 per week: 521 per YEAR, rounded down), else per YEAR rounded
-/// down and at least 1. A limit of 0 is 0 in the window's unit, or per SECOND. Counts above
-/// 2^32 - 1 are that. Concurrency limiters have no unit: nullopt.
+/// (a calendar week is not one of these units) and the count is whole. Otherwise it is the
+/// limiter's long-run rate in the smallest unit, SECOND to YEAR, in which it is a whole number of
+/// at least 1 (1 per 4 s: 15 per MINUTE; 10 per week: 521 per YEAR, rounded down), else per YEAR
+/// rounded down and at least 1. A limit of 0 is 0 in the window's unit, or per SECOND. Counts above
+/// 2^32 - 1 are that. Concurrency limiters have no unit, nor options without a window or period:
+/// nullopt.
 std::optional<CurrentLimit> current_limit(const limiter::LimiterOptions& options) noexcept;
 
 /// Writes `duration` to `out` as protobuf's Duration: whole seconds, and the nanoseconds left,

@@ -142,6 +142,18 @@ TEST(ParseRequest, RefusesBytesThatAreNotARequest) {
   EXPECT_FALSE(parse_request("\x00"sv, request));                  // field number 0
 }
 
+TEST(ParseRequest, RefusesStringsThatAreNotUtf8Quietly) {
+  RateLimitRequest request;
+  discard_protobuf_log();
+  testing::internal::CaptureStderr();
+  // domain (1) "\xff"; an entry's value (2) "\xc3" (a sequence cut short).
+  EXPECT_FALSE(parse_request("\x0a\x01\xff"sv, request));
+  EXPECT_FALSE(parse_request("\x12\x05\x0a\x03\x12\x01\xc3"sv, request));
+  EXPECT_EQ(testing::internal::GetCapturedStderr(), "");
+  EXPECT_TRUE(parse_request("\x0a\x02\xc3\xa9"sv, request));  // "é"
+  EXPECT_EQ(request.domain(), "\xc3\xa9");
+}
+
 TEST(ParseRequest, AWarmRequestParsesWithoutAllocating) {
   const std::string message = example_request().SerializeAsString();
   RateLimitRequest reused;
