@@ -13,6 +13,7 @@ rules=(
   "config|limiter|asio boost/asio boost/beast spdlog hiredis CLI"
   "proxy/auth||boost/asio boost/beast yaml-cpp spdlog hiredis CLI"
   "proxy/cost||boost/asio boost/beast yaml-cpp spdlog hiredis fmt CLI"
+  "proxy/rls|limiter|asio boost/asio boost/beast yaml-cpp spdlog hiredis CLI"
   "proxy/pipeline|limiter config proxy/auth|boost/asio boost/beast yaml-cpp spdlog hiredis CLI"
   "proxy/replay|limiter config proxy/pipeline proxy/auth|boost/asio boost/beast yaml-cpp spdlog hiredis CLI"
   "proxy/telemetry|limiter config|boost/asio boost/beast yaml-cpp hiredis CLI"
@@ -21,10 +22,10 @@ rules=(
   "proxy/live|limiter config proxy/pipeline proxy/auth proxy/cost proxy/telemetry proxy/tls|boost/asio boost/beast hiredis CLI"
   "proxy/store|limiter config proxy/pipeline proxy/auth proxy/telemetry proxy/io|boost/beast/http CLI"
   "proxy/http|limiter config proxy/pipeline proxy/auth proxy/cost proxy/telemetry proxy/live proxy/io proxy/tls proxy/store|hiredis CLI"
-  "proxy/http/h2|limiter config proxy/pipeline proxy/auth proxy/cost proxy/telemetry proxy/live proxy/io proxy/tls proxy/store proxy/http|hiredis CLI"
-  "proxy/admin|limiter config proxy/pipeline proxy/auth proxy/cost proxy/telemetry proxy/live proxy/io proxy/tls proxy/store proxy/http|hiredis CLI"
-  "proxy/server|limiter config proxy/pipeline proxy/auth proxy/cost proxy/telemetry proxy/live proxy/io proxy/tls proxy/store proxy/http proxy/http/h2 proxy/admin|hiredis CLI"
-  "proxy/cli|limiter config proxy/pipeline proxy/auth proxy/cost proxy/replay proxy/telemetry proxy/live proxy/io proxy/tls proxy/store proxy/http proxy/http/h2 proxy/admin proxy/server|hiredis"
+  "proxy/http/h2|limiter config proxy/pipeline proxy/auth proxy/cost proxy/telemetry proxy/live proxy/io proxy/tls proxy/store proxy/rls proxy/http|hiredis CLI"
+  "proxy/admin|limiter config proxy/pipeline proxy/auth proxy/cost proxy/telemetry proxy/live proxy/io proxy/tls proxy/store proxy/rls proxy/http|hiredis CLI"
+  "proxy/server|limiter config proxy/pipeline proxy/auth proxy/cost proxy/telemetry proxy/live proxy/io proxy/tls proxy/store proxy/rls proxy/http proxy/http/h2 proxy/admin|hiredis CLI"
+  "proxy/cli|limiter config proxy/pipeline proxy/auth proxy/cost proxy/replay proxy/telemetry proxy/live proxy/io proxy/tls proxy/store proxy/rls proxy/http proxy/http/h2 proxy/admin proxy/server|hiredis"
 )
 
 status=0

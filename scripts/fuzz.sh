@@ -6,7 +6,7 @@
 #   scripts/fuzz.sh all [SECONDS]      every target for SECONDS each, FUZZ_JOBS at a time
 #                                      (default: one per core)
 #
-# Targets: config, http, http2, jwt, pipeline, replay_combined, replay_jsonl, resp, usage
+# Targets: config, http, http2, jwt, pipeline, replay_combined, replay_jsonl, resp, rls, usage
 # (tests/fuzz/NAME_fuzz.cpp says what each one feeds where). A run starts from the target's seeds
 # (tests/fuzz/corpus/TARGET) and regression inputs (tests/fuzz/regressions/TARGET), which are all
 # replayed first, and keeps the inputs it finds in build/fuzz/corpus/TARGET for the next run. A

@@ -10,6 +10,7 @@ packages=(
   build-essential cmake ninja-build pkg-config
   libboost1.81-dev libboost-json1.81-dev libboost-url1.81-dev libyaml-cpp-dev libspdlog-dev
   libfmt-dev libhiredis-dev libcli11-dev libssl-dev libnghttp2-dev libhowardhinnant-date-dev
+  libprotobuf-dev protobuf-compiler
   tzdata
 )
 # The container image's test (docker/test-image.sh): podman, and debootstrap for its base image.
@@ -21,7 +22,8 @@ elif [ "$mode" != --build-only ]; then
   packages+=(
     ccache git clang-format-16 clang-16 libclang-rt-16-dev
     googletest libgtest-dev libgmock-dev libbenchmark-dev redis-server openssl curl python3 ca-certificates
-    nghttp2-client python3-h2 python3-grpcio python3-jwt python3-cryptography nginx caddy
+    nghttp2-client python3-h2 python3-grpcio python3-grpc-tools python3-jwt python3-cryptography
+    nginx caddy
   )
   # The LLM clients' test (tests/clients/) runs npm's packages on Node: Debian's nodejs and npm,
   # unless a node and an npm are there already (NodeSource's nodejs brings its own npm, and

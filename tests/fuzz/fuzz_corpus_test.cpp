@@ -25,6 +25,7 @@ extern "C" int sluice_fuzz_replay_jsonl(const std::uint8_t* data, std::size_t si
 extern "C" int sluice_fuzz_replay_combined(const std::uint8_t* data, std::size_t size);
 extern "C" int sluice_fuzz_resp(const std::uint8_t* data, std::size_t size);
 extern "C" int sluice_fuzz_usage(const std::uint8_t* data, std::size_t size);
+extern "C" int sluice_fuzz_rls(const std::uint8_t* data, std::size_t size);
 
 namespace {
 
@@ -43,7 +44,8 @@ constexpr Target kTargets[] = {{"config", sluice_fuzz_config},
                                {"replay_jsonl", sluice_fuzz_replay_jsonl},
                                {"replay_combined", sluice_fuzz_replay_combined},
                                {"resp", sluice_fuzz_resp},
-                               {"usage", sluice_fuzz_usage}};
+                               {"usage", sluice_fuzz_usage},
+                               {"rls", sluice_fuzz_rls}};
 
 const fs::path kFuzzDirectory = fs::path(SLUICE_SOURCE_DIR) / "tests" / "fuzz";
 
