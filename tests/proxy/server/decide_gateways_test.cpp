@@ -10,14 +10,13 @@
 
 #include "tests/support/child_process.hpp"
 #include "tests/support/proxy_fixture.hpp"
-#include "tests/support/sluice_process.hpp"
 #include "tests/support/temp_directory.hpp"
 
 namespace sluice::test {
 namespace {
 
 constexpr std::string_view kTwoPerClient =
-    "limiters: {per-ip: {algorithm: fixed_window, limit: 2, window: 1m}}\n"
+    "limiters: {per-ip: {algorithm: sliding_log, limit: 2, window: 1m}}\n"
     "routes: [{name: api, match: {path_prefix: /api}, limiters: [per-ip]}]";
 
 /// docs/gateways/`name` with its placeholders filled in.
@@ -40,6 +39,13 @@ std::string gateway_config(const std::string& name, const TempDirectory& directo
     }
   }
   return config;
+}
+
+/// A port nothing listens on now: the kernel's pick for a socket closed at once.
+unsigned short unused_port() {
+  net::io_context io;
+  tcp::acceptor acceptor(io, tcp::endpoint(net::ip::make_address("127.0.0.1"), 0));
+  return acceptor.local_endpoint().port();
 }
 
 /// Whether something accepts connections on 127.0.0.1:`port` within 10 s.
@@ -82,7 +88,7 @@ class DecideGateway : public ::testing::Test {
 };
 
 TEST_F(DecideGateway, NginxAuthRequestGets429WithRetryAfter) {
-  const unsigned short port = free_port();
+  const unsigned short port = unused_port();
   const auto config = directory_.write(
       "nginx.conf",
       gateway_config("nginx.conf", directory_, port, decide_port(), sluice_.upstream().port()));
@@ -95,7 +101,7 @@ TEST_F(DecideGateway, NginxAuthRequestGets429WithRetryAfter) {
 }
 
 TEST_F(DecideGateway, CaddyForwardAuthPasses429AsItIs) {
-  const unsigned short port = free_port();
+  const unsigned short port = unused_port();
   const auto config = directory_.write(
       "Caddyfile",
       gateway_config("Caddyfile", directory_, port, decide_port(), sluice_.upstream().port()));

@@ -12,7 +12,7 @@ namespace sluice::test {
 namespace {
 
 constexpr std::string_view kPerClient =
-    "limiters: {per-ip: {algorithm: fixed_window, limit: 2, window: 1m}}\n"
+    "limiters: {per-ip: {algorithm: sliding_log, limit: 2, window: 1m}}\n"
     "routes: [{name: api, match: {path_prefix: /api}, limiters: [per-ip]}]";
 
 /// A check for GET `uri` from `client`, as Traefik sends it.
