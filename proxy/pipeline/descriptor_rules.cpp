@@ -1,5 +1,7 @@
 #include "proxy/pipeline/descriptor_rules.hpp"
 
+#include "proxy/pipeline/request_key.hpp"
+
 #include <algorithm>
 #include <array>
 #include <functional>
@@ -122,7 +124,7 @@ void descriptor_key(std::span<const DescriptorEntry> entries, std::string& key) 
   key.clear();
   for (std::size_t i = 0; i < entries.size(); ++i) {
     if (i > 0) {
-      key += '+';
+      key += kKeyPartSeparator;
     }
     key += entries[i].second;
   }

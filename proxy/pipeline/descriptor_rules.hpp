@@ -58,8 +58,9 @@ class DescriptorRules {
 /// envoyproxy/ratelimit drops a replaced limit. Allocates only for more than 64 descriptors.
 void drop_replaced(std::span<const config::RlsRule*> matched);
 
-/// The limiter key of a descriptor: its entries' values joined with '+', written into `key`
-/// (cleared first, its capacity reused).
+/// The limiter key of a descriptor: its entries' values joined as a composite key's parts are
+/// (shown as '+', held with kKeyPartSeparator, so that overrides and runtime control name it
+/// as they name any composite key), written into `key` (cleared first, its capacity reused).
 void descriptor_key(std::span<const DescriptorEntry> entries, std::string& key);
 
 }  // namespace sluice::pipeline

@@ -87,6 +87,7 @@ Pipeline::Pipeline(const config::ProxyConfig& config, const Pipeline* previous)
     : config_(config),
       identity_(config, previous ? &previous->identity_ : nullptr),
       routes_(config.routes),
+      descriptor_rules_(config),
       control_(previous ? previous->control_ : nullptr) {
   for (const config::Cidr& network : config.deny) {
     deny_.insert(network);
@@ -230,18 +231,6 @@ bool Pipeline::prepare(const RequestView& request, limiter::TimePoint now,
   // Keys are built in per-thread buffers that keep their capacity: no allocation per request.
   thread_local std::string key_text;
   thread_local std::string tier_text;
-  struct Found {
-    Charge charge;
-    limiter::KeyHash shared_key;
-    const limiter::LimiterOptions* options;
-    std::size_t report;
-  };
-  const auto place = [&charges](std::size_t i, const Found& found) {
-    charges.items[i] = found.charge;
-    charges.shared_key[i] = found.shared_key;
-    charges.options[i] = found.options;
-    charges.report[i] = found.report;
-  };
   std::array<Found, kMaxChargesPerRequest> shadow{};
   std::size_t shadow_count = 0;
   for (const std::size_t slot_index : route_limiters_[*index]) {
@@ -253,21 +242,9 @@ bool Pipeline::prepare(const RequestView& request, limiter::TimePoint now,
     const bool tiered = slot.config->tier && build_key(*slot.config->tier, slot.config->ipv6_prefix,
                                                        request, decision.client, route.name,
                                                        decision.auth.identity.get(), tier_text);
-    auto [instance, options] = instance_for(
-        slot, key_text, tiered ? std::optional<std::string_view>(tier_text) : std::nullopt);
-    if (runtime) {
-      // A runtime override (SPEC §10) comes before the config's overrides and tiers.
-      const RuntimeSnapshot::Override* override =
-          runtime->override_for(slot.config->name, key_text, now);
-      if (override && override->instance->base == slot.config->options) {
-        instance = override->instance->limiter.get();
-        options = &override->instance->options;
-      }
-    }
-    Found found{{instance, limiter::hash_key(key_text), cost.value_or(route.cost)},
-                limiter::hash_key(key_text, kSharedKeySeed),
-                options,
-                decision.report_count++};
+    Found found = charge_of(slot, key_text,
+                            tiered ? std::optional<std::string_view>(tier_text) : std::nullopt,
+                            cost.value_or(route.cost), runtime, now, decision);
     if (slot.config->settled_later()) {
       // Admitted while the budget has room (for the estimate, if any); charged once the
       // response is over.
@@ -278,20 +255,121 @@ bool Pipeline::prepare(const RequestView& request, limiter::TimePoint now,
         found.charge.reserve = estimate;
       }
     }
-    decision.reports[found.report].limiter = slot.config;
-    decision.reports[found.report].options = options;
-    decision.reports[found.report].key = found.charge.key;
     if (slot.config->shadow) {
       shadow[shadow_count++] = found;
     } else {
-      place(charges.live++, found);
+      place(charges, charges.live++, found);
     }
   }
   charges.count = charges.live;
   for (std::size_t s = 0; s < shadow_count; ++s) {
-    place(charges.count++, shadow[s]);
+    place(charges, charges.count++, shadow[s]);
   }
   return true;
+}
+
+Pipeline::Found Pipeline::charge_of(LimiterSlot& slot, std::string_view key_text,
+                                    std::optional<std::string_view> tier_text,
+                                    limiter::Permits cost, const RuntimeSnapshot* runtime,
+                                    limiter::TimePoint now, Decision& decision) {
+  auto [instance, options] = instance_for(slot, key_text, tier_text);
+  if (runtime) {
+    // A runtime override (SPEC §10) comes before the config's overrides and tiers.
+    const RuntimeSnapshot::Override* override =
+        runtime->override_for(slot.config->name, key_text, now);
+    if (override && override->instance->base == slot.config->options) {
+      instance = override->instance->limiter.get();
+      options = &override->instance->options;
+    }
+  }
+  const Found found{.charge = {instance, limiter::hash_key(key_text), cost},
+                    .shared_key = limiter::hash_key(key_text, kSharedKeySeed),
+                    .options = options,
+                    .report = decision.report_count++};
+  LimiterReport& report = decision.reports[found.report];
+  report.limiter = slot.config;
+  report.options = options;
+  report.key = found.charge.key;
+  return found;
+}
+
+void Pipeline::place(Charges& charges, std::size_t i, const Found& found) noexcept {
+  charges.items[i] = found.charge;
+  charges.shared_key[i] = found.shared_key;
+  charges.options[i] = found.options;
+  charges.report[i] = found.report;
+}
+
+DescriptorsPrepared Pipeline::prepare_descriptors(std::string_view domain,
+                                                  std::span<const Descriptor> descriptors,
+                                                  limiter::Permits cost, limiter::TimePoint now,
+                                                  Decision& decision, Charges& charges,
+                                                  std::span<std::size_t> report_of) {
+  std::fill(report_of.begin(), report_of.end(), kNoReport);
+  const std::optional<std::size_t> index = descriptor_rules_.domain(domain);
+  if (!index) {
+    return DescriptorsPrepared::unknown_domain;
+  }
+  // The rules matched, then those another one replaces dropped (per thread: no allocation).
+  thread_local std::vector<const config::RlsRule*> matched;
+  matched.assign(descriptors.size(), nullptr);
+  for (std::size_t d = 0; d < descriptors.size(); ++d) {
+    matched[d] = descriptor_rules_.match(*index, descriptors[d]);
+  }
+  drop_replaced(matched);
+  const RuntimeSnapshot* runtime = control_ && control_->any() ? &control_->snapshot() : nullptr;
+  thread_local std::string key_text;
+  std::array<Found, kMaxChargesPerRequest> shadow{};
+  std::size_t shadow_count = 0;
+  for (std::size_t d = 0; d < descriptors.size(); ++d) {
+    const std::size_t slot_index =
+        matched[d] != nullptr ? descriptor_rules_.limiter_index(*matched[d]) : DescriptorRules::npos;
+    if (slot_index == DescriptorRules::npos) {
+      continue;  // no rule, or `unlimited`: OK
+    }
+    LimiterSlot& slot = limiters_[slot_index];
+    descriptor_key(descriptors[d], key_text);
+    // One request decides a limiter once: the same key again adds to its cost, another key
+    // cannot be decided with it (all or nothing needs one lock per limiter).
+    bool merged = false;
+    for (std::size_t earlier = 0; earlier < d && !merged; ++earlier) {
+      const std::size_t r = report_of[earlier];
+      if (r == kNoReport || decision.reports[r].limiter != slot.config) {
+        continue;
+      }
+      if (decision.reports[r].key != limiter::hash_key(key_text)) {
+        return DescriptorsPrepared::limiter_twice;
+      }
+      limiter::Charge* found = nullptr;
+      for (std::size_t i = 0; i < charges.live; ++i) {
+        found = charges.report[i] == r ? &charges.items[i] : found;
+      }
+      for (std::size_t s = 0; s < shadow_count; ++s) {
+        found = shadow[s].report == r ? &shadow[s].charge : found;
+      }
+      found->cost += cost;
+      report_of[d] = r;
+      merged = true;
+    }
+    if (merged) {
+      continue;
+    }
+    if (decision.report_count == kMaxChargesPerRequest) {
+      return DescriptorsPrepared::too_many;
+    }
+    const Found found = charge_of(slot, key_text, std::nullopt, cost, runtime, now, decision);
+    report_of[d] = found.report;
+    if (slot.config->shadow) {
+      shadow[shadow_count++] = found;
+    } else {
+      place(charges, charges.live++, found);
+    }
+  }
+  charges.count = charges.live;
+  for (std::size_t s = 0; s < shadow_count; ++s) {
+    place(charges, charges.count++, shadow[s]);
+  }
+  return charges.count == 0 ? DescriptorsPrepared::none : DescriptorsPrepared::charges;
 }
 
 ChargeResult Pipeline::charge_locally(const Charges& charges, limiter::TimePoint now) {
@@ -309,7 +387,9 @@ ChargeResult Pipeline::charge_locally(const Charges& charges, limiter::TimePoint
 
 void Pipeline::conclude(Decision& decision, const Charges& charges, const ChargeResult& result,
                         limiter::TimePoint now) {
-  const config::Route& route = *decision.route;
+  // An Envoy rate-limit request (prepare_descriptors) has no route, nor a client to ban.
+  const unsigned admitted_status =
+      decision.route != nullptr && decision.route->respond ? decision.route->respond->status : 0;
   if (result.counted == Counted::refuse) {
     decision.outcome = Outcome::denied;
     decision.status = 503;
@@ -319,7 +399,7 @@ void Pipeline::conclude(Decision& decision, const Charges& charges, const Charge
   }
   if (result.counted == Counted::let_pass) {
     decision.outcome = Outcome::allowed;
-    decision.status = route.respond ? route.respond->status : 0;
+    decision.status = admitted_status;
     decision.report_count = 0;  // nothing was counted: no RateLimit headers to give
     return;
   }
@@ -346,7 +426,7 @@ void Pipeline::conclude(Decision& decision, const Charges& charges, const Charge
         break;
       }
     }
-    if (ban_) {
+    if (ban_ && decision.route != nullptr) {
       ban_->strike(decision.client, now);
     }
     // Shadow limiters are not charged for a request that does not go through: they did not
@@ -371,7 +451,7 @@ void Pipeline::conclude(Decision& decision, const Charges& charges, const Charge
   }
   decision.outcome =
       decision.hold > limiter::Duration::zero() ? Outcome::delayed : Outcome::allowed;
-  decision.status = route.respond ? route.respond->status : 0;
+  decision.status = admitted_status;
 }
 
 void Pipeline::release_locally(const Decision& decision) noexcept {

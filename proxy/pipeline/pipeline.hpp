@@ -12,6 +12,7 @@
 #include "limiter/decide.hpp"
 #include "proxy/pipeline/ban_list.hpp"
 #include "proxy/pipeline/cidr_trie.hpp"
+#include "proxy/pipeline/descriptor_rules.hpp"
 #include "proxy/pipeline/identity.hpp"
 #include "proxy/pipeline/request_view.hpp"
 #include "proxy/pipeline/route_table.hpp"
@@ -142,6 +143,21 @@ struct ChargeResult {
   std::array<std::int64_t, limiter::kMaxChargesPerRequest> decided_at{};
 };
 
+/// One descriptor of an Envoy rate-limit request (SPEC §11): its entries, in order.
+using Descriptor = std::span<const DescriptorEntry>;
+
+/// What Pipeline::prepare_descriptors made of an Envoy rate-limit request.
+enum class DescriptorsPrepared : std::uint8_t {
+  charges,         ///< Some descriptors map to limiters: charge them, then conclude().
+  none,            ///< None does: every descriptor is OK.
+  unknown_domain,  ///< No `rls` domain has that name: every descriptor is OK (counted apart).
+  too_many,        ///< More than kMaxChargesPerRequest limiters would decide it.
+  limiter_twice,   ///< Two descriptors map to one limiter with different keys.
+};
+
+/// A descriptor that no limiter decides, in prepare_descriptors' `report_of`.
+inline constexpr std::size_t kNoReport = static_cast<std::size_t>(-1);
+
 /// The decision pipeline of SPEC §2, shared by the proxy and `sluice replay`: client address
 /// (through trusted proxies), deny list, ban, route, the caller's token (SPEC §8), keys,
 /// overrides, cost, then the route's limiters, all or nothing, and its shadow limiters. No network,
@@ -165,6 +181,17 @@ class Pipeline {
   /// their result given to conclude().
   bool prepare(const RequestView& request, limiter::TimePoint now,
                std::optional<limiter::Permits> cost, Decision& decision, Charges& charges);
+  /// The first half of deciding an Envoy rate-limit request of `domain` (SPEC §11): each of
+  /// `descriptors` that a rule of the domain maps to a limiter is that limiter's charge of
+  /// `cost`, keyed by the descriptor's values; `report_of[d]` is descriptor d's report in
+  /// `decision` (kNoReport: no limiter decides it, it is OK). A descriptor with the key of an
+  /// earlier one's limiter adds to that charge. Charge `charges`, then conclude(), when it
+  /// returns `charges`. `decision` has no route. Allocates nothing once warm.
+  DescriptorsPrepared prepare_descriptors(std::string_view domain,
+                                          std::span<const Descriptor> descriptors,
+                                          limiter::Permits cost, limiter::TimePoint now,
+                                          Decision& decision, Charges& charges,
+                                          std::span<std::size_t> report_of);
   /// Charges the memory limiters (the memory store; also the Redis store's `on_error: local`).
   static ChargeResult charge_locally(const Charges& charges, limiter::TimePoint now);
   /// Files each limiter's outcome and settles the decision: limited, delayed or allowed, or, when
@@ -244,6 +271,20 @@ class Pipeline {
       LimiterSlot& slot, std::string_view key_text,
       std::optional<std::string_view> tier_text) noexcept;
 
+  /// One limiter's charge for a request, before it is placed among the live or shadow ones.
+  struct Found {
+    limiter::Charge charge;
+    limiter::KeyHash shared_key = 0;
+    const limiter::LimiterOptions* options = nullptr;
+    std::size_t report = 0;  ///< In Decision::reports.
+  };
+  /// The charge of `cost` for `key_text` on `slot`'s limiter (the instance its runtime
+  /// override, override or tier says), filed as the decision's next report.
+  Found charge_of(LimiterSlot& slot, std::string_view key_text,
+                  std::optional<std::string_view> tier_text, limiter::Permits cost,
+                  const RuntimeSnapshot* runtime, limiter::TimePoint now, Decision& decision);
+  static void place(Charges& charges, std::size_t i, const Found& found) noexcept;
+
   /// The limiters of `values` (overrides or tiers), each kept from `before` where its value and
   /// parameters did not change.
   std::vector<std::pair<std::string, std::shared_ptr<limiter::Limiter>>> instances_for(
@@ -254,6 +295,7 @@ class Pipeline {
   const config::ProxyConfig& config_;
   Identity identity_;
   RouteTable routes_;
+  DescriptorRules descriptor_rules_;
   CidrTrie deny_;
   std::shared_ptr<BanList> ban_;
   std::vector<LimiterSlot> limiters_;

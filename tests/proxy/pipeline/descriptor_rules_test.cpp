@@ -169,11 +169,11 @@ TEST(DescriptorKey, JoinsTheValuesWithPlusIntoTheCallersString) {
   std::string key = "left over from before";
   using E = DescriptorEntry;
   descriptor_key(std::array{E{"tenant", "acme"}, E{"user", "bob"}}, key);
-  EXPECT_EQ(key, "acme+bob");
+  EXPECT_EQ(key, "acme\x1f" "bob");
   descriptor_key(std::array{E{"remote_address", "10.0.0.1"}}, key);
   EXPECT_EQ(key, "10.0.0.1");
   descriptor_key(std::array{E{"a", ""}, E{"b", ""}}, key);
-  EXPECT_EQ(key, "+");
+  EXPECT_EQ(key, "\x1f");
   descriptor_key({}, key);
   EXPECT_EQ(key, "");
 }

@@ -376,3 +376,114 @@ routes: [{name: all, match: {path_regex: "^/api/"}, limiters: [per-ip, per-key]}
 
 }  // namespace
 }  // namespace sluice::pipeline
+
+namespace sluice::test {
+namespace {
+
+/// An Envoy rate-limit request decided with the memory limiters, as the decision service does.
+struct RlsAnswer {
+  pipeline::DescriptorsPrepared prepared{};
+  pipeline::Decision decision;
+  std::vector<std::size_t> report_of;
+};
+
+RlsAnswer ask_rls(pipeline::Pipeline& pipeline, std::string_view domain,
+                  const std::vector<std::vector<pipeline::DescriptorEntry>>& descriptors,
+                  limiter::Permits cost, limiter::TimePoint now) {
+  std::vector<pipeline::Descriptor> views(descriptors.begin(), descriptors.end());
+  RlsAnswer answer;
+  answer.report_of.resize(descriptors.size());
+  pipeline::Charges charges;
+  answer.prepared = pipeline.prepare_descriptors(domain, views, cost, now, answer.decision, charges,
+                                                 answer.report_of);
+  if (answer.prepared == pipeline::DescriptorsPrepared::charges) {
+    pipeline.conclude(answer.decision, charges, pipeline::Pipeline::charge_locally(charges, now),
+                      now);
+  }
+  return answer;
+}
+
+constexpr std::string_view kRlsConfig =
+    "limiters:\n"
+    "  per-ip: {algorithm: fixed_window, limit: 5, window: 1m}\n"
+    "  free-plan: {algorithm: fixed_window, limit: 1, window: 1m}\n"
+    "  per-user: {algorithm: token_bucket, rate: 1/s, burst: 3}\n"
+    "routes: [{name: all}]\n"
+    "rls:\n"
+    "  - domain: edge\n"
+    "    descriptors:\n"
+    "      - {key: remote_address, limiter: per-ip}\n"
+    "      - {key: plan, value: free, limiter: free-plan}\n"
+    "      - {key: plan, unlimited: true}\n"
+    "      - {entries: [tenant, user], limiter: per-user}\n";
+
+using Entry = pipeline::DescriptorEntry;
+
+TEST(PipelineDescriptors, DecidesEveryDescriptorAllOrNothing) {
+  PipelineFixture fixture("upstream: \"http://127.0.0.1:9\"\n" + std::string(kRlsConfig));
+  const limiter::TimePoint now{};
+  const std::vector<std::vector<Entry>> free_caller{{Entry{"remote_address", "10.0.0.1"}},
+                                                    {Entry{"plan", "free"}}};
+  RlsAnswer first = ask_rls(fixture.pipeline(), "edge", free_caller, 1, now);
+  ASSERT_EQ(first.prepared, pipeline::DescriptorsPrepared::charges);
+  EXPECT_EQ(first.decision.outcome, pipeline::Outcome::allowed);
+  EXPECT_EQ(first.decision.reports[first.report_of[0]].status.remaining, 4u);
+  EXPECT_EQ(first.decision.reports[first.report_of[1]].status.remaining, 0u);
+  // free-plan refuses: per-ip is not charged either.
+  RlsAnswer second = ask_rls(fixture.pipeline(), "edge", free_caller, 1, now);
+  EXPECT_EQ(second.decision.outcome, pipeline::Outcome::limited);
+  EXPECT_FALSE(second.decision.reports[second.report_of[1]].verdict.admitted);
+  EXPECT_EQ(second.decision.reports[second.report_of[0]].status.remaining, 4u);
+  // A paying caller's plan is unlimited: its address alone counts, and the 4 left are there.
+  RlsAnswer paying = ask_rls(fixture.pipeline(), "edge",
+                             {{Entry{"remote_address", "10.0.0.1"}}, {Entry{"plan", "gold"}}}, 4,
+                             now);
+  EXPECT_EQ(paying.decision.outcome, pipeline::Outcome::allowed);
+  EXPECT_EQ(paying.report_of[1], pipeline::kNoReport);
+  EXPECT_EQ(paying.decision.reports[paying.report_of[0]].status.remaining, 0u);
+}
+
+TEST(PipelineDescriptors, KeysACompositeDescriptorByItsValues) {
+  PipelineFixture fixture("upstream: \"http://127.0.0.1:9\"\n" + std::string(kRlsConfig));
+  const limiter::TimePoint now{};
+  const std::vector<std::vector<Entry>> bob{{Entry{"tenant", "acme"}, Entry{"user", "bob"}}};
+  EXPECT_EQ(ask_rls(fixture.pipeline(), "edge", bob, 3, now).decision.outcome,
+            pipeline::Outcome::allowed);
+  EXPECT_EQ(ask_rls(fixture.pipeline(), "edge", bob, 1, now).decision.outcome,
+            pipeline::Outcome::limited);
+  // Another user of the tenant has a bucket of its own, as peek shows under its key text.
+  EXPECT_EQ(ask_rls(fixture.pipeline(), "edge",
+                    {{Entry{"tenant", "acme"}, Entry{"user", "eve"}}}, 3, now)
+                .decision.outcome,
+            pipeline::Outcome::allowed);
+  EXPECT_EQ(fixture.pipeline().peek("per-user", "acme+bob", now)->remaining, 0u);
+}
+
+TEST(PipelineDescriptors, AnswersOKForWhatNoRuleDecides) {
+  PipelineFixture fixture("upstream: \"http://127.0.0.1:9\"\n" + std::string(kRlsConfig));
+  const limiter::TimePoint now{};
+  EXPECT_EQ(ask_rls(fixture.pipeline(), "other", {{Entry{"remote_address", "10.0.0.1"}}}, 1, now)
+                .prepared,
+            pipeline::DescriptorsPrepared::unknown_domain);
+  EXPECT_EQ(ask_rls(fixture.pipeline(), "edge", {{Entry{"path", "/x"}}}, 1, now).prepared,
+            pipeline::DescriptorsPrepared::none);
+}
+
+TEST(PipelineDescriptors, AddsUpOneLimitersKeyAndRefusesTwoKeysOfIt) {
+  PipelineFixture fixture("upstream: \"http://127.0.0.1:9\"\n" + std::string(kRlsConfig));
+  const limiter::TimePoint now{};
+  RlsAnswer twice = ask_rls(fixture.pipeline(), "edge",
+                            {{Entry{"remote_address", "10.0.0.1"}},
+                             {Entry{"remote_address", "10.0.0.1"}}},
+                            2, now);
+  EXPECT_EQ(twice.report_of[0], twice.report_of[1]);
+  EXPECT_EQ(twice.decision.reports[twice.report_of[0]].status.remaining, 1u);  // 5 - 2 - 2
+  EXPECT_EQ(ask_rls(fixture.pipeline(), "edge",
+                    {{Entry{"remote_address", "10.0.0.1"}}, {Entry{"remote_address", "10.0.0.2"}}},
+                    1, now)
+                .prepared,
+            pipeline::DescriptorsPrepared::limiter_twice);
+}
+
+}  // namespace
+}  // namespace sluice::test
