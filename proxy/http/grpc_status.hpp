@@ -7,6 +7,7 @@ namespace sluice::http {
 /// The gRPC status codes the proxy answers with itself (gRPC's status codes, as sent in
 /// `grpc-status`): what a refused or failed call learns.
 enum class GrpcStatus : unsigned char {
+  invalid_argument = 3,    ///< A malformed message (the decision service's calls).
   deadline_exceeded = 4,   ///< The call's grpc-timeout ran out waiting for the upstream.
   permission_denied = 7,   ///< Denied or banned (SPEC §7).
   resource_exhausted = 8,  ///< Limited (SPEC §7).
@@ -19,6 +20,8 @@ enum class GrpcStatus : unsigned char {
 /// The `grpc-status` field's value.
 constexpr std::string_view grpc_status_text(GrpcStatus status) noexcept {
   switch (status) {
+    case GrpcStatus::invalid_argument:
+      return "3";
     case GrpcStatus::deadline_exceeded:
       return "4";
     case GrpcStatus::permission_denied:

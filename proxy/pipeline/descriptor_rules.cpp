@@ -1,11 +1,11 @@
 #include "proxy/pipeline/descriptor_rules.hpp"
 
-#include "proxy/pipeline/request_key.hpp"
-
 #include <algorithm>
 #include <array>
 #include <functional>
 #include <memory>
+
+#include "proxy/pipeline/request_key.hpp"
 
 namespace sluice::pipeline {
 namespace {

@@ -322,8 +322,9 @@ DescriptorsPrepared Pipeline::prepare_descriptors(std::string_view domain,
   std::array<Found, kMaxChargesPerRequest> shadow{};
   std::size_t shadow_count = 0;
   for (std::size_t d = 0; d < descriptors.size(); ++d) {
-    const std::size_t slot_index =
-        matched[d] != nullptr ? descriptor_rules_.limiter_index(*matched[d]) : DescriptorRules::npos;
+    const std::size_t slot_index = matched[d] != nullptr
+                                       ? descriptor_rules_.limiter_index(*matched[d])
+                                       : DescriptorRules::npos;
     if (slot_index == DescriptorRules::npos) {
       continue;  // no rule, or `unlimited`: OK
     }

@@ -115,7 +115,7 @@ std::uint8_t grpc_status_of(Framing framing) noexcept {
     case Framing::trailing_bytes:
       break;
   }
-  return 13;
+  return 3;  // INVALID_ARGUMENT: the client sent what is no request
 }
 
 Unframed unframe_request(std::string_view body) noexcept {

@@ -45,10 +45,11 @@ enum class Framing : std::uint8_t {
 /// A short static text for a log line ("compressed").
 std::string_view name_of(Framing framing) noexcept;
 
-/// The gRPC status code a call whose body is `framing` is answered with, as gRPC's own servers
-/// do: UNIMPLEMENTED (12) for a compressed message (a grpc-encoding the server does not support),
-/// RESOURCE_EXHAUSTED (8) for one too large, INTERNAL (13) for the other malformed bodies, and OK
-/// (0) for one_message.
+/// The gRPC status code a call whose body is `framing` is answered with: UNIMPLEMENTED (12) for
+/// a compressed message (a grpc-encoding the server does not support), RESOURCE_EXHAUSTED (8)
+/// for one too large, INVALID_ARGUMENT (3) for the other malformed bodies (gRPC's own servers
+/// say INTERNAL; the client sent what is no request, and the decision service says so), and
+/// OK (0) for one_message.
 std::uint8_t grpc_status_of(Framing framing) noexcept;
 
 struct Unframed {

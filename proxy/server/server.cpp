@@ -21,6 +21,7 @@
 #include "proxy/http/h2/http1_bridge.hpp"
 #include "proxy/io/net.hpp"
 #include "proxy/io/socket_calls.hpp"
+#include "proxy/rls/rls_messages.hpp"
 #include "proxy/server/jwks_refresher.hpp"
 #include "proxy/store/memory_store.hpp"
 #include "proxy/store/redis/redis_store.hpp"
@@ -143,7 +144,8 @@ void Server::start() {
     endpoints_.emplace_back(net::ip::make_address(listener.address.host), listener.address.port);
     tls_listeners_.push_back(listener.tls.has_value());
   }
-  if (config.decide) {  // the decision service's listener comes last
+  if (config.decide) {            // the decision service's listener comes last
+    rls::discard_protobuf_log();  // a client's malformed message is no line on standard error
     decide_listener_ = endpoints_.size();
     endpoints_.emplace_back(net::ip::make_address(config.decide->address.host),
                             config.decide->address.port);

@@ -307,6 +307,18 @@ std::string Metrics::render(const Gauges& gauges) const {
     }
   }
   fmt::format_to(to,
+                 "# HELP sluice_rls_requests_total Envoy rate-limit calls to the decision "
+                 "service by result.\n"
+                 "# TYPE sluice_rls_requests_total counter\n");
+  for (std::size_t result = 0; result < kRlsResultNames.size(); ++result) {
+    std::uint64_t total = 0;
+    for (const RlsCounters& loop : rls_) {
+      total += loop.results[result].value();
+    }
+    fmt::format_to(to, "sluice_rls_requests_total{{result=\"{}\"}} {}\n", kRlsResultNames[result],
+                   total);
+  }
+  fmt::format_to(to,
                  "# HELP sluice_tls_handshakes_total TLS listeners' handshakes by result.\n"
                  "# TYPE sluice_tls_handshakes_total counter\n"
                  "sluice_tls_handshakes_total{{result=\"full\"}} {}\n"

@@ -58,6 +58,13 @@ inline constexpr std::array<std::string_view, 4> kAdminResultNames{"ok", "refuse
 
 inline constexpr std::size_t kUpstreamErrorKinds = 3;
 
+/// The decision service's Envoy rate-limit calls (SPEC §11) by result (sluice_rls_requests_total):
+/// answered OK or OVER_LIMIT; OK for a domain no `rls` entry names; refused as malformed
+/// (INVALID_ARGUMENT and the like); not decided since the limiter store failed closed.
+enum class RlsResult : std::uint8_t { ok, over_limit, unknown_domain, invalid, unavailable };
+inline constexpr std::array<std::string_view, 5> kRlsResultNames{
+    "ok", "over_limit", "unknown_domain", "invalid", "unavailable"};
+
 /// Upper bounds of sluice_request_duration_seconds, in seconds: 0.5 ms to 10 s, roughly ×2.5.
 inline constexpr std::array<double, 14> kDurationBuckets{
     0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10};
@@ -85,6 +92,13 @@ struct alignas(64) RouteCounters {
     decisions[static_cast<std::size_t>(decision)].add();
   }
   void observe(limiter::Duration duration) noexcept;
+};
+
+/// One event loop's Envoy rate-limit calls, by RlsResult.
+struct alignas(64) RlsCounters {
+  std::array<LoopCounter, kRlsResultNames.size()> results;
+
+  void count(RlsResult result) noexcept { results[static_cast<std::size_t>(result)].add(); }
 };
 
 /// One upstream's failures on one event loop.
@@ -121,7 +135,7 @@ struct alignas(64) CostCounters {
 /// so it survives reloads.
 class Metrics {
  public:
-  explicit Metrics(std::size_t loops) : loops_(loops) {}
+  explicit Metrics(std::size_t loops) : loops_(loops), rls_(loops) {}
 
   std::size_t loops() const noexcept { return loops_; }
   /// The counters of route `name` (`""`: requests that matched none), one per loop.
@@ -140,6 +154,8 @@ class Metrics {
     admin_writes_[static_cast<std::size_t>(action)][static_cast<std::size_t>(result)].fetch_add(
         1, std::memory_order_relaxed);
   }
+  /// Loop `loop`'s Envoy rate-limit calls.
+  RlsCounters& rls(std::size_t loop) noexcept { return rls_[loop]; }
   /// A TLS listener's handshake: a new session, a resumed one (a session ticket), or a failure
   /// (the connection closed). Off the request path: one atomic shared by the loops.
   enum class Handshake { full, resumed, failed };
@@ -229,6 +245,7 @@ class Metrics {
   std::atomic<std::uint64_t> http2_connections_{0};
   std::atomic<std::uint64_t> usage_requested_{0};
   std::array<std::atomic<std::uint64_t>, kHttp2ErrorCodes> http2_goaways_{};  ///< By code.
+  std::vector<RlsCounters> rls_;                                              ///< One per loop.
 };
 
 }  // namespace sluice::telemetry

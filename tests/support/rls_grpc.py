@@ -19,6 +19,9 @@ As a script:
 makes K calls (1) one after another on one insecure channel and prints one JSON line:
   {"calls": [{"code": "OK", "details": "", "response": {...}, "seconds": 0.001}, ...]}
 where "response" is response_json()'s (null when the call failed).
+  rls_grpc.py raw --target 127.0.0.1:PORT --body-hex HEX
+sends a request body as it stands (its gRPC framing included) over h2c and prints
+{"status", "grpc_status", "grpc_message"}: what a broken client gets.
 
 The stubs come from grpc_tools.protoc (Debian: python3-grpc-tools), which ships
 google/protobuf/duration.proto; /usr/include is the fallback (Debian: libprotobuf-dev).
@@ -157,6 +160,41 @@ def _call(args):
     return 0
 
 
+def _call_raw(args):
+    """One call whose request body is `args.body_hex` as it stands (no framing added), over
+    h2c with Python's h2: what a broken client sends. Prints the answer's status and gRPC
+    status, from its headers or trailers."""
+    import socket
+    import h2.config
+    import h2.connection
+    import h2.events
+    host, _, port = args.target.rpartition(":")
+    sock = socket.create_connection((host, int(port)), timeout=args.timeout)
+    connection = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True))
+    connection.initiate_connection()
+    connection.send_headers(1, [(":method", "POST"), (":scheme", "http"), (":authority", args.target),
+                                (":path", METHOD), ("content-type", "application/grpc"),
+                                ("te", "trailers")])
+    connection.send_data(1, bytes.fromhex(args.body_hex), end_stream=True)
+    sock.sendall(connection.data_to_send())
+    fields = {}
+    done = False
+    while not done:
+        data = sock.recv(65536)
+        if not data:
+            break
+        for event in connection.receive_data(data):
+            if isinstance(event, (h2.events.ResponseReceived, h2.events.TrailersReceived)):
+                fields.update({k.decode(): v.decode() for k, v in event.headers})
+            if isinstance(event, (h2.events.StreamEnded, h2.events.StreamReset)):
+                done = True
+        sock.sendall(connection.data_to_send())
+    sock.close()
+    print(json.dumps({"status": fields.get(":status"), "grpc_status": fields.get("grpc-status"),
+                      "grpc_message": fields.get("grpc-message")}), flush=True)
+    return 0
+
+
 def main(argv):
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -168,8 +206,12 @@ def main(argv):
     call.add_argument("--hits", type=int, default=0)
     call.add_argument("--calls", type=int, default=1)
     call.add_argument("--timeout", type=float, default=10)
+    raw = commands.add_parser("raw", help="send a request body as it stands, print the status")
+    raw.add_argument("--target", required=True)
+    raw.add_argument("--body-hex", required=True)
+    raw.add_argument("--timeout", type=float, default=10)
     args = parser.parse_args(argv)
-    return _call(args)
+    return _call(args) if args.command == "call" else _call_raw(args)
 
 
 if __name__ == "__main__":

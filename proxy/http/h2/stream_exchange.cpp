@@ -5,6 +5,7 @@
 
 #include "proxy/http/h2/connection.hpp"
 #include "proxy/http/h2/request_head.hpp"
+#include "proxy/http/h2/rls_call.hpp"
 #include "proxy/http/h2/stream_answers.hpp"
 #include "proxy/http/h2/stream_to_http1.hpp"
 #include "proxy/http/h2/stream_to_http2.hpp"
@@ -74,6 +75,11 @@ io::Awaitable<void> serve_stream(std::shared_ptr<Connection> connection,
     problem_response(state.own, refusal, kHttp11, true);
     state.own.to_head = s.method == "HEAD";
     co_await answer_own(*connection, s, state, false, timeouts.idle);
+    connection->stream_done();
+    co_return;
+  }
+  if (connection->client().decides && s.path == kShouldRateLimitPath) {
+    co_await serve_rls_call(connection, stream, state);  // Envoy's rate-limit service
     connection->stream_done();
     co_return;
   }

@@ -169,7 +169,9 @@ TEST(DescriptorKey, JoinsTheValuesWithPlusIntoTheCallersString) {
   std::string key = "left over from before";
   using E = DescriptorEntry;
   descriptor_key(std::array{E{"tenant", "acme"}, E{"user", "bob"}}, key);
-  EXPECT_EQ(key, "acme\x1f" "bob");
+  EXPECT_EQ(key,
+            "acme\x1f"
+            "bob");
   descriptor_key(std::array{E{"remote_address", "10.0.0.1"}}, key);
   EXPECT_EQ(key, "10.0.0.1");
   descriptor_key(std::array{E{"a", ""}, E{"b", ""}}, key);

@@ -435,9 +435,9 @@ TEST(PipelineDescriptors, DecidesEveryDescriptorAllOrNothing) {
   EXPECT_FALSE(second.decision.reports[second.report_of[1]].verdict.admitted);
   EXPECT_EQ(second.decision.reports[second.report_of[0]].status.remaining, 4u);
   // A paying caller's plan is unlimited: its address alone counts, and the 4 left are there.
-  RlsAnswer paying = ask_rls(fixture.pipeline(), "edge",
-                             {{Entry{"remote_address", "10.0.0.1"}}, {Entry{"plan", "gold"}}}, 4,
-                             now);
+  RlsAnswer paying =
+      ask_rls(fixture.pipeline(), "edge",
+              {{Entry{"remote_address", "10.0.0.1"}}, {Entry{"plan", "gold"}}}, 4, now);
   EXPECT_EQ(paying.decision.outcome, pipeline::Outcome::allowed);
   EXPECT_EQ(paying.report_of[1], pipeline::kNoReport);
   EXPECT_EQ(paying.decision.reports[paying.report_of[0]].status.remaining, 0u);
@@ -452,10 +452,10 @@ TEST(PipelineDescriptors, KeysACompositeDescriptorByItsValues) {
   EXPECT_EQ(ask_rls(fixture.pipeline(), "edge", bob, 1, now).decision.outcome,
             pipeline::Outcome::limited);
   // Another user of the tenant has a bucket of its own, as peek shows under its key text.
-  EXPECT_EQ(ask_rls(fixture.pipeline(), "edge",
-                    {{Entry{"tenant", "acme"}, Entry{"user", "eve"}}}, 3, now)
-                .decision.outcome,
-            pipeline::Outcome::allowed);
+  EXPECT_EQ(
+      ask_rls(fixture.pipeline(), "edge", {{Entry{"tenant", "acme"}, Entry{"user", "eve"}}}, 3, now)
+          .decision.outcome,
+      pipeline::Outcome::allowed);
   EXPECT_EQ(fixture.pipeline().peek("per-user", "acme+bob", now)->remaining, 0u);
 }
 
@@ -472,10 +472,9 @@ TEST(PipelineDescriptors, AnswersOKForWhatNoRuleDecides) {
 TEST(PipelineDescriptors, AddsUpOneLimitersKeyAndRefusesTwoKeysOfIt) {
   PipelineFixture fixture("upstream: \"http://127.0.0.1:9\"\n" + std::string(kRlsConfig));
   const limiter::TimePoint now{};
-  RlsAnswer twice = ask_rls(fixture.pipeline(), "edge",
-                            {{Entry{"remote_address", "10.0.0.1"}},
-                             {Entry{"remote_address", "10.0.0.1"}}},
-                            2, now);
+  RlsAnswer twice = ask_rls(
+      fixture.pipeline(), "edge",
+      {{Entry{"remote_address", "10.0.0.1"}}, {Entry{"remote_address", "10.0.0.1"}}}, 2, now);
   EXPECT_EQ(twice.report_of[0], twice.report_of[1]);
   EXPECT_EQ(twice.decision.reports[twice.report_of[0]].status.remaining, 1u);  // 5 - 2 - 2
   EXPECT_EQ(ask_rls(fixture.pipeline(), "edge",

@@ -67,7 +67,7 @@ TEST(UnframeRequest, MapsEachProblemToAGrpcStatus) {
   EXPECT_EQ(grpc_status_of(Framing::too_large), 8);    // RESOURCE_EXHAUSTED
   for (const Framing framing : {Framing::empty, Framing::truncated, Framing::bad_flag,
                                 Framing::more_messages, Framing::trailing_bytes}) {
-    EXPECT_EQ(grpc_status_of(framing), 13) << name_of(framing);  // INTERNAL
+    EXPECT_EQ(grpc_status_of(framing), 3) << name_of(framing);  // INVALID_ARGUMENT
   }
   EXPECT_EQ(name_of(Framing::more_messages), "more than one message");
 }
