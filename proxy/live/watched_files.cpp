@@ -47,6 +47,9 @@ std::vector<std::string> watched_files(const config::ProxyConfig& config) {
       add(files, listener->tls->client_ca);
     }
   }
+  for (const config::RlsDomain& domain : config.rls) {
+    add(files, domain.file);  // an envoyproxy/ratelimit file
+  }
   add(files, config.upstream_tls.ca);
   add(files, config.upstream_tls.cert);
   add(files, config.upstream_tls.key);

@@ -270,6 +270,40 @@ routes:
   EXPECT_FALSE(config.routes[5].cost_from.has_value());
 }
 
+TEST(LoadConfig, ReadsTheDecisionServicesListener) {
+  // A decision service needs no upstream: its checks forward nothing.
+  const ProxyConfig plain = parse_config("decide: \"127.0.0.1:8081\"\nroutes: [{name: all}]\n",
+                                         "proxy.yaml", test_environment);
+  ASSERT_TRUE(plain.decide.has_value());
+  EXPECT_EQ(plain.decide->address, (HostPort{"127.0.0.1", 8081}));
+  EXPECT_FALSE(plain.decide->tls.has_value());
+  EXPECT_FALSE(plain.upstream.has_value());
+  const ProxyConfig tls = parse_config(
+      "decide: {address: \"0.0.0.0:8443\", tls: {cert: c.pem, key: k.pem}}\n"
+      "upstream: http://127.0.0.1:9000\nroutes: [{name: all}]\n",
+      "proxy.yaml", test_environment);
+  EXPECT_EQ(tls.decide->tls->cert, "c.pem");
+  const ProxyConfig off =
+      parse_config("decide: \"\"\nupstream: http://127.0.0.1:9000\nroutes: [{name: all}]\n",
+                   "proxy.yaml", test_environment);
+  EXPECT_FALSE(off.decide.has_value());
+  EXPECT_FALSE(parse_config("upstream: http://127.0.0.1:9000\nroutes: [{name: all}]\n",
+                            "proxy.yaml", test_environment)
+                   .decide.has_value());
+}
+
+TEST(LoadConfig, RefusesADecisionServiceOnAProxyAddress) {
+  try {
+    parse_config("listen: \"127.0.0.1:8080\"\ndecide: \"127.0.0.1:8080\"\nroutes: [{name: all}]\n",
+                 "proxy.yaml", test_environment);
+    ADD_FAILURE() << "accepted";
+  } catch (const ConfigError& error) {
+    EXPECT_THAT(error.lines(),
+                ElementsAreArray({"proxy.yaml:2:9: decide: the same address as a listen address: "
+                                  "give the decision service its own port"}));
+  }
+}
+
 TEST(LoadConfig, FillsInTheDefaults) {
   const ProxyConfig config = parse_config(
       "upstream: http://127.0.0.1:9000\n"

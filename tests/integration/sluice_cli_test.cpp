@@ -59,6 +59,28 @@ TEST_F(SluiceCli, CheckPrintsRoutesAndLimitersOfAValidConfig) {
   EXPECT_THAT(result.out, HasSubstr("api    /api/*  per-ip    1     http://127.0.0.1:9000"));
 }
 
+TEST_F(SluiceCli, CheckPrintsWhatTheDecisionServiceServes) {
+  const auto config = write("proxy.yaml",
+                            "decide: \"127.0.0.1:8081\"\n"
+                            "limiters:\n"
+                            "  per-ip: {algorithm: sliding_window, limit: 100, window: 1m}\n"
+                            "routes:\n"
+                            "  - {name: api, match: {path_prefix: /api/}, limiters: [per-ip]}\n"
+                            "rls:\n"
+                            "  - domain: edge\n"
+                            "    descriptors:\n"
+                            "      - {key: remote_address, limiter: per-ip}\n"
+                            "      - {entries: [plan=gold, user], unlimited: true}\n");
+  const Result result = run("check -c " + config.string());
+  EXPECT_EQ(result.status, 0) << result.err;
+  EXPECT_THAT(result.out, HasSubstr("api    /api/*  per-ip    1     decide only"));
+  EXPECT_THAT(result.out,
+              HasSubstr("decide 127.0.0.1:8081: forward auth decides the routes above (no route: "
+                        "200); Envoy's rate-limit service serves:"));
+  EXPECT_THAT(result.out, HasSubstr("edge    remote_address   per-ip     -"));
+  EXPECT_THAT(result.out, HasSubstr("edge    plan=gold, user  unlimited  -"));
+}
+
 TEST_F(SluiceCli, CheckPrintsEveryErrorAndExitsOne) {
   const auto config = write("broken.yaml",
                             "upstream: http://127.0.0.1:9000\n"

@@ -42,6 +42,19 @@ TEST(WatchedFiles, AreTheConfigAndEveryFileItNames) {
                           "/ca/upstream.pem", "/keys/idp.pem"));
 }
 
+TEST(WatchedFiles, IncludeTheDecisionServicesCertificateAndEnvoyFiles) {
+  const config::ProxyConfig config = config_of(
+      "watch: true\n"
+      "decide: {address: \"127.0.0.1:8081\", tls: {cert: /certs/decide.crt, key: "
+      "/certs/decide.key}}\n"
+      "rls: [{envoy_config: " SLUICE_SOURCE_DIR
+      "/tests/data/envoy_ratelimit/edge.yaml}]\n"
+      "routes: [{name: a}]\n");
+  EXPECT_THAT(watched_files(config),
+              ElementsAre("proxy.yaml", "/certs/decide.crt", "/certs/decide.key",
+                          SLUICE_SOURCE_DIR "/tests/data/envoy_ratelimit/edge.yaml"));
+}
+
 TEST(WatchedFiles, AreNoneWithoutWatch) { EXPECT_TRUE(watched_files(config_of(kFiles)).empty()); }
 
 TEST(WatchedFiles, TheirDirectoriesIncludeWhereALinkLeads) {

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "tests/support/proxy_fixture.hpp"
+#include "tests/support/redis_server.hpp"
 #include "tests/support/shell.hpp"
 
 namespace sluice::test {
@@ -171,6 +172,37 @@ TEST_F(RlsService, RefusesMalformedCallsWithInvalidArgument) {
   EXPECT_EQ(overall(call("--domain edge --descriptor remote_address=10.0.0.2").at(0)), "OK");
   EXPECT_TRUE(admin_shows(proxy_.admin_port(), "/metrics",
                           "sluice_rls_requests_total{result=\"invalid\"} 3"));
+}
+
+TEST(RlsReplicas, TwoOnOneRedisAnswerOneSharedLimitExactly) {
+  const RedisServer redis;
+  const std::string shared =
+      "decide: \"127.0.0.1:0\"\nstore: {type: redis, redis: {url: \"" + redis.url() + "\"}}\n";
+  const std::string config =
+      "limiters: {per-ip: {algorithm: sliding_window, limit: 7, window: 1h}}\n"
+      "routes: [{name: all}]\n"
+      "rls: [{domain: edge, descriptors: [{key: remote_address, limiter: per-ip}]}]\n";
+  ProxyFixture first(config, shared);
+  ProxyFixture second(config, shared);
+  // Five calls to each replica, one after another, for one key: 7 admitted in all, whichever
+  // replica a call reached.
+  int ok = 0;
+  int over = 0;
+  for (ProxyFixture* replica : {&first, &second}) {
+    const std::string out =
+        output_of("/usr/bin/python3 " SLUICE_SOURCE_DIR
+                  "/tests/support/rls_grpc.py call --target 127.0.0.1:" +
+                  std::to_string(replica->server().decide_endpoint().port()) +
+                  " --domain edge --descriptor remote_address=198.51.100.4 --calls 5 2>&1");
+    const json::value answers = json::parse(out);
+    for (const json::value& one : answers.at("calls").as_array()) {
+      const std::string code = overall(one);
+      ok += code == "OK" ? 1 : 0;
+      over += code == "OVER_LIMIT" ? 1 : 0;
+    }
+  }
+  EXPECT_EQ(ok, 7);
+  EXPECT_EQ(over, 3);
 }
 
 }  // namespace
