@@ -74,7 +74,7 @@ echo "== tsan (threads on shared keys, the proxy's event loops)"
 cmake --preset tsan >/dev/null
 cmake --build --preset tsan --target limiter_tests pipeline_tests proxy_tests integration_tests sluice
 phase_done "tsan build"
-run_ctest --preset tsan --tests-regex 'ConcurrentDecisions\.|Proxy\.|AdminPort\.|ConnectionLimit\.|ConcurrencyLimit\.|SluiceBinary\.|SharedLimit\.|TlsListener\.|MutualTls\.|TlsReload\.|HttpsUpstream\.|Http2Downstream\.|Http2Upstream\.|GrpcDownstream\.|JwksRefresher\.|RuntimeControl\.|SharedControl\.|TopKeys\.|FileWatcher\.|OperatorPage\.' || status=1
+run_ctest --preset tsan --tests-regex 'ConcurrentDecisions\.|Proxy\.|AdminPort\.|ConnectionLimit\.|ConcurrencyLimit\.|SluiceBinary\.|SharedLimit\.|TlsListener\.|MutualTls\.|TlsReload\.|HttpsUpstream\.|Http2Downstream\.|Http2Upstream\.|GrpcDownstream\.|JwksRefresher\.|RuntimeControl\.|SharedControl\.|TopKeys\.|FileWatcher\.|OperatorPage\.|DecideService\.|RlsService\.|RlsReplicas\.' || status=1
 phase_done "tsan tests"
 
 echo "== image (docker/test-image.sh: the runtime image around the test build's binaries, run, health, 200s then 429s, SIGTERM)"
