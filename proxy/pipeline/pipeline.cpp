@@ -231,8 +231,7 @@ bool Pipeline::prepare(const RequestView& request, limiter::TimePoint now,
   // Keys are built in per-thread buffers that keep their capacity: no allocation per request.
   thread_local std::string key_text;
   thread_local std::string tier_text;
-  std::array<Found, kMaxChargesPerRequest> shadow{};
-  std::size_t shadow_count = 0;
+  ChargeOrder order(charges);
   for (const std::size_t slot_index : route_limiters_[*index]) {
     LimiterSlot& slot = limiters_[slot_index];
     if (!build_key(slot.config->key, slot.config->ipv6_prefix, request, decision.client, route.name,
@@ -255,16 +254,9 @@ bool Pipeline::prepare(const RequestView& request, limiter::TimePoint now,
         found.charge.reserve = estimate;
       }
     }
-    if (slot.config->shadow) {
-      shadow[shadow_count++] = found;
-    } else {
-      place(charges, charges.live++, found);
-    }
+    order.add(found, slot.config->shadow);
   }
-  charges.count = charges.live;
-  for (std::size_t s = 0; s < shadow_count; ++s) {
-    place(charges, charges.count++, shadow[s]);
-  }
+  order.finish();
   return true;
 }
 
@@ -293,11 +285,40 @@ Pipeline::Found Pipeline::charge_of(LimiterSlot& slot, std::string_view key_text
   return found;
 }
 
-void Pipeline::place(Charges& charges, std::size_t i, const Found& found) noexcept {
-  charges.items[i] = found.charge;
-  charges.shared_key[i] = found.shared_key;
-  charges.options[i] = found.options;
-  charges.report[i] = found.report;
+void Pipeline::ChargeOrder::add(const Found& found, bool shadow) noexcept {
+  if (shadow) {
+    shadow_[shadow_count_++] = found;
+  } else {
+    place(charges_.live++, found);
+  }
+}
+
+void Pipeline::ChargeOrder::finish() noexcept {
+  charges_.count = charges_.live;
+  for (std::size_t s = 0; s < shadow_count_; ++s) {
+    place(charges_.count++, shadow_[s]);
+  }
+}
+
+limiter::Charge* Pipeline::ChargeOrder::charge_of_report(std::size_t report) noexcept {
+  for (std::size_t i = 0; i < charges_.live; ++i) {
+    if (charges_.report[i] == report) {
+      return &charges_.items[i];
+    }
+  }
+  for (std::size_t s = 0; s < shadow_count_; ++s) {
+    if (shadow_[s].report == report) {
+      return &shadow_[s].charge;
+    }
+  }
+  return nullptr;
+}
+
+void Pipeline::ChargeOrder::place(std::size_t i, const Found& found) noexcept {
+  charges_.items[i] = found.charge;
+  charges_.shared_key[i] = found.shared_key;
+  charges_.options[i] = found.options;
+  charges_.report[i] = found.report;
 }
 
 DescriptorsPrepared Pipeline::prepare_descriptors(std::string_view domain,
@@ -319,8 +340,7 @@ DescriptorsPrepared Pipeline::prepare_descriptors(std::string_view domain,
   drop_replaced(matched);
   const RuntimeSnapshot* runtime = control_ && control_->any() ? &control_->snapshot() : nullptr;
   thread_local std::string key_text;
-  std::array<Found, kMaxChargesPerRequest> shadow{};
-  std::size_t shadow_count = 0;
+  ChargeOrder order(charges);
   for (std::size_t d = 0; d < descriptors.size(); ++d) {
     const std::size_t slot_index = matched[d] != nullptr
                                        ? descriptor_rules_.limiter_index(*matched[d])
@@ -341,14 +361,7 @@ DescriptorsPrepared Pipeline::prepare_descriptors(std::string_view domain,
       if (decision.reports[r].key != limiter::hash_key(key_text)) {
         return DescriptorsPrepared::limiter_twice;
       }
-      limiter::Charge* found = nullptr;
-      for (std::size_t i = 0; i < charges.live; ++i) {
-        found = charges.report[i] == r ? &charges.items[i] : found;
-      }
-      for (std::size_t s = 0; s < shadow_count; ++s) {
-        found = shadow[s].report == r ? &shadow[s].charge : found;
-      }
-      found->cost += cost;
+      order.charge_of_report(r)->cost += cost;
       report_of[d] = r;
       merged = true;
     }
@@ -360,16 +373,9 @@ DescriptorsPrepared Pipeline::prepare_descriptors(std::string_view domain,
     }
     const Found found = charge_of(slot, key_text, std::nullopt, cost, runtime, now, decision);
     report_of[d] = found.report;
-    if (slot.config->shadow) {
-      shadow[shadow_count++] = found;
-    } else {
-      place(charges, charges.live++, found);
-    }
+    order.add(found, slot.config->shadow);
   }
-  charges.count = charges.live;
-  for (std::size_t s = 0; s < shadow_count; ++s) {
-    place(charges, charges.count++, shadow[s]);
-  }
+  order.finish();
   return charges.count == 0 ? DescriptorsPrepared::none : DescriptorsPrepared::charges;
 }
 

@@ -283,7 +283,23 @@ class Pipeline {
   Found charge_of(LimiterSlot& slot, std::string_view key_text,
                   std::optional<std::string_view> tier_text, limiter::Permits cost,
                   const RuntimeSnapshot* runtime, limiter::TimePoint now, Decision& decision);
-  static void place(Charges& charges, std::size_t i, const Found& found) noexcept;
+  /// Places a request's charges as they are found: the live ones at once, the shadow ones
+  /// after every live one (finish()).
+  class ChargeOrder {
+   public:
+    explicit ChargeOrder(Charges& charges) noexcept : charges_(charges) {}
+    void add(const Found& found, bool shadow) noexcept;
+    void finish() noexcept;
+    /// The charge (placed or waiting) that files its outcome in report `report`, or null.
+    limiter::Charge* charge_of_report(std::size_t report) noexcept;
+
+   private:
+    void place(std::size_t i, const Found& found) noexcept;
+
+    Charges& charges_;
+    std::array<Found, limiter::kMaxChargesPerRequest> shadow_{};
+    std::size_t shadow_count_ = 0;
+  };
 
   /// The limiters of `values` (overrides or tiers), each kept from `before` where its value and
   /// parameters did not change.
