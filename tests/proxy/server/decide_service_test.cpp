@@ -7,6 +7,7 @@
 
 #include "tests/support/proxy_fixture.hpp"
 #include "tests/support/shell.hpp"
+#include "tests/support/test_certificates.hpp"
 
 namespace sluice::test {
 namespace {
@@ -100,6 +101,24 @@ TEST_F(DecideService, DecidesChecksSentOverH2c) {
 TEST_F(DecideService, LeavesTheProxyListenerAsItWas) {
   EXPECT_EQ(proxy_.send(get("/api/x")).result_int(), 200);
   EXPECT_EQ(proxy_.upstream().requests(), 1);
+}
+
+TEST(DecideOverTls, AnswersChecksOverHttp11AndH2) {
+  const TestCertificates files;
+  ProxyFixture proxy(std::string(kPerClient),
+                     "decide: {address: \"127.0.0.1:0\", tls: {cert: " + files.server_cert() +
+                         ", key: " + files.server_key() + "}}\n");
+  const std::string port = std::to_string(proxy.server().decide_endpoint().port());
+  const auto curl = [&](const std::string& protocol) {
+    return output_of("curl -s --max-time 5 -o /dev/null -w '%{http_code} %{http_version}\\n' " +
+                     protocol + " --cacert " + files.ca_cert() + " --resolve localhost:" + port +
+                     ":127.0.0.1 -H 'X-Forwarded-Uri: /api/x' https://localhost:" + port +
+                     "/auth");
+  };
+  EXPECT_EQ(curl("--http1.1"), "200 1.1\n");
+  EXPECT_EQ(curl("--http2"), "200 2\n");  // ALPN h2
+  EXPECT_EQ(curl("--http2"), "429 2\n");
+  EXPECT_EQ(proxy.upstream().requests(), 0);
 }
 
 }  // namespace
