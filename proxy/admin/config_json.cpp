@@ -299,6 +299,37 @@ json::object jwt_provider(const config::JwtProviderConfig& provider) {
   return out;
 }
 
+/// The `rls` domains (SPEC §11): each rule's entries and the limiter that decides it.
+json::array rls_domains(const std::vector<config::RlsDomain>& domains) {
+  json::array out;
+  for (const config::RlsDomain& domain : domains) {
+    json::array rules;
+    for (const config::RlsRule& rule : domain.rules) {
+      json::array entries;
+      for (const config::RlsEntry& entry : rule.entries) {
+        json::object one{{"key", entry.key}};
+        if (entry.value) {
+          one["value"] = *entry.value;
+        }
+        entries.push_back(std::move(one));
+      }
+      json::object item{{"entries", std::move(entries)}};
+      if (rule.limiter.empty()) {
+        item["unlimited"] = true;
+      } else {
+        item["limiter"] = rule.limiter;
+      }
+      rules.push_back(std::move(item));
+    }
+    json::object item{{"domain", domain.domain}, {"descriptors", std::move(rules)}};
+    if (!domain.file.empty()) {
+      item["envoy_config"] = domain.file;
+    }
+    out.push_back(std::move(item));
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string config_json(const config::ProxyConfig& config, std::uint64_t lease_holders) {
@@ -306,6 +337,10 @@ std::string config_json(const config::ProxyConfig& config, std::uint64_t lease_h
   out["file"] = config.file;
   out["listen"] = listeners(config.listeners);
   out["admin"] = config.admin ? host_port(*config.admin) : "";
+  if (config.decide) {
+    out["decide"] = std::move(listeners({*config.decide}).at(0));
+    out["rls"] = rls_domains(config.rls);
+  }
   // Whether writes need a token, never the token.
   out["admin_token"] = config.admin_token.empty() ? "" : "***";
   out["threads"] = config.threads;

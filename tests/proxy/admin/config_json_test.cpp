@@ -64,6 +64,24 @@ TEST(ConfigJson, ShowsTheRedisStoreWithItsPasswordRedactedAndWhetherItIsACluster
   EXPECT_TRUE(redis.at("cluster").as_bool());
 }
 
+TEST(ConfigJson, ShowsTheDecisionServiceAndItsRlsDomains) {
+  const config::ProxyConfig config = parse(
+      "decide: \"127.0.0.1:8081\"\n"
+      "limiters: {per-ip: {algorithm: fixed_window, limit: 3, window: 1m}}\n"
+      "routes: [{name: a}]\n"
+      "rls: [{domain: edge, descriptors: [{key: remote_address, limiter: per-ip}, "
+      "{entries: [plan=gold], unlimited: true}]}]\n");
+  const json::value value = parsed(config_json(config));
+  EXPECT_EQ(value.at("decide").at("address").as_string(), "127.0.0.1:8081");
+  EXPECT_EQ(value.at("rls"), parsed(R"([{"domain":"edge","descriptors":[)"
+                                    R"({"entries":[{"key":"remote_address"}],"limiter":"per-ip"},)"
+                                    R"({"entries":[{"key":"plan","value":"gold"}],)"
+                                    R"("unlimited":true}]}])"));
+  EXPECT_FALSE(parsed(config_json(parse("upstream: http://127.0.0.1:9\nroutes: [{name: a}]\n")))
+                   .as_object()
+                   .contains("decide"));
+}
+
 TEST(ConfigJson, ShowsALeasedLimitersOvershootBoundForTheLeaseHoldersCounted) {
   const config::ProxyConfig config = parse(
       "upstream: http://127.0.0.1:9000\nstore: {type: redis}\n"

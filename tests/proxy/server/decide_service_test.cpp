@@ -112,8 +112,7 @@ TEST(DecideOverTls, AnswersChecksOverHttp11AndH2) {
   const auto curl = [&](const std::string& protocol) {
     return output_of("curl -s --max-time 5 -o /dev/null -w '%{http_code} %{http_version}\\n' " +
                      protocol + " --cacert " + files.ca_cert() + " --resolve localhost:" + port +
-                     ":127.0.0.1 -H 'X-Forwarded-Uri: /api/x' https://localhost:" + port +
-                     "/auth");
+                     ":127.0.0.1 -H 'X-Forwarded-Uri: /api/x' https://localhost:" + port + "/auth");
   };
   EXPECT_EQ(curl("--http1.1"), "200 1.1\n");
   EXPECT_EQ(curl("--http2"), "200 2\n");  // ALPN h2
