@@ -368,7 +368,8 @@ done
 if [[ -n $busy_rows ]]; then
   echo
   echo "note: neither sluice nor the load side used 80 % of its core in:$busy_rows;" \
-    "other processes were taking CPU, so run again on a quiet machine."
+    "other processes were taking CPU (run again on a quiet machine), or too few requests were" \
+    "in flight to keep either busy (raise CONNECTIONS, H2_CONNECTIONS or H2_STREAMS)."
 fi
 
 # The targets: forward auth ≥ 1.5 x the proxy's req/s (on the medians, and round by round
