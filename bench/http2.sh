@@ -50,7 +50,7 @@
 # MAX_STREAMS streams per connection (nginx http2_max_concurrent_streams, sluice
 # http2.max_concurrent_streams; 128 is the default of both). TLS as in bench/tls: TLS 1.3 only
 # on both, the suite pinned in nginx (ssl_conf_command Ciphersuites) and, as sluice's
-# configuration has no cipher-suite setting, on the client for both (h2load --tls13-ciphers,
+# configuration has no TLS 1.3 cipher-suite setting, on the client for both (h2load --tls13-ciphers,
 # --groups X25519); session tickets on and no session cache in nginx, as sluice. In the h2c and
 # tls tests, keep STREAMS x CONNECTIONS at or under 64 (the default is 8 x 8): more requests at
 # once than the 64 idle upstream connections each proxy keeps would make both open and close

@@ -54,8 +54,8 @@
 # Fairness: one nginx worker (worker_processes 1) and one sluice thread (threads: 1), each with
 # its own config, pid and log files in a temporary directory, no access log, the same upstream
 # keep-alive. The cipher suite is pinned in nginx (ssl_conf_command Ciphersuites) and, because
-# sluice's configuration has no cipher-suite setting, on the client side for both: wrk, s_time
-# and s_client get OPENSSL_CONF=bench/tls/client-openssl.cnf (TLS 1.3, TLS_AES_128_GCM_SHA256,
+# sluice's configuration has no TLS 1.3 cipher-suite setting, on the client side for both: wrk,
+# s_time and s_client get OPENSSL_CONF=bench/tls/client-openssl.cnf (TLS 1.3, TLS_AES_128_GCM_SHA256,
 # X25519 only); the proxies never see it. Before measuring a proxy, the script checks with
 # `openssl s_client` what it negotiates (TLSv1.3, TLS_AES_128_GCM_SHA256, X25519, ECDSA, our
 # certificate, a 200 answer) and that it refuses TLS 1.2, and stops with an error otherwise.

@@ -35,8 +35,12 @@ struct ListenerTls {
   TlsVersion min_version = TlsVersion::v1_2;
   std::string client_ca;  ///< Empty: clients are not asked for certificates.
   ClientCertificates client_cert = ClientCertificates::none;
-  std::string path;                        ///< "tls" or "listen[1].tls", for messages.
-  Location cert_at, key_at, client_ca_at;  ///< Where the file names are written.
+  /// TLS 1.2's cipher suites and the key exchange groups, as OpenSSL lists them; empty: Mozilla's
+  /// "intermediate" profile (proxy/tls/contexts.cpp).
+  std::string ciphers;
+  std::string curves;
+  std::string path;  ///< "tls" or "listen[1].tls", for messages.
+  Location cert_at, key_at, client_ca_at, ciphers_at, curves_at;  ///< Where each is written.
 
   bool operator==(const ListenerTls&) const = default;
 };

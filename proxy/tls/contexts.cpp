@@ -133,6 +133,38 @@ int select_protocol(SSL*, const unsigned char** out, unsigned char* out_length,
   return SSL_TLSEXT_ERR_OK;
 }
 
+/// Mozilla's "intermediate" server profile (version 5.7) for TLS 1.2: forward secrecy and
+/// authenticated encryption only, which every client of the last decade speaks. No CBC suite
+/// (LUCKY13), no RSA key exchange. TLS 1.3's suites are all AEAD: OpenSSL's own list stays.
+constexpr const char* kIntermediateCiphers =
+    "ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256:"
+    "ECDHE-ECDSA-AES256-GCM-SHA384:ECDHE-RSA-AES256-GCM-SHA384:"
+    "ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-RSA-CHACHA20-POLY1305:"
+    "DHE-RSA-AES128-GCM-SHA256:DHE-RSA-AES256-GCM-SHA384:DHE-RSA-CHACHA20-POLY1305";
+constexpr const char* kIntermediateCurves = "X25519:prime256v1:secp384r1";
+
+/// The listener's `ciphers` and `curves`, or the intermediate profile's; false (with a problem
+/// where the key is written) when OpenSSL knows none of those listed.
+bool use_ciphers(SSL_CTX* handle, const config::ListenerTls& tls, Problems& problems) {
+  bool usable = true;
+  const std::string ciphers = tls.ciphers.empty() ? kIntermediateCiphers : tls.ciphers;
+  if (SSL_CTX_set_cipher_list(handle, ciphers.c_str()) != 1) {
+    problems.add(tls.ciphers_at, tls.path + ".ciphers: \"" + tls.ciphers +
+                                     "\" names no TLS 1.2 cipher suite OpenSSL offers ("
+                                     "OpenSSL's names, separated by ':')");
+    usable = false;
+  }
+  const std::string curves = tls.curves.empty() ? kIntermediateCurves : tls.curves;
+  if (SSL_CTX_set1_groups_list(handle, curves.c_str()) != 1) {
+    problems.add(tls.curves_at, tls.path + ".curves: \"" + tls.curves +
+                                    "\" is not a list of groups OpenSSL knows (X25519, "
+                                    "prime256v1, secp384r1, ... separated by ':')");
+    usable = false;
+  }
+  SSL_CTX_set_dh_auto(handle, 1);  // DHE suites' parameters, sized to the certificate's key
+  return usable;
+}
+
 std::shared_ptr<Context> listener_context(const config::ListenerTls& tls, bool http2,
                                           Problems& problems) {
   auto context = std::make_shared<Context>(Context::tls_server);
@@ -150,8 +182,10 @@ std::shared_ptr<Context> listener_context(const config::ListenerTls& tls, bool h
   SSL_CTX_set_alpn_select_cb(
       handle, &select_protocol,
       const_cast<std::string_view*>(http2 ? &kListenerProtocolsWithH2 : &kListenerProtocols));
-  bool usable =
-      use_certificate(handle, tls.path, tls.cert, tls.cert_at, tls.key, tls.key_at, problems);
+  bool usable = use_ciphers(handle, tls, problems);
+  usable =
+      use_certificate(handle, tls.path, tls.cert, tls.cert_at, tls.key, tls.key_at, problems) &&
+      usable;
   if (tls.client_cert != config::ClientCertificates::none) {
     std::string why;
     STACK_OF(X509_NAME)* names = nullptr;

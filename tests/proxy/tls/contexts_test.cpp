@@ -152,6 +152,56 @@ TEST(Contexts, RefusesTls11EvenWithMinimumVersion12) {
   SSL_CTX_free(client);
 }
 
+/// Whether a TLS 1.2 client offering only `ciphers` completes a handshake with `server`.
+bool tls12_handshake_with(SSL_CTX* server, const char* ciphers) {
+  SSL_CTX* client = SSL_CTX_new(TLS_client_method());
+  SSL_CTX_set_max_proto_version(client, TLS1_2_VERSION);
+  SSL_CTX_set_cipher_list(client, ciphers);
+  test::TlsHandshake handshake(client, server);
+  const bool done = handshake.run();
+  SSL_CTX_free(client);
+  return done;
+}
+
+TEST(Contexts, OffersMozillasIntermediateSuitesOnly) {
+  const TestCertificates files;
+  const auto contexts =
+      make_contexts(config_of(tls_listener(files.server_cert(), files.server_key())));
+  SSL_CTX* server = contexts->listeners[1]->native_handle();
+  // The test certificates are ECDSA (P-256): the ECDSA half of the profile applies.
+  EXPECT_TRUE(tls12_handshake_with(server, "ECDHE-ECDSA-AES128-GCM-SHA256"));
+  EXPECT_TRUE(tls12_handshake_with(server, "ECDHE-ECDSA-AES256-GCM-SHA384"));
+  EXPECT_TRUE(tls12_handshake_with(server, "ECDHE-ECDSA-CHACHA20-POLY1305"));
+  // CBC suites (LUCKY13) are not offered, though OpenSSL's defaults have them.
+  EXPECT_FALSE(tls12_handshake_with(server, "ECDHE-ECDSA-AES128-SHA256"));
+  EXPECT_FALSE(tls12_handshake_with(server, "ECDHE-ECDSA-AES256-SHA"));
+}
+
+TEST(Contexts, TakesTheListenersOwnCiphersAndCurves) {
+  const TestCertificates files;
+  const auto contexts = make_contexts(config_of(tls_listener(
+      files.server_cert(), files.server_key(),
+      ", ciphers: \"ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-ECDSA-AES128-SHA256\", curves: X25519")));
+  SSL_CTX* server = contexts->listeners[1]->native_handle();
+  EXPECT_TRUE(tls12_handshake_with(server, "ECDHE-ECDSA-AES128-SHA256"));
+  EXPECT_FALSE(tls12_handshake_with(server, "ECDHE-ECDSA-CHACHA20-POLY1305"));
+  // A client without X25519 finds no group in common.
+  SSL_CTX* client = SSL_CTX_new(TLS_client_method());
+  SSL_CTX_set1_groups_list(client, "prime256v1");
+  test::TlsHandshake handshake(client, server);
+  EXPECT_FALSE(handshake.run());
+  SSL_CTX_free(client);
+}
+
+TEST(Contexts, NamesCiphersAndCurvesOpenSslDoesNotKnow) {
+  const TestCertificates files;
+  EXPECT_THAT(errors_of(config_of(tls_listener(files.server_cert(), files.server_key(),
+                                               ", ciphers: \"NO-SUCH-SUITE\", curves: \"P-999\""))),
+              ElementsAre(HasSubstr("listen[1].tls.ciphers: \"NO-SUCH-SUITE\" names no TLS 1.2 "
+                                    "cipher suite OpenSSL offers"),
+                          HasSubstr("listen[1].tls.curves: \"P-999\" is not a list of groups")));
+}
+
 TEST(Contexts, TheUpstreamContextVerifiesAgainstTheConfiguredCa) {
   const TestCertificates files;
   const auto contexts = make_contexts(
