@@ -23,7 +23,7 @@ elif [ "$mode" != --build-only ]; then
     ccache git clang-format-16 clang-16 libclang-rt-16-dev
     googletest libgtest-dev libgmock-dev libbenchmark-dev redis-server openssl curl python3 ca-certificates
     nghttp2-client python3-h2 python3-grpcio python3-grpc-tools python3-jwt python3-cryptography
-    nginx caddy
+    nginx caddy testssl.sh
   )
   # The LLM clients' test (tests/clients/) runs npm's packages on Node: Debian's nodejs and npm,
   # unless a node and an npm are there already (NodeSource's nodejs brings its own npm, and

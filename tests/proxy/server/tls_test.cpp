@@ -8,9 +8,11 @@
 
 #include <boost/asio/ssl.hpp>
 #include <boost/beast/ssl.hpp>
+#include <boost/json.hpp>
 #include <chrono>
 #include <fstream>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <thread>
 
@@ -244,6 +246,36 @@ TEST(TlsListener, RefusesTls10And11AndTls12WhenTheMinimumIs13) {
       " -brief </dev/null 2>&1";
   EXPECT_THAT(output_of(strict_connect + " -tls1_2"), HasSubstr("alert protocol version"));
   EXPECT_THAT(output_of(strict_connect), HasSubstr("Protocol version: TLSv1.3"));
+}
+
+TEST(TlsListener, TestsslFindsNoWeaknessInTheDefaults) {
+  // testssl.sh (Debian's) on a default listener: its protocols, cipher preferences and
+  // vulnerability checks (LUCKY13, SWEET32, BEAST, ROBOT, ...). Every finding it grades LOW or
+  // worse fails the test (with OpenSSL's default TLS 1.2 suites, LUCKY13 is one). (Its certificate
+  // and OCSP checks are left out: the test CA's certificates are self-made, and sluice does not
+  // staple OCSP yet.)
+  const TestCertificates files;
+  TlsProxy proxy(server_files(files), std::string(kForwardAll));
+  const std::string report = files.directory() + "/testssl.json";
+  output_of("timeout 300 testssl --quiet --color 0 --warnings off -p -P -U --jsonfile " + report +
+            " 127.0.0.1:" + std::to_string(proxy.tls_port()) + " >/dev/null 2>&1");
+  std::ifstream in(report);
+  std::stringstream text;
+  text << in.rdbuf();
+  boost::system::error_code ec;
+  const boost::json::value findings = boost::json::parse(text.str(), ec);
+  ASSERT_FALSE(ec) << "testssl wrote no report: " << text.str();
+  std::size_t checked = 0;
+  for (const boost::json::value& finding : findings.as_array()) {
+    const std::string_view severity = finding.at("severity").as_string();
+    ++checked;
+    // (WARN is testssl's note on its own run, such as the engines of its openssl.)
+    EXPECT_TRUE(severity != "LOW" && severity != "MEDIUM" && severity != "HIGH" &&
+                severity != "CRITICAL")
+        << finding.at("id").as_string() << ": " << severity << ": "
+        << finding.at("finding").as_string();
+  }
+  EXPECT_GT(checked, 20u);  // it did run its checks
 }
 
 TEST(TlsListener, NegotiatesHttp11WithAlpnAndResumesSessionsWithTickets) {
