@@ -92,10 +92,11 @@ TEST_F(DecideGateway, NginxAuthRequestGets429WithRetryAfter) {
   const auto config = directory_.write(
       "nginx.conf",
       gateway_config("nginx.conf", directory_, port, decide_port(), sluice_.upstream().port()));
+  // One process (no master with workers): killed with the test, nothing left behind.
   const ChildProcess nginx({"/bin/sh", "-c",
                             "echo started; exec nginx -e " + directory_.path().string() +
                                 "/error.log -p " + directory_.path().string() + " -c " +
-                                config.string()});
+                                config.string() + " -g 'master_process off;'"});
   ASSERT_TRUE(listening_on(port)) << "nginx did not start";
   expect_two_then_429(port);
 }
