@@ -7,19 +7,24 @@
 #
 # Each proxy (one worker / one thread) forwards to the same upstream (an nginx worker answering
 # `return 200`). bench/idle_clients.py opens CONNECTIONS connections to it, sends one request on
-# each and reads the answer, then leaves them all open and idle. It opens them in two equal
-# steps, and two figures come from the proxy's resident memory (VmRSS, the nginx worker's for
-# nginx), read before the connections, after the first half and when all are idle:
-# - per connection: the growth from before to all, divided by CONNECTIONS. It includes what the
-#   proxy keeps after serving the 200-connection bursts the clients open them in (freed memory
-#   the allocator holds, spare buffers), which does not grow with the number of connections;
-# - per added connection: the growth from half to all, divided by CONNECTIONS/2: what each more
+# each and reads the answer, then leaves them all open and idle, and at last closes them all.
+# Two patterns (PATTERNS), each measured from the proxy's resident memory (VmRSS, the nginx
+# worker's for nginx), read before the connections, when all are idle and after they left:
+# - stepped: 200 connections at a time, in two equal steps, with the RSS read between them too.
+#   Per connection: the growth from before to all, divided by CONNECTIONS (it includes what the
+#   proxy keeps after serving the 200-connection bursts, which does not grow with their number);
+#   per added connection: the growth from half to all, divided by CONNECTIONS/2, what each more
 #   idle connection costs, the bursts' high-water mark already reached.
-# Kernel socket buffers are in neither (they are the kernel's, the same for every proxy). Rounds
-# alternate the proxies; the table gives medians.
+# - herd: all CONNECTIONS opened at once, each with its request, as clients reconnect after a
+#   deploy: per connection as above, and the high-water mark of serving them all at once is in it.
+# After they left: the RSS SETTLE seconds after the last one closed, in % above where it started
+# (what the proxy did not give back). Kernel socket buffers are in none of them (they are the
+# kernel's, the same for every proxy). Rounds alternate the proxies; the table gives medians.
 #
 # Environment (defaults in brackets):
 #   SLUICE_BIN [build/release/sluice]  CONNECTIONS [8000]  ROUNDS [3]  PROXIES ["sluice nginx"]
+#   PATTERNS ["stepped herd"]  SETTLE [2] (seconds)  SLUICE_ENV [] (VAR=value for sluice's
+#   environment, e.g. LD_PRELOAD= to try another allocator)
 #   UPSTREAM_PORT [18180]  SLUICE_PORT [18181]  NGINX_PORT [18182]  KEEP_WORKDIR [0]
 set -euo pipefail
 
@@ -27,6 +32,9 @@ repo_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 CONNECTIONS=${CONNECTIONS:-8000}
 ROUNDS=${ROUNDS:-3}
 PROXIES=${PROXIES:-sluice nginx}
+PATTERNS=${PATTERNS:-stepped herd}
+SETTLE=${SETTLE:-2}
+SLUICE_ENV=${SLUICE_ENV:-}
 UPSTREAM_PORT=${UPSTREAM_PORT:-18180}
 SLUICE_PORT=${SLUICE_PORT:-18181}
 NGINX_PORT=${NGINX_PORT:-18182}
@@ -47,7 +55,8 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/sluice-idle.XXXXXX")
 # nginx workers run as an unprivileged user when started as root: let them reach their files.
 chmod 755 "$work"
 
-nginx_worker_connections=$((CONNECTIONS + 1024))
+# A herd has as many requests in flight as connections: each proxy may hold two sockets for each.
+nginx_worker_connections=$((CONNECTIONS * 2 + 1024))
 nginx_config upstream "$UPSTREAM_PORT" 'default_type text/plain; return 200 "ok\n";'
 launch_nginx upstream "$UPSTREAM_PORT" no_pin
 
@@ -67,12 +76,20 @@ limiters:
 routes: [{name: all, limiters: [per-ip]}]
 CONF
 
-# measure PROXY: sets whole and added, the KB per connection and per added connection.
+# measure PROXY PATTERN: sets whole, added and left: the KB per connection and per added
+# connection, and the RSS once they are all gone, in % above where it started.
 measure() {
-  local proxy=$1 port proxy_pid measured
+  local proxy=$1 pattern=$2 port proxy_pid measured steps batch
+  if [ "$pattern" = herd ]; then
+    steps=1 batch=0
+  else
+    steps=2 batch=200
+  fi
   if [ "$proxy" = sluice ]; then
     port=$SLUICE_PORT
-    start "$work/sluice.log" "$SLUICE_BIN" run -c "$work/sluice.yaml"
+    local -a variables
+    read -r -a variables <<<"$SLUICE_ENV"
+    start "$work/sluice.log" env "${variables[@]}" "$SLUICE_BIN" run -c "$work/sluice.yaml"
     wait_port "$port" "$pid" sluice "$work/sluice.log"
   else
     port=$NGINX_PORT
@@ -89,44 +106,61 @@ measure() {
   fi
   # Warm up: the first requests allocate what every later one reuses.
   "$repo_root/bench/idle_clients.py" "$port" 50 </dev/null >/dev/null
-  local before half after ready clients_pid clients_in
+  local before half after gone ready clients_pid clients_in
   before=$(rss_kib "$measured")
-  coproc clients { "$repo_root/bench/idle_clients.py" "$port" "$CONNECTIONS" 2; }
+  coproc clients { "$repo_root/bench/idle_clients.py" "$port" "$CONNECTIONS" "$steps" "$batch"; }
   # shellcheck disable=SC2154 # coproc sets clients_PID
   clients_pid=$clients_PID
   started_pids+=("$clients_pid")
-  read -r ready <&"${clients[0]}" || die "$proxy: the clients did not get their connections"
-  [ "$ready" = "ready $((CONNECTIONS / 2))" ] || die "$proxy: $ready"
-  sleep 1  # let every connection settle into its idle state
-  half=$(rss_kib "$measured")
-  echo go >&"${clients[1]}"
+  if [ "$steps" = 2 ]; then
+    read -r ready <&"${clients[0]}" || die "$proxy: the clients did not get their connections"
+    [ "$ready" = "ready $((CONNECTIONS / 2))" ] || die "$proxy: $ready"
+    sleep "$SETTLE"  # let every connection settle into its idle state
+    half=$(rss_kib "$measured")
+    echo go >&"${clients[1]}"
+  fi
   read -r ready <&"${clients[0]}" || die "$proxy: the clients did not get their connections"
   [ "$ready" = "ready $CONNECTIONS" ] || die "$proxy: $ready"
-  sleep 1
+  sleep "$SETTLE"
   after=$(rss_kib "$measured")
+  echo leave >&"${clients[1]}"
+  read -r ready <&"${clients[0]}" || die "$proxy: the clients did not close their connections"
+  [ "$ready" = left ] || die "$proxy: $ready"
+  sleep "$SETTLE"
+  gone=$(rss_kib "$measured")
   clients_in=${clients[1]}
   exec {clients_in}>&-
   reap "$clients_pid" || true
   stop_pid "$proxy_pid"
-  read -r whole added < <(awk -v b="$before" -v h="$half" -v a="$after" -v n="$CONNECTIONS" \
-    'BEGIN { printf "%.2f %.2f\n", (a - b) * 1024 / n / 1000, (a - h) * 1024 / (n / 2) / 1000 }')
+  read -r whole added left < <(awk -v b="$before" -v h="${half:-0}" -v a="$after" -v g="$gone" \
+    -v n="$CONNECTIONS" -v s="$steps" 'BEGIN {
+      printf "%.2f %s %.1f\n", (a - b) * 1024 / n / 1000,
+        s == 2 ? sprintf("%.2f", (a - h) * 1024 / (n / 2) / 1000) : "-", (g - b) * 100 / b }')
 }
 
-declare -A per_connection per_added
+declare -A per_connection per_added left_over
 for ((round = 1; round <= ROUNDS; round++)); do
-  for proxy in $PROXIES; do
-    measure "$proxy"
-    printf 'round %d %-7s %s KB per connection, %s KB per added connection\n' \
-      "$round" "$proxy" "$whole" "$added" >&2
-    per_connection[$proxy]+="$whole "
-    per_added[$proxy]+="$added "
+  for pattern in $PATTERNS; do
+    for proxy in $PROXIES; do
+      measure "$proxy" "$pattern"
+      printf 'round %d %-7s %-7s %s KB per connection, %s KB per added one, %s %% left after\n' \
+        "$round" "$proxy" "$pattern" "$whole" "$added" "$left" >&2
+      per_connection[$proxy.$pattern]+="$whole "
+      per_added[$proxy.$pattern]+="$added "
+      left_over[$proxy.$pattern]+="$left "
+    done
   done
 done
 
-printf '\n%-8s %-22s %s\n' proxy "KB per connection" "KB per added connection"
-for proxy in $PROXIES; do
-  read -r -a wholes <<<"${per_connection[$proxy]}"
-  read -r -a addeds <<<"${per_added[$proxy]}"
-  printf '%-8s %-22.2f %.2f\n' "$proxy" "$(median "${wholes[@]}")" "$(median "${addeds[@]}")"
+printf '\n%-8s %-8s %-18s %-24s %s\n' proxy pattern "KB per connection" "KB per added connection" \
+  "RSS after they left"
+for pattern in $PATTERNS; do
+  for proxy in $PROXIES; do
+    read -r -a wholes <<<"${per_connection[$proxy.$pattern]}"
+    read -r -a addeds <<<"${per_added[$proxy.$pattern]}"
+    read -r -a lefts <<<"${left_over[$proxy.$pattern]}"
+    printf '%-8s %-8s %-18.2f %-24s %+.1f %%\n' "$proxy" "$pattern" "$(median "${wholes[@]}")" \
+      "$(median "${addeds[@]}")" "$(median "${lefts[@]}")"
+  done
 done
 printf '(medians of %d rounds, %d idle connections)\n' "$ROUNDS" "$CONNECTIONS"

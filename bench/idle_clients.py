@@ -1,13 +1,14 @@
 #!/usr/bin/python3
 """Holds N idle keep-alive connections to 127.0.0.1:PORT, each after one request.
 
-Usage: idle_clients.py PORT N [STEPS]
-Opens N connections (a few hundred at a time), sends one GET on each and reads its whole
-response (so the proxy has served a request on it and kept it alive), then prints "ready N"
-and keeps every connection open, idle, until its standard input closes. With STEPS (default 1),
-it opens them in that many equal steps, prints "ready K" after each with the K open so far,
-and waits for a line on its standard input before the next step. Exits 1 if a connection
-fails or an answer is not a 200.
+Usage: idle_clients.py PORT N [STEPS [BATCH]]
+Opens N connections, BATCH at a time (default 200; 0: a step's all at once, a herd), sends one
+GET on each and reads its whole response (so the proxy has served a request on it and kept it
+alive), then prints "ready N" and keeps every connection open, idle. With STEPS (default 1), it
+opens them in that many equal steps, prints "ready K" after each with the K open so far, and
+waits for a line on its standard input before the next step. Once all are open, a line
+"leave" closes them all (it prints "left" when they are closed); the end of its standard input
+closes them too. Exits 1 if a connection fails or an answer is not a 200.
 """
 import asyncio
 import resource
@@ -31,25 +32,33 @@ async def open_one(port):
     return writer
 
 
-async def main(port, count, steps):
+async def close_all(writers):
+    for writer in writers:
+        writer.close()
+    await asyncio.gather(*(writer.wait_closed() for writer in writers), return_exceptions=True)
+
+
+async def main(port, count, steps, batch):
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, count + 1024), hard))
     loop = asyncio.get_running_loop()
     writers = []
-    batch = 200
     for step in range(steps):
         if step > 0:
             await loop.run_in_executor(None, sys.stdin.readline)
         target = count * (step + 1) // steps
         while len(writers) < target:
-            writers += await asyncio.gather(
-                *(open_one(port) for _ in range(min(batch, target - len(writers)))))
+            at_once = target - len(writers) if batch == 0 else min(batch, target - len(writers))
+            writers += await asyncio.gather(*(open_one(port) for _ in range(at_once)))
         print(f"ready {len(writers)}", flush=True)
-    await loop.run_in_executor(None, sys.stdin.read)
-    for writer in writers:
-        writer.close()
+    line = await loop.run_in_executor(None, sys.stdin.readline)
+    await close_all(writers)
+    if line.strip() == "leave":
+        print("left", flush=True)
+        await loop.run_in_executor(None, sys.stdin.read)
 
 
 if __name__ == "__main__":
     asyncio.run(main(int(sys.argv[1]), int(sys.argv[2]),
-                     int(sys.argv[3]) if len(sys.argv) > 3 else 1))
+                     int(sys.argv[3]) if len(sys.argv) > 3 else 1,
+                     int(sys.argv[4]) if len(sys.argv) > 4 else 200))
