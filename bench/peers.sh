@@ -41,6 +41,10 @@
 #   WRK_THREADS [1]   PROXIES ["sluice nginx haproxy"]   BENCH_PATHS ["forward all-429"]
 #   UPSTREAM_PORT [18080]  SLUICE_PORT [18081]  NGINX_PORT [18082]  HAPROXY_PORT [18083]
 #   SLUICE_ADMIN_PORT [18091]   REDIS_PORT [18379]   PIN [1]  PROXY_CPU [1]  LOAD_CPU [0]   KEEP_WORKDIR [0]
+#   SLUICE_ENV [] (VAR=value words for sluice's environment)
+# Before and after in one run: the proxy `sluice-b` is sluice again, from SLUICE_B_BIN [SLUICE_BIN]
+# with SLUICE_B_ENV [SLUICE_ENV] (e.g. PROXIES="sluice sluice-b" SLUICE_B_BIN=../before/sluice),
+# measured in the same rounds as the others and on the same paths.
 #
 # nginx, haproxy and wrk come from the distribution: if one is missing, it is installed with
 # apt-get (as root), without letting the package start its system service. The script never
@@ -75,12 +79,26 @@ KEEP_WORKDIR=${KEEP_WORKDIR:-0}
 SLUICE_BIN=${SLUICE_BIN:-build/release/sluice}
 # A relative SLUICE_BIN is relative to the repository root, wherever the script is run from.
 [[ $SLUICE_BIN == /* ]] || SLUICE_BIN=$repo_root/$SLUICE_BIN
+SLUICE_B_BIN=${SLUICE_B_BIN:-$SLUICE_BIN}
+[[ $SLUICE_B_BIN == /* ]] || SLUICE_B_BIN=$repo_root/$SLUICE_B_BIN
+SLUICE_ENV=${SLUICE_ENV:-}
+SLUICE_B_ENV=${SLUICE_B_ENV:-$SLUICE_ENV}
 
 # ---------------------------------------------------------------- the proxies
 # start_PROXY PATH: starts the proxy for that path and waits until it accepts; sets proxy_pid,
 # proxy_port, proxy_log.
 start_sluice() {
-  local path=$1 config=$work/sluice-$1.yaml template
+  start_sluice_from "$SLUICE_BIN" "$SLUICE_ENV" "$1"
+}
+start_sluice-b() {
+  start_sluice_from "$SLUICE_B_BIN" "$SLUICE_B_ENV" "$1"
+}
+
+# start_sluice_from BINARY ENVIRONMENT PATH: start_sluice's work, for either sluice.
+start_sluice_from() {
+  local binary=$1 environment=$2 path=$3 config=$work/sluice-$3.yaml template
+  local -a variables
+  read -r -a variables <<<"$environment"
   case $path in
     forward) template=$templates/sluice-forward.yaml ;;
     all-429) template=$templates/sluice-429.yaml ;;
@@ -91,7 +109,7 @@ start_sluice() {
   check_sluice "$config"
   proxy_port=$SLUICE_PORT
   proxy_log=$work/sluice-$path.log
-  start "$proxy_log" "${proxy_pin[@]}" "$SLUICE_BIN" run -c "$config"
+  start "$proxy_log" "${proxy_pin[@]}" env "${variables[@]}" "$binary" run -c "$config"
   proxy_pid=$pid
   wait_port "$proxy_port" "$proxy_pid" sluice "$proxy_log"
 }
@@ -181,7 +199,7 @@ install_missing nginx:nginx haproxy:haproxy wrk:wrk curl:curl pgrep:procps redis
 [[ -x $SLUICE_BIN ]] || [[ " $PROXIES " != *" sluice "* ]] ||
   die "no sluice binary at $SLUICE_BIN: build it (cmake --preset release && cmake --build --preset release --target sluice) or set SLUICE_BIN"
 for proxy in $PROXIES; do
-  case $proxy in sluice | nginx | haproxy) ;; *) die "unknown proxy '$proxy' in PROXIES" ;; esac
+  case $proxy in sluice | sluice-b | nginx | haproxy) ;; *) die "unknown proxy '$proxy' in PROXIES" ;; esac
 done
 for path in $BENCH_PATHS; do
   case $path in forward | all-429 | forward-redis) ;; *) die "unknown path '$path' in BENCH_PATHS" ;; esac
@@ -215,7 +233,7 @@ for ((round = 1; round <= ROUNDS; round++)); do
     for ((i = 0; i < ${#proxy_order[@]}; i++)); do
       proxy=${proxy_order[(i + round - 1) % ${#proxy_order[@]}]}
       # Only sluice has a Redis store.
-      if [[ $path == forward-redis && $proxy != sluice ]]; then continue; fi
+      if [[ $path == forward-redis && $proxy != sluice* ]]; then continue; fi
       measure "$round" "$proxy" "$path"
     done
   done
