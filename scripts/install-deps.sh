@@ -10,7 +10,7 @@ packages=(
   build-essential cmake ninja-build pkg-config
   libboost1.81-dev libboost-json1.81-dev libboost-url1.81-dev libyaml-cpp-dev libspdlog-dev
   libfmt-dev libhiredis-dev libcli11-dev libssl-dev libnghttp2-dev libhowardhinnant-date-dev
-  libprotobuf-dev protobuf-compiler
+  libprotobuf-dev protobuf-compiler libjemalloc-dev
   tzdata
 )
 # The container image's test (docker/test-image.sh): podman, and debootstrap for its base image.
