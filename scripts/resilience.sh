@@ -22,6 +22,9 @@
 #              wait in the listen queue and are served once a slot frees
 #   soak       SOAK_SECONDS of mixed traffic (forward, 429, delay mode, uploads, WebSocket):
 #              RSS and open descriptors back to their baseline afterwards
+#   herd       4,000 connections at once, three ways: with a request each then idle, then gone
+#              (RSS back within 16 MiB of its start); silent (closed by timeouts.header, RSS
+#              flat); resetting mid-TLS-handshake (nothing leaks: run on the ASan build)
 #
 # Each case prints one line, PASS or FAIL with its figures; the suite ends with a table and
 # exits 1 if any case failed. A case that fails keeps its work directory (configs, logs, wrk
@@ -29,6 +32,7 @@
 #
 # Environment (defaults in brackets):
 #   SLUICE_BIN [build/test/sluice, else build/release/sluice]   SOAK_SECONDS [60]
+#   ASAN_SLUICE_BIN [build/asan/sluice]: the herd case's TLS resets run on it when it is there.
 #   BASE_PORT [18400]: sluice, its admin port, nginx, the Python upstream and Redis take
 #   BASE_PORT .. BASE_PORT+4.   KEEP_WORKDIR [0]: keep every case's work directory.
 #
@@ -56,7 +60,9 @@ ADMIN_PORT=$((BASE_PORT + 1))
 NGINX_PORT=$((BASE_PORT + 2))
 PY_PORT=$((BASE_PORT + 3))
 REDIS_PORT=$((BASE_PORT + 4))
-ALL_CASES=(slowloris keyflood reload upstream redis connlimit soak)
+ALL_CASES=(slowloris keyflood reload upstream redis connlimit soak herd)
+ASAN_SLUICE_BIN=${ASAN_SLUICE_BIN:-build/asan/sluice}
+[[ $ASAN_SLUICE_BIN == /* ]] || ASAN_SLUICE_BIN=$repo_root/$ASAN_SLUICE_BIN
 
 # ---------------------------------------------------------------- the servers
 # Every process a case starts (with `start`) is stopped by the case's EXIT trap, newest first,
@@ -96,11 +102,12 @@ log: {level: warn, format: text, access: false}
 YAML
 }
 
-# start_sluice CONFIG: checks the config, starts sluice on it, waits for both ports.
+# start_sluice CONFIG [BINARY]: checks the config, starts sluice (SLUICE_BIN, or BINARY) on it,
+# waits for both ports.
 start_sluice() {
-  local config=$1
+  local config=$1 binary=${2:-$SLUICE_BIN}
   check_sluice "$config"
-  start "$work/sluice.log" "$SLUICE_BIN" run -c "$config"
+  start "$work/sluice.log" "$binary" run -c "$config"
   sluice_pid=$pid
   wait_port "$SLUICE_PORT" "$sluice_pid" sluice "$work/sluice.log"
   wait_port "$ADMIN_PORT" "$sluice_pid" "sluice's admin port" "$work/sluice.log"
@@ -751,6 +758,124 @@ YAML
     "$delayed held; upload $(wrk_statuses "$work/soak-upload.txt")), WebSocket ${ws_line#ws }, socket errors" \
     "$errors: RSS $(mib "$rss0") MiB -> $(mib "$peak_rss") during -> $(mib "$rss1") after" \
     "(${rss_growth} KiB), descriptors $fd0 -> $fd1"
+}
+
+# Herds: 4,000 connections at once, as clients reconnect together after a deploy or a network
+# blip. sluice serves them all at once, and what that took must go back when they are idle or
+# gone (docs/benchmarks.md, "Memory per idle connection": with glibc's malloc the peak stayed).
+# Three herds, each opened at once:
+# 1. speaking: one request each (bench/idle_clients.py), then idle, then all closed. 4,000
+#    requests in flight take about 100 MiB at their peak; 3 s after the herd left, RSS must be
+#    within 16 MiB of where it started (Asio keeps each socket's reactor state for reuse, a
+#    few MiB for 8,000 sockets, client and upstream).
+# 2. silent: they connect and never send a byte: timeouts.header (2 s here) closes them all,
+#    within 5 s; RSS meanwhile grows < 8 MiB (a connection waits with no buffer or coroutine).
+# 3. TLS, resetting mid-handshake: each sends a ClientHello, reads the start of the server's
+#    answer and resets the connection. Then a TLS request is still served, no connection stays
+#    open, and sluice stops cleanly on SIGTERM. Run on the ASan build when there is one
+#    (ASAN_SLUICE_BIN), whose LeakSanitizer fails the exit on any leak.
+case_herd() {
+  local herd=4000
+  start_nginx
+  {
+    sluice_head
+    cat <<YAML
+max_connections: 10000
+upstream: "http://127.0.0.1:$NGINX_PORT"
+timeouts: {header: 2s, idle: 60s}
+limiters:
+  per-ip: {algorithm: token_bucket, rate: 1000000/s, burst: 1000000, key: ip}
+routes:
+  - {name: all, match: {path_prefix: /}, limiters: [per-ip]}
+YAML
+  } >"$work/sluice.yaml"
+  start_sluice "$work/sluice.yaml"
+  "$repo_root/bench/idle_clients.py" "$SLUICE_PORT" 50 </dev/null >/dev/null ||
+    die "sluice does not forward"
+
+  # 1. The speaking herd.
+  local rss0 rss_idle rss_gone ready clients_pid clients_in open_idle
+  rss0=$(rss_kib "$sluice_pid")
+  coproc herd_clients { "$repo_root/bench/idle_clients.py" "$SLUICE_PORT" "$herd" 1 0; }
+  # shellcheck disable=SC2154 # coproc sets herd_clients_PID
+  clients_pid=$herd_clients_PID
+  started_pids+=("$clients_pid")
+  read -r ready <&"${herd_clients[0]}" || ready="none"
+  sleep 1
+  rss_idle=$(rss_kib "$sluice_pid")
+  open_idle=$(metric sluice_open_connections)
+  echo leave >&"${herd_clients[1]}"
+  local left=none
+  read -r left <&"${herd_clients[0]}" || true
+  clients_in=${herd_clients[1]}
+  exec {clients_in}>&-
+  reap "$clients_pid" || true
+  sleep 3
+  rss_gone=$(rss_kib "$sluice_pid")
+  [[ $ready == "ready $herd" ]] || failures+=("speaking-herd-served")
+  check "speaking-herd-all-open" "$open_idle == $herd"
+  [[ $left == left ]] || failures+=("speaking-herd-left")
+  check "rss-back-within-16MiB" "$rss_gone - $rss0 < 16384"
+
+  # 2. The silent herd.
+  local silent_pid rss_silent closed closed_ms open_after i
+  start "$work/silent.txt" "$PYTHON" "$helpers/herd.py" silent "$SLUICE_PORT" "$herd" 10
+  silent_pid=$pid
+  for ((i = 0; i < 100; i++)); do
+    grep -q '^open ' "$work/silent.txt" && break
+    sleep 0.05
+  done
+  rss_silent=$(rss_kib "$sluice_pid")
+  reap "$silent_pid" || true
+  closed=$(sed -n 's/^closed \([0-9]*\).*/\1/p' "$work/silent.txt")
+  closed_ms=$(sed -n 's/^closed .*ms=\([0-9]*\).*/\1/p' "$work/silent.txt")
+  open_after=$(metric sluice_open_connections)
+  check "silent-herd-closed" "${closed:-0} == $herd && ${closed_ms:-99999} < 5000"
+  check "silent-rss<8MiB" "$rss_silent - $rss_gone < 8192"
+  check "silent-none-left" "$open_after == 0"
+  stop_pid "$sluice_pid"
+
+  # 3. The TLS herd that resets mid-handshake.
+  local binary=$SLUICE_BIN asan=no
+  if [[ -x $ASAN_SLUICE_BIN ]]; then binary=$ASAN_SLUICE_BIN asan=yes; fi
+  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 \
+    -subj /CN=herd.test -keyout "$work/tls.key" -out "$work/tls.crt" 2>/dev/null
+  {
+    sluice_head
+    cat <<YAML
+tls: {cert: "$work/tls.crt", key: "$work/tls.key"}
+max_connections: 10000
+upstream: "http://127.0.0.1:$NGINX_PORT"
+timeouts: {header: 2s, idle: 60s}
+limiters:
+  per-ip: {algorithm: token_bucket, rate: 1000000/s, burst: 1000000, key: ip}
+routes:
+  - {name: all, match: {path_prefix: /}, limiters: [per-ip]}
+YAML
+  } >"$work/sluice-tls.yaml"
+  start_sluice "$work/sluice-tls.yaml" "$binary"
+  local resets=2000 reset tls_code open_tls exit_status=0
+  "$PYTHON" "$helpers/herd.py" tls-reset "$SLUICE_PORT" "$resets" >"$work/tls-reset.txt" 2>&1 || true
+  reset=$(sed -n 's/^reset \([0-9]*\).*/\1/p' "$work/tls-reset.txt")
+  tls_code=$(http_code -k "https://127.0.0.1:$SLUICE_PORT/")
+  for ((i = 0; i < 50; i++)); do
+    open_tls=$(metric sluice_open_connections)
+    ((open_tls == 0)) && break
+    sleep 0.1
+  done
+  terminate "$sluice_pid" 20
+  reap "$sluice_pid" || exit_status=$?
+  check "tls-resets-reached-the-handshake" "${reset:-0} >= $resets * 9 / 10"
+  check "tls-still-served" "$tls_code == 200"
+  check "tls-none-left" "$open_tls == 0"
+  check "clean-exit-no-leak" "$exit_status == 0"
+  if grep -q 'Sanitizer' "$work/sluice.log"; then failures+=("sanitizer-report"); fi
+
+  verdict herd "$herd at once with a request: RSS $(mib "$rss0") -> $(mib "$rss_idle") MiB idle" \
+    "($(((rss_idle - rss0) * 1024 / herd)) B each) -> $(mib "$rss_gone") MiB after they left;" \
+    "$herd silent: ${closed:-?} closed in ${closed_ms:-?} ms, RSS +$(mib $((rss_silent - rss_gone))) MiB;" \
+    "${reset:-?} of $resets TLS handshakes reset (ASan build: $asan), then HTTPS $tls_code," \
+    "$open_tls left open, exit $exit_status"
 }
 
 # ================================================================ running the cases

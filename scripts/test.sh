@@ -86,7 +86,7 @@ else
 fi
 phase_done "image"
 
-echo "== resilience (scripts/resilience.sh on the test build: slowloris, key flood, reloads, upstream and Redis restarts, connection limit, 60 s soak; about 2.5 min)"
+echo "== resilience (scripts/resilience.sh on the test build: slowloris, key flood, reloads, upstream and Redis restarts, connection limit, 60 s soak, herds; about 2.5 min)"
 if bash scripts/resilience.sh; then passed=$((passed + 1)); else failed=$((failed + 1)); status=1; fi
 phase_done "resilience"
 echo "== fuzz (scripts/fuzz.sh: every libFuzzer target for 30 s under ASan + UBSan)"
