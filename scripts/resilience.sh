@@ -102,6 +102,25 @@ log: {level: warn, format: text, access: false}
 YAML
 }
 
+# forward_config FILE HEADER_TIMEOUT [LINE]: writes the config of a case that only forwards: up
+# to 10,000 connections, every request to nginx through a limit that never triggers, the given
+# timeouts.header, and LINE (a top-level key) added.
+forward_config() {
+  {
+    sluice_head
+    [[ -z ${3:-} ]] || echo "$3"
+    cat <<YAML
+max_connections: 10000
+upstream: "http://127.0.0.1:$NGINX_PORT"
+timeouts: {header: $2, idle: 60s}
+limiters:
+  per-ip: {algorithm: token_bucket, rate: 1000000/s, burst: 1000000, key: ip}
+routes:
+  - {name: all, match: {path_prefix: /}, limiters: [per-ip]}
+YAML
+  } >"$1"
+}
+
 # start_sluice CONFIG [BINARY]: checks the config, starts sluice (SLUICE_BIN, or BINARY) on it,
 # waits for both ports.
 start_sluice() {
@@ -186,18 +205,7 @@ verdict() {
 # timeout reset by each line, the connections would live forever and the check below would fail.
 case_slowloris() {
   start_nginx
-  {
-    sluice_head
-    cat <<YAML
-max_connections: 10000
-upstream: "http://127.0.0.1:$NGINX_PORT"
-timeouts: {header: 10s, idle: 60s}
-limiters:
-  per-ip: {algorithm: token_bucket, rate: 1000000/s, burst: 1000000, key: ip}
-routes:
-  - {name: all, match: {path_prefix: /}, limiters: [per-ip]}
-YAML
-  } >"$work/sluice.yaml"
+  forward_config "$work/sluice.yaml" 10s
   start_sluice "$work/sluice.yaml"
   [[ $(http_code "http://127.0.0.1:$SLUICE_PORT/") == 200 ]] || die "sluice does not forward"
 
@@ -777,18 +785,7 @@ YAML
 case_herd() {
   local herd=4000
   start_nginx
-  {
-    sluice_head
-    cat <<YAML
-max_connections: 10000
-upstream: "http://127.0.0.1:$NGINX_PORT"
-timeouts: {header: 2s, idle: 60s}
-limiters:
-  per-ip: {algorithm: token_bucket, rate: 1000000/s, burst: 1000000, key: ip}
-routes:
-  - {name: all, match: {path_prefix: /}, limiters: [per-ip]}
-YAML
-  } >"$work/sluice.yaml"
+  forward_config "$work/sluice.yaml" 2s
   start_sluice "$work/sluice.yaml"
   "$repo_root/bench/idle_clients.py" "$SLUICE_PORT" 50 </dev/null >/dev/null ||
     die "sluice does not forward"
@@ -840,19 +837,7 @@ YAML
   if [[ -x $ASAN_SLUICE_BIN ]]; then binary=$ASAN_SLUICE_BIN asan=yes; fi
   openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 \
     -subj /CN=herd.test -keyout "$work/tls.key" -out "$work/tls.crt" 2>/dev/null
-  {
-    sluice_head
-    cat <<YAML
-tls: {cert: "$work/tls.crt", key: "$work/tls.key"}
-max_connections: 10000
-upstream: "http://127.0.0.1:$NGINX_PORT"
-timeouts: {header: 2s, idle: 60s}
-limiters:
-  per-ip: {algorithm: token_bucket, rate: 1000000/s, burst: 1000000, key: ip}
-routes:
-  - {name: all, match: {path_prefix: /}, limiters: [per-ip]}
-YAML
-  } >"$work/sluice-tls.yaml"
+  forward_config "$work/sluice-tls.yaml" 2s "tls: {cert: \"$work/tls.crt\", key: \"$work/tls.key\"}"
   start_sluice "$work/sluice-tls.yaml" "$binary"
   local resets=2000 reset tls_code open_tls exit_status=0
   "$PYTHON" "$helpers/herd.py" tls-reset "$SLUICE_PORT" "$resets" >"$work/tls-reset.txt" 2>&1 || true
