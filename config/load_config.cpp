@@ -42,8 +42,8 @@ std::vector<Cidr> read_networks(MapReader& reader, std::string_view key, ReadCon
 
 /// A `tls` mapping of a listener (SPEC §7). Its files are read later (proxy/tls/).
 std::optional<ListenerTls> read_listener_tls(MapReader& owner) {
-  auto section = owner.section(
-      "tls", {"cert", "key", "min_version", "client_ca", "client_cert", "ciphers", "curves"});
+  auto section = owner.section("tls", {"cert", "key", "min_version", "client_ca", "client_cert",
+                                       "ciphers", "curves", "ocsp"});
   if (!section) {
     return std::nullopt;
   }
@@ -57,6 +57,8 @@ std::optional<ListenerTls> read_listener_tls(MapReader& owner) {
   tls.curves_at = reader.at("curves");
   tls.ciphers = reader.text("ciphers").value_or("");
   tls.curves = reader.text("curves").value_or("");
+  tls.ocsp_at = reader.at("ocsp");
+  tls.ocsp = reader.text("ocsp").value_or("");
   const bool has_cert = reader.require("cert");
   const bool has_key = reader.require("key");
   tls.cert = reader.text("cert").value_or("");

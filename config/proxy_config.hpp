@@ -39,8 +39,11 @@ struct ListenerTls {
   /// "intermediate" profile (proxy/tls/contexts.cpp).
   std::string ciphers;
   std::string curves;
+  /// A DER OCSP response for `cert`, stapled to handshakes (proxy/tls/ocsp_staple.hpp); empty:
+  /// none.
+  std::string ocsp;
   std::string path;  ///< "tls" or "listen[1].tls", for messages.
-  Location cert_at, key_at, client_ca_at, ciphers_at, curves_at;  ///< Where each is written.
+  Location cert_at, key_at, client_ca_at, ciphers_at, curves_at, ocsp_at;  ///< Where each is.
 
   bool operator==(const ListenerTls&) const = default;
 };

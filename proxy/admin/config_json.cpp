@@ -53,7 +53,10 @@ json::array listeners(const std::vector<config::Listener>& list) {
                      {"key", tls->key},
                      {"min_version", tls->min_version == config::TlsVersion::v1_3 ? "1.3" : "1.2"},
                      {"client_ca", tls->client_ca},
-                     {"client_cert", kClientCert[static_cast<int>(tls->client_cert)]}};
+                     {"client_cert", kClientCert[static_cast<int>(tls->client_cert)]},
+                     {"ciphers", tls->ciphers},
+                     {"curves", tls->curves},
+                     {"ocsp", tls->ocsp}};
     }
     out.push_back(std::move(item));
   }

@@ -45,6 +45,7 @@ std::vector<std::string> watched_files(const config::ProxyConfig& config) {
       add(files, listener->tls->cert);
       add(files, listener->tls->key);
       add(files, listener->tls->client_ca);
+      add(files, listener->tls->ocsp);
     }
   }
   for (const config::RlsDomain& domain : config.rls) {

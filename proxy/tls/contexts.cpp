@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "proxy/tls/ocsp_staple.hpp"
 #include "proxy/tls/ticket_keys.hpp"
 
 namespace sluice::tls {
@@ -183,9 +184,18 @@ std::shared_ptr<Context> listener_context(const config::ListenerTls& tls, bool h
       handle, &select_protocol,
       const_cast<std::string_view*>(http2 ? &kListenerProtocolsWithH2 : &kListenerProtocols));
   bool usable = use_ciphers(handle, tls, problems);
-  usable =
-      use_certificate(handle, tls.path, tls.cert, tls.cert_at, tls.key, tls.key_at, problems) &&
-      usable;
+  const bool certified =
+      use_certificate(handle, tls.path, tls.cert, tls.cert_at, tls.key, tls.key_at, problems);
+  usable = certified && usable;
+  if (certified && !tls.ocsp.empty()) {
+    std::string why;
+    if (auto staple = OcspStaple::read(tls.ocsp, SSL_CTX_get0_certificate(handle), why)) {
+      OcspStaple::install(handle, std::move(staple));
+    } else {
+      problems.add(tls.ocsp_at, tls.path + ".ocsp: " + why);
+      usable = false;
+    }
+  }
   if (tls.client_cert != config::ClientCertificates::none) {
     std::string why;
     STACK_OF(X509_NAME)* names = nullptr;

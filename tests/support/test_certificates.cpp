@@ -115,6 +115,17 @@ TestCertificates::TestCertificates()
   openssl("genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out mismatched.key");
 }
 
+std::string TestCertificates::ocsp_response(const std::string& cert, const std::string& name,
+                                            bool revoked) const {
+  openssl("ocsp -issuer ca.pem -cert " + quoted(cert) + " -no_nonce -reqout " + name + ".req");
+  if (revoked) {
+    openssl("ca -config openssl.cnf -keyfile ca.key -cert ca.pem -revoke " + quoted(cert));
+  }
+  openssl("ocsp -index index.txt -CA ca.pem -rsigner ca.pem -rkey ca.key -ndays 1 -reqin " + name +
+          ".req -respout " + name + ".der");
+  return file(name + ".der");
+}
+
 std::string TestCertificates::fingerprint(const std::string& path) {
   // OpenSSL 3.0 prints "sha256 Fingerprint=AB:CD:...", 1.1 "SHA256 Fingerprint=...".
   std::string hex = x509_field(path, "-fingerprint -sha256", "Fingerprint=");

@@ -50,6 +50,12 @@ class TestCertificates {
   std::string foreign_client_cert() const { return file("foreign-client.pem"); }
   std::string foreign_client_key() const { return file("foreign-client.key"); }
 
+  /// An OCSP response from ca for the certificate in `cert` (one ca signed), made by `openssl
+  /// ocsp` as ca's responder would answer (good for a day, from the CA's own database, signed
+  /// by ca), written to NAME.der; its path. With `revoked`, ca revokes the certificate first.
+  std::string ocsp_response(const std::string& cert, const std::string& name,
+                            bool revoked = false) const;
+
   /// The SHA-256 fingerprint of the certificate in `path`: lower-case hex, no colons.
   static std::string fingerprint(const std::string& path);
   /// Its subject in RFC 2253 form, as `openssl x509 -subject` prints it ("CN=client-0,O=...").

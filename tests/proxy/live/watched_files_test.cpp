@@ -25,7 +25,7 @@ constexpr const char* kFiles =
     "listen:\n"
     "  - \":8080\"\n"
     "  - {address: \":8443\", tls: {cert: /certs/tls.crt, key: /certs/tls.key, client_ca: "
-    "/ca/ca.pem, client_cert: optional}}\n"
+    "/ca/ca.pem, client_cert: optional, ocsp: /certs/tls.ocsp}}\n"
     "upstream_tls: {ca: /ca/upstream.pem}\n"
     "upstream: http://127.0.0.1:9000\n"
     "auth:\n"
@@ -39,7 +39,7 @@ constexpr const char* kFiles =
 TEST(WatchedFiles, AreTheConfigAndEveryFileItNames) {
   EXPECT_THAT(watched_files(config_of(std::string("watch: true\n") + kFiles)),
               ElementsAre("proxy.yaml", "/certs/tls.crt", "/certs/tls.key", "/ca/ca.pem",
-                          "/ca/upstream.pem", "/keys/idp.pem"));
+                          "/certs/tls.ocsp", "/ca/upstream.pem", "/keys/idp.pem"));
 }
 
 TEST(WatchedFiles, IncludeTheDecisionServicesCertificateAndEnvoyFiles) {

@@ -410,6 +410,32 @@ TEST(TlsReload, RotatesTheCertificateWithoutDroppingAConnectionAndKeepsItOnBadFi
   EXPECT_EQ(after.send(get("/")).result(), http::status::ok);
 }
 
+TEST(TlsReload, StaplesItsOcspResponseAndKeepsTheLastGoodOneOnReload) {
+  const TestCertificates files;
+  const std::string good = files.ocsp_response(files.server_cert(), "good");
+  TlsProxy proxy(server_files(files) + ", ocsp: " + good, std::string(kForwardAll));
+  // s_client asks for the certificate's status and verifies the stapled answer against the CA.
+  const std::string status =
+      "timeout 5 openssl s_client -connect 127.0.0.1:" + std::to_string(proxy.tls_port()) +
+      " -status -CAfile " + files.ca_cert() + " </dev/null 2>&1";
+  std::string shown = output_of(status);
+  EXPECT_THAT(shown, HasSubstr("OCSP Response Status: successful"));
+  EXPECT_THAT(shown, HasSubstr("Cert Status: good"));
+  EXPECT_THAT(shown, Not(HasSubstr("no response sent")));
+
+  const std::string revoked = files.ocsp_response(files.server_cert(), "revoked", true);
+  const live::ReloadReport refused =
+      proxy.reload(server_files(files) + ", ocsp: " + revoked, std::string(kForwardAll));
+  EXPECT_FALSE(refused.ok);
+  ASSERT_EQ(refused.errors.size(), 1U);
+  EXPECT_THAT(refused.errors[0],
+              HasSubstr("tls.ocsp: " + revoked + " says the certificate is revoked"));
+  EXPECT_THAT(output_of(status), HasSubstr("Cert Status: good")) << "the last good one stays";
+
+  ASSERT_TRUE(proxy.reload(server_files(files), std::string(kForwardAll)).ok);
+  EXPECT_THAT(output_of(status), HasSubstr("OCSP response: no response sent"));
+}
+
 /// The proxy's log lines, for what only the log says.
 class LogLines {
  public:

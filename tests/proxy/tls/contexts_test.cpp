@@ -3,6 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -200,6 +201,54 @@ TEST(Contexts, NamesCiphersAndCurvesOpenSslDoesNotKnow) {
               ElementsAre(HasSubstr("listen[1].tls.ciphers: \"NO-SUCH-SUITE\" names no TLS 1.2 "
                                     "cipher suite OpenSSL offers"),
                           HasSubstr("listen[1].tls.curves: \"P-999\" is not a list of groups")));
+}
+
+/// The OCSP response the listener of `contexts` staples for a client that asks for one (empty:
+/// none).
+std::string stapled_response(const Contexts& contexts) {
+  SSL_CTX* client = SSL_CTX_new(TLS_client_method());
+  std::string stapled;
+  {
+    test::TlsHandshake handshake(client, contexts.listeners[1]->native_handle());
+    SSL_set_tlsext_status_type(handshake.client(), TLSEXT_STATUSTYPE_ocsp);
+    if (handshake.run()) {
+      const unsigned char* response = nullptr;
+      const long length = SSL_get_tlsext_status_ocsp_resp(handshake.client(), &response);
+      if (response != nullptr && length > 0) {
+        stapled.assign(reinterpret_cast<const char*>(response), static_cast<std::size_t>(length));
+      }
+    }
+  }
+  SSL_CTX_free(client);
+  return stapled;
+}
+
+TEST(Contexts, StaplesTheListenersOcspResponseToClientsThatAsk) {
+  const TestCertificates files;
+  const std::string response = files.ocsp_response(files.server_cert(), "server-ocsp");
+  const std::string stapled = stapled_response(*make_contexts(
+      config_of(tls_listener(files.server_cert(), files.server_key(), ", ocsp: " + response))));
+  std::FILE* file = std::fopen(response.c_str(), "rb");
+  std::string bytes(4096, '\0');
+  bytes.resize(std::fread(bytes.data(), 1, bytes.size(), file));
+  std::fclose(file);
+  EXPECT_EQ(stapled, bytes);
+  EXPECT_EQ(stapled_response(
+                *make_contexts(config_of(tls_listener(files.server_cert(), files.server_key())))),
+            "")
+      << "no ocsp file, nothing stapled";
+}
+
+TEST(Contexts, NamesAnOcspFileThatDoesNotFitTheCertificate) {
+  const TestCertificates files;
+  const std::string response = files.ocsp_response(files.server2_cert(), "server2-ocsp");
+  EXPECT_THAT(
+      errors_of(
+          config_of(tls_listener(files.server_cert(), files.server_key(), ", ocsp: " + response))),
+      ElementsAre("proxy.yaml:3:" +
+                  std::to_string(57 + files.server_cert().size() + files.server_key().size()) +
+                  ": listen[1].tls.ocsp: " + response +
+                  " has no answer for the listener's certificate (its serial number)"));
 }
 
 TEST(Contexts, TheUpstreamContextVerifiesAgainstTheConfiguredCa) {
