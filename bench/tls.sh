@@ -11,6 +11,9 @@
 # suite, TLS_AES_128_GCM_SHA256, with X25519 for the key exchange. Three tests:
 #   keepalive  wrk over https with keep-alive: every connection makes its handshake once, then
 #              sends requests; req/s, p50/p99 latency, the proxy's CPU µs per request.
+#   close      wrk over https with `Connection: close` on every request: each request is a new
+#              connection, its full handshake (wrk does not resume sessions) and the close;
+#              req/s and the proxy's CPU µs per request (= per connection). Not a default test.
 #   full       new connections, each with a full TLS 1.3 handshake (certificate, ECDSA
 #              signature, X25519), one request and its answer, then the close: connections
 #              (= handshakes) per second and the proxy's CPU µs per handshake.
@@ -181,31 +184,35 @@ tls_check() {
 
 # ---------------------------------------------------------------- the tests
 
-# run_wrk DURATION OUT: wrk over https against the proxy; its report goes to OUT and its CPU
-# seconds to client_cpu.
+# run_wrk DURATION OUT [WRK ARGUMENT...]: wrk over https against the proxy; its report goes to
+# OUT and its CPU seconds to client_cpu.
 run_wrk() {
   local duration=$1 out=$2
+  shift 2
   run_client "$out" "${load_pin[@]}" env OPENSSL_CONF="$client_conf" wrk -t"$WRK_THREADS" \
-    -c"$CONNECTIONS" -d"$duration" --latency "https://127.0.0.1:$proxy_port/" ||
+    -c"$CONNECTIONS" -d"$duration" --latency "$@" "https://127.0.0.1:$proxy_port/" ||
     { cat "$out" >&2; die "wrk failed against 127.0.0.1:$proxy_port"; }
 }
 
-# test_keepalive ROUND PROXY: wrk with keep-alive; appends a row to results.
-test_keepalive() {
-  local round=$1 proxy=$2 out ticks0 ticks1 t0 t1 up0 up1
+# test_wrk ROUND PROXY TEST: wrk with keep-alive (TEST keepalive), or a new connection for
+# every request (TEST close: each request says Connection: close, so every one is a full
+# handshake, a request and the close); appends a row to results.
+test_wrk() {
+  local round=$1 proxy=$2 test=$3 out ticks0 ticks1 t0 t1 up0 up1 arguments=()
   local rps requests p50 p99 non2xx sockerr cpu_us cpu_pct load_pct
-  out=$work/wrk-$proxy-$round.txt
+  [[ $test == close ]] && arguments=(-H "Connection: close")
+  out=$work/wrk-$proxy-$test-$round.txt
   ticks0=$(cpu_ticks "$proxy_pid")
   up0=$(cpu_ticks "$upstream_pid")
   t0=$(now_ns)
-  run_wrk "$DURATION" "$out"
+  run_wrk "$DURATION" "$out" "${arguments[@]}"
   t1=$(now_ns)
   ticks1=$(cpu_ticks "$proxy_pid")
   up1=$(cpu_ticks "$upstream_pid")
 
   read_wrk "$out" || { cat "$out" >&2; die "could not read wrk's output for $proxy"; }
   cpu_figures $((ticks1 - ticks0)) "$requests" $((t1 - t0)) $((up1 - up0)) "$client_cpu"
-  results+=("$round|$proxy|keepalive|$rps|$p50|$p99|$cpu_us|$cpu_pct|$load_pct|-|$non2xx|$sockerr")
+  results+=("$round|$proxy|$test|$rps|$p50|$p99|$cpu_us|$cpu_pct|$load_pct|-|$non2xx|$sockerr")
 }
 
 # test_handshakes ROUND PROXY TEST: HS_CLIENTS openssl s_time side by side, -new (TEST full)
@@ -287,7 +294,7 @@ measure() {
   run_wrk "$WARMUP" "$work/warmup.txt"
   for test in $TESTS; do
     case $test in
-      keepalive) test_keepalive "$round" "$proxy" ;;
+      keepalive | close) test_wrk "$round" "$proxy" "$test" ;;
       full | resumed) test_handshakes "$round" "$proxy" "$test" ;;
     esac
     alive "$proxy_pid" || { tail -n 20 "$proxy_log" >&2; die "$proxy exited during the $test test"; }
@@ -301,7 +308,7 @@ for proxy in $PROXIES; do
   case $proxy in sluice | nginx) ;; *) die "unknown proxy '$proxy' in PROXIES" ;; esac
 done
 for test in $TESTS; do
-  case $test in keepalive | full | resumed) ;; *) die "unknown test '$test' in TESTS" ;; esac
+  case $test in keepalive | close | full | resumed) ;; *) die "unknown test '$test' in TESTS" ;; esac
 done
 [[ $HS_SECONDS =~ ^[1-9][0-9]*$ ]] || die "HS_SECONDS must be a whole number of seconds ≥ 1"
 [[ $HS_CLIENTS =~ ^[1-9][0-9]*$ ]] || die "HS_CLIENTS must be a number ≥ 1"
@@ -336,7 +343,7 @@ done
 
 collect_medians 9
 
-unit() { case $1 in keepalive) echo req ;; *) echo hs ;; esac }
+unit() { case $1 in keepalive | close) echo req ;; *) echo hs ;; esac }
 # fixed VALUE DECIMALS: VALUE with that many decimals, or "-" as it is.
 fixed() { if [[ $1 == - ]]; then echo -; else printf "%.${2}f" "$1"; fi; }
 
@@ -400,7 +407,7 @@ if [[ " $PROXIES " == *" sluice "* && " $PROXIES " == *" nginx "* ]]; then
 fi
 
 echo
-echo "$ROUNDS round(s); keepalive: wrk -t$WRK_THREADS -c$CONNECTIONS -d$DURATION --latency over https" \
+echo "$ROUNDS round(s); keepalive (close: the same with Connection: close): wrk -t$WRK_THREADS -c$CONNECTIONS -d$DURATION --latency over https" \
   "(after a $WARMUP warm-up); full / resumed: $HS_CLIENTS x openssl s_time -new / -reuse" \
   "-time $HS_SECONDS, one request per connection; TLS 1.3 $cipher_suite X25519, ECDSA P-256;" \
   "pinning: $pinning; machine: $(describe_machine)"

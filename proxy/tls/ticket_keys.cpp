@@ -108,7 +108,10 @@ int TicketKeys::on_ticket(SSL* ssl, unsigned char* name, unsigned char* iv, EVP_
       EVP_DecryptInit_ex(cipher, EVP_aes_256_cbc(), nullptr, key.cipher.data(), iv) != 1) {
     return -1;
   }
-  return use == Use::current ? 1 : 2;  // 2: resume, and issue a ticket with the current key
+  // 2: resume, and issue a new ticket (with the current key). TLS 1.3 always wants one: its
+  // clients use a ticket once (RFC 8446 §C.4), so without it every other reconnection of a
+  // client would be a full handshake. TLS 1.2 clients keep theirs until its key is old.
+  return use == Use::current && SSL_version(ssl) != TLS1_3_VERSION ? 1 : 2;
 }
 
 }  // namespace sluice::tls

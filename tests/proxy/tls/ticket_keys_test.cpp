@@ -62,6 +62,28 @@ TEST_F(TicketKeysTest, ATicketResumesItsSession) {
   SSL_SESSION_free(session);
 }
 
+/// Tickets the client received (its new-session callback), across the test.
+int g_tickets_received = 0;
+
+TEST_F(TicketKeysTest, ATls13ResumptionIssuesAFreshTicket) {
+  // A TLS 1.3 client uses a ticket once (RFC 8446 §C.4): without a new ticket on each
+  // resumption, every other connection of a client that reconnects (wrk, for one) is a full
+  // handshake.
+  SSL_CTX_set_session_cache_mode(client_, SSL_SESS_CACHE_CLIENT | SSL_SESS_CACHE_NO_INTERNAL);
+  SSL_CTX_sess_set_new_cb(client_, [](SSL*, SSL_SESSION*) {
+    ++g_tickets_received;
+    return 0;  // not kept: the test takes sessions from the connections
+  });
+  g_tickets_received = 0;
+  SSL_SESSION* first = nullptr;
+  EXPECT_FALSE(resumes(server_, nullptr, &first));
+  EXPECT_EQ(SSL_SESSION_get_protocol_version(first), TLS1_3_VERSION);
+  EXPECT_EQ(g_tickets_received, 2) << "OpenSSL's two after a full handshake";
+  EXPECT_TRUE(resumes(server_, first));
+  EXPECT_EQ(g_tickets_received, 3) << "one more after the resumption";
+  SSL_SESSION_free(first);
+}
+
 TEST_F(TicketKeysTest, AfterOneRotationItStillResumesAndIsRenewedWithTheNewKey) {
   SSL_SESSION* first = nullptr;
   resumes(server_, nullptr, &first);
