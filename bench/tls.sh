@@ -76,6 +76,8 @@
 #
 # Environment (defaults in brackets; the defaults take about 2 minutes):
 #   SLUICE_BIN [build/release/sluice]  PROXIES ["sluice nginx"]  TESTS ["keepalive full resumed"]
+#   SLUICE_B_BIN [SLUICE_BIN]: the proxy `sluice-b` is sluice again from this binary, for a before
+#   and after in one run (PROXIES="sluice sluice-b nginx").
 #   ROUNDS [5]  DURATION [3s] (wrk)  WARMUP [1s] (wrk)  CONNECTIONS [50]  WRK_THREADS [1]
 #   HS_SECONDS [2] (s_time -time, whole seconds)  HS_CLIENTS [4] (parallel s_time processes)
 #   UPSTREAM_PORT [18080]  SLUICE_PORT [18443]  NGINX_PORT [18444]  SLUICE_ADMIN_PORT [18091]
@@ -114,6 +116,8 @@ KEEP_WORKDIR=${KEEP_WORKDIR:-0}
 SLUICE_BIN=${SLUICE_BIN:-build/release/sluice}
 # A relative SLUICE_BIN is relative to the repository root, wherever the script is run from.
 [[ $SLUICE_BIN == /* ]] || SLUICE_BIN=$repo_root/$SLUICE_BIN
+SLUICE_B_BIN=${SLUICE_B_BIN:-$SLUICE_BIN}
+[[ $SLUICE_B_BIN == /* ]] || SLUICE_B_BIN=$repo_root/$SLUICE_B_BIN
 
 # The clients' OpenSSL settings (TLS 1.3, one suite, one group), given to each client command;
 # the proxies run with OpenSSL's own configuration, whatever the caller's environment says.
@@ -136,13 +140,21 @@ align_to_second() {
 # ---------------------------------------------------------------- the proxies
 # start_PROXY: starts the proxy and waits until it accepts; sets proxy_pid, proxy_port, proxy_log.
 start_sluice() {
-  local config=$work/sluice.yaml
+  start_sluice_from "$SLUICE_BIN"
+}
+start_sluice-b() {
+  start_sluice_from "$SLUICE_B_BIN"
+}
+
+# start_sluice_from BINARY: start_sluice's work, for either sluice.
+start_sluice_from() {
+  local binary=$1 config=$work/sluice.yaml
   render "$templates/sluice.yaml" "$config" DIR="$work" UPSTREAM_PORT="$UPSTREAM_PORT" \
     SLUICE_PORT="$SLUICE_PORT" SLUICE_ADMIN_PORT="$SLUICE_ADMIN_PORT"
   check_sluice "$config" "was this sluice built with TLS listeners?"
   proxy_port=$SLUICE_PORT
   proxy_log=$work/sluice.log
-  start "$proxy_log" "${proxy_pin[@]}" "$SLUICE_BIN" run -c "$config"
+  start "$proxy_log" "${proxy_pin[@]}" "$binary" run -c "$config"
   proxy_pid=$pid
   wait_port "$proxy_port" "$proxy_pid" sluice "$proxy_log"
 }
@@ -305,7 +317,7 @@ measure() {
 # ---------------------------------------------------------------- main
 install_missing nginx:nginx wrk:wrk openssl:openssl pgrep:procps timeout:coreutils
 for proxy in $PROXIES; do
-  case $proxy in sluice | nginx) ;; *) die "unknown proxy '$proxy' in PROXIES" ;; esac
+  case $proxy in sluice | sluice-b | nginx) ;; *) die "unknown proxy '$proxy' in PROXIES" ;; esac
 done
 for test in $TESTS; do
   case $test in keepalive | close | full | resumed) ;; *) die "unknown test '$test' in TESTS" ;; esac
