@@ -136,7 +136,7 @@ io::Awaitable<void> serve_exchange(Downstream& downstream, Exchange& exchange, L
     exchange.charged = {};
     // The memory store, and a shared one that needs no round trip, answer without a wait.
     if (!store.charge_now(loop.index, decision, exchange.charges, now, exchange.charged)) {
-      exchange.charged = co_await store.charge(loop.index, decision, exchange.charges, now);
+      co_await store.charge(loop.index, decision, exchange.charges, now, exchange.charged);
     }
     pipeline.conclude(decision, exchange.charges, exchange.charged, now);
     live::count_top_keys(exchange.generation, loop.index, decision, view, now);

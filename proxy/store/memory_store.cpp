@@ -9,11 +9,12 @@ bool MemoryStore::charge_now(std::size_t /*loop*/, const pipeline::Decision& /*d
   return true;
 }
 
-io::Awaitable<pipeline::ChargeResult> MemoryStore::charge(std::size_t /*loop*/,
-                                                          const pipeline::Decision& /*decision*/,
-                                                          const pipeline::Charges& charges,
-                                                          limiter::TimePoint now) {
-  co_return pipeline::Pipeline::charge_locally(charges, now);
+io::Awaitable<void> MemoryStore::charge(std::size_t /*loop*/,
+                                        const pipeline::Decision& /*decision*/,
+                                        const pipeline::Charges& charges, limiter::TimePoint now,
+                                        pipeline::ChargeResult& result) {
+  result = pipeline::Pipeline::charge_locally(charges, now);
+  co_return;
 }
 
 void MemoryStore::release(std::size_t /*loop*/, const pipeline::Decision& decision) {

@@ -11,9 +11,9 @@ class MemoryStore final : public Store {
   bool charge_now(std::size_t loop, const pipeline::Decision& decision,
                   const pipeline::Charges& charges, limiter::TimePoint now,
                   pipeline::ChargeResult& result) override;
-  io::Awaitable<pipeline::ChargeResult> charge(std::size_t loop, const pipeline::Decision& decision,
-                                               const pipeline::Charges& charges,
-                                               limiter::TimePoint now) override;
+  io::Awaitable<void> charge(std::size_t loop, const pipeline::Decision& decision,
+                             const pipeline::Charges& charges, limiter::TimePoint now,
+                             pipeline::ChargeResult& result) override;
   void release(std::size_t loop, const pipeline::Decision& decision) override;
   void settle(std::size_t loop, const pipeline::Decision& decision,
               const pipeline::ResponseSaid& said, limiter::TimePoint now) override;

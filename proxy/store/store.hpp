@@ -71,11 +71,12 @@ class Store {
   virtual bool charge_now(std::size_t loop, const pipeline::Decision& decision,
                           const pipeline::Charges& charges, limiter::TimePoint now,
                           pipeline::ChargeResult& result) = 0;
-  /// Answers after a round trip; only after charge_now() returned false for the same request.
-  virtual io::Awaitable<pipeline::ChargeResult> charge(std::size_t loop,
-                                                       const pipeline::Decision& decision,
-                                                       const pipeline::Charges& charges,
-                                                       limiter::TimePoint now) = 0;
+  /// Answers after a round trip, into `result`; only after charge_now() returned false for the
+  /// same request and the same `result`. (In place: a result is a kilobyte, and a request that
+  /// waits for a round trip should not copy it from frame to frame.)
+  virtual io::Awaitable<void> charge(std::size_t loop, const pipeline::Decision& decision,
+                                     const pipeline::Charges& charges, limiter::TimePoint now,
+                                     pipeline::ChargeResult& result) = 0;
   /// Gives back what loop `loop` holds that other replicas could use (the Redis store's leases),
   /// before the store closes; on that loop's executor, while it runs.
   virtual io::Awaitable<void> give_back(std::size_t /*loop*/) { co_return; }

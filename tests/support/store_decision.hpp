@@ -14,7 +14,7 @@ inline io::Awaitable<void> decide_through(store::Store& store, std::size_t loop,
                                           limiter::TimePoint now) {
   pipeline::ChargeResult charged;
   if (!store.charge_now(loop, decision, charges, now, charged)) {
-    charged = co_await store.charge(loop, decision, charges, now);
+    co_await store.charge(loop, decision, charges, now, charged);
   }
   pipeline.conclude(decision, charges, charged, now);
 }

@@ -274,7 +274,7 @@ io::Awaitable<void> serve_rls_call(std::shared_ptr<Connection> connection,
     store::Store& store = *proxy.store;
     state.charged = {};
     if (!store.charge_now(loop.index, decision, charges, now, state.charged)) {
-      state.charged = co_await store.charge(loop.index, decision, charges, now);
+      co_await store.charge(loop.index, decision, charges, now, state.charged);
     }
     generation->pipeline.conclude(decision, charges, state.charged, now);
     if (decision.outcome == pipeline::Outcome::denied) {  // the store failed closed

@@ -17,17 +17,17 @@ namespace sluice::store::redis {
 
 io::Awaitable<void> CrossMasterCharges::decide_part(Lane& lane, BatchWaiter& waiter,
                                                     std::size_t& pending, io::Timer& done) {
-  co_await batching_.wait_in_batch(lane, waiter);
+  co_await batching_.wait_in_batch(lane, co_await net::this_coro::executor, waiter);
   if (--pending == 0) {
     done.cancel();
   }
 }
 
-io::Awaitable<pipeline::ChargeResult> CrossMasterCharges::charge(const pipeline::Decision& decision,
-                                                                 const pipeline::Charges& charges,
-                                                                 const LaneIndices& lanes,
-                                                                 std::uint64_t permit,
-                                                                 limiter::TimePoint now) {
+io::Awaitable<void> CrossMasterCharges::charge(const pipeline::Decision& decision,
+                                               const pipeline::Charges& charges,
+                                               const LaneIndices& lanes, std::uint64_t permit,
+                                               limiter::TimePoint now,
+                                               pipeline::ChargeResult& result) {
   // One part per lane, its charges in the request's order (live ones first).
   struct Part {
     std::uint16_t lane;
@@ -51,12 +51,16 @@ io::Awaitable<pipeline::ChargeResult> CrossMasterCharges::charge(const pipeline:
     ++c.count;
   }
   std::deque<BatchWaiter> waiters;
+  std::deque<pipeline::ChargeResult> results;
   const auto executor = co_await net::this_coro::executor;
   io::Timer done(executor, io::Timer::time_point::max());
   std::size_t pending = parts.size();
   for (const Part& part : parts) {
-    BatchWaiter& waiter = waiters.emplace_back(
-        BatchWaiter{.decision = decision, .charges = part.charges, .permit = permit, .now = now});
+    BatchWaiter& waiter = waiters.emplace_back(BatchWaiter{.decision = decision,
+                                                           .charges = part.charges,
+                                                           .permit = permit,
+                                                           .now = now,
+                                                           .result = results.emplace_back()});
     net::co_spawn(executor, decide_part(lanes_[part.lane], waiter, pending, done), net::detached);
   }
   if (pending > 0) {
@@ -73,7 +77,7 @@ io::Awaitable<pipeline::ChargeResult> CrossMasterCharges::charge(const pipeline:
     shadow =
         shadow && (waiter.charges.count == waiter.charges.live || waiter.result.shadow_admitted);
   }
-  pipeline::ChargeResult result;
+  result = pipeline::ChargeResult{};
   result.store_permit = permit;
   result.live_admitted = decided && live;
   result.shadow_admitted = result.live_admitted && charges.count > charges.live && shadow;
@@ -99,7 +103,6 @@ io::Awaitable<pipeline::ChargeResult> CrossMasterCharges::charge(const pipeline:
   if (!decided) {
     result = fall_back(options_.on_error, charges, now);
   }
-  co_return result;
 }
 
 io::Awaitable<void> CrossMasterCharges::refund(Lane& lane, RefundCall call,

@@ -28,12 +28,11 @@ class CrossMasterCharges {
                      RedisBatching& batching) noexcept
       : options_(options), simulated_now_(simulated_now), lanes_(lanes), batching_(batching) {}
 
-  /// Charges the request on the lanes `lanes` names for its charges, under `permit`; as
-  /// `on_error` says if a master could not decide its part.
-  io::Awaitable<pipeline::ChargeResult> charge(const pipeline::Decision& decision,
-                                               const pipeline::Charges& charges,
-                                               const LaneIndices& lanes, std::uint64_t permit,
-                                               limiter::TimePoint now);
+  /// Charges the request on the lanes `lanes` names for its charges, under `permit`, into
+  /// `result`; as `on_error` says if a master could not decide its part.
+  io::Awaitable<void> charge(const pipeline::Decision& decision, const pipeline::Charges& charges,
+                             const LaneIndices& lanes, std::uint64_t permit, limiter::TimePoint now,
+                             pipeline::ChargeResult& result);
 
   /// Requests refunded on one master because another refused them.
   const telemetry::LoopCounter& refunds() const noexcept { return refunds_; }

@@ -17,11 +17,41 @@ void DecisionBatch::add_settlement(const KeyLayout& layout, std::span<const Sett
                                    limiter::TimePoint now) {
   call_.add_settlement(layout, settled, permit, decided_at, now);
   parts_.push_back({.waiter = nullptr, .settled_charges = settled.size()});
+  ++settlements_;
+}
+
+void DecisionBatch::add_renewal(const LeaseRenewal& renewal, std::string_view redis_key,
+                                const limiter::LimiterOptions& options, limiter::TimePoint now) {
+  call_.add_renewal(redis_key, options, renewal.amount, renewal.permit, now);
+  renewals_.push_back(renewal);
+  renewals_.back().admitted = false;
+  parts_.push_back({.renewal = renewals_.size()});
+}
+
+DecisionReply DecisionBatch::read_renewal(const RespValue& reply, std::size_t& at,
+                                          LeaseRenewal& renewal, std::int64_t decided_at) {
+  static const pipeline::Charges kOneLiveCharge = [] {
+    pipeline::Charges charges;
+    charges.count = 1;
+    charges.live = 1;
+    return charges;
+  }();
+  pipeline::ChargeResult answer;
+  const DecisionReply read = read_decision(reply, at, kOneLiveCharge, answer);
+  if (read == DecisionReply::decided) {
+    renewal.admitted = answer.live_admitted;
+    renewal.status = answer.outcomes[0].status;
+    renewal.decided_at = decided_at;
+  }
+  return read;
 }
 
 void DecisionBatch::read(const RespValue& reply) {
   failure_.clear();
   settled_ = 0;
+  for (LeaseRenewal& renewal : renewals_) {
+    renewal.admitted = false;  // until this reply says so
+  }
   if (reply.is_error()) {
     failure_ = reply.text;
     return;
@@ -35,24 +65,24 @@ void DecisionBatch::read(const RespValue& reply) {
   bool some_failed = false;
   for (const Part& part : parts_) {
     BatchWaiter* waiter = part.waiter;
-    const DecisionReply read = waiter != nullptr
-                                   ? read_decision(reply, at, waiter->charges, waiter->result)
-                                   : read_settlement(reply, at, part.settled_charges);
-    switch (read) {
-      case DecisionReply::decided:
-        if (waiter == nullptr) {
-          ++settled_;
-          break;
-        }
+    DecisionReply read = DecisionReply::malformed;
+    if (waiter != nullptr) {
+      read = read_decision(reply, at, waiter->charges, waiter->result);
+      if (read == DecisionReply::decided) {
         waiter->decided = true;
         waiter->decided_at = decided->first;
-        break;
-      case DecisionReply::failed:
-        some_failed = true;
-        break;
-      case DecisionReply::malformed:
-        failure_ = "unexpected reply";
-        return;
+      }
+    } else if (part.renewal != 0) {
+      read = read_renewal(reply, at, renewals_[part.renewal - 1], decided->first);
+    } else {
+      read = read_settlement(reply, at, part.settled_charges);
+      settled_ += read == DecisionReply::decided ? 1 : 0;
+    }
+    if (read == DecisionReply::failed) {
+      some_failed = true;
+    } else if (read == DecisionReply::malformed) {
+      failure_ = "unexpected reply";
+      return;
     }
   }
   if (some_failed) {
@@ -65,6 +95,8 @@ void DecisionBatch::wake() {
   answered_.cancel();
   waiters_.clear();
   parts_.clear();
+  renewals_.clear();
+  settlements_ = 0;
   settled_ = 0;
   call_.clear();
   failure_.clear();

@@ -14,8 +14,9 @@ namespace sluice::store::redis {
 
 /// Permits this replica took from Redis ahead of its requests (`lease:` on a limiter), per key:
 /// a request whose every limiter holds a lease with room is admitted from here, without a round
-/// trip. A lease is spent by its own loop only, until it ends (`until`); what is left of it is
-/// given back to Redis when the loop lets it go (shutdown, an evicted entry).
+/// trip. A lease is spent by its own loop only, until it ends (`until`), and renewed while it
+/// still holds half; what is left of it is given back to Redis when the loop lets it go
+/// (shutdown, an evicted entry).
 ///
 /// One per event loop (no lock); fixed-size, 4-way set-associative, so that keys whose hashes
 /// meet rarely push each other out (a lease pushed out is given back). The entries keep their
@@ -28,6 +29,7 @@ class LeaseTable {
   struct Lease {
     std::uint64_t key = 0;  ///< redis_key_id(); 0: empty.
     limiter::Permits left = 0;
+    limiter::Permits size = 0;  ///< What it holds when full: the limiter's lease_size().
     limiter::TimePoint until = limiter::kAlways;  ///< Not spent from after this (proxy clock).
     limiter::Status status{};  ///< Redis's status of the key when the lease was taken.
     limiter::TimePoint taken_at = limiter::kAlways;
@@ -35,8 +37,13 @@ class LeaseTable {
     // reload may free while the lease lives on.
     std::string redis_key;
     limiter::LimiterOptions options{};
-    std::int64_t decided_at = 0;  ///< Redis's time when it was taken (µs).
-    std::uint64_t permit = 0;     ///< The id its permits were taken under.
+    /// Redis's time when it was taken (µs); of a renewed lease, when the first of its permits
+    /// were, so that giving it back errs towards giving back less.
+    std::int64_t decided_at = 0;
+    /// A fixed window's end on Redis's clock (µs): a renewal decided in a later window does not
+    /// mix with this one's permits.
+    std::int64_t window_end = 0;
+    std::uint64_t permit = 0;  ///< The id its permits were taken under.
   };
 
   LeaseTable()
@@ -48,6 +55,16 @@ class LeaseTable {
     for (Lease& lease : set_of(key)) {
       if (lease.key == key) {
         return lease.left >= cost && now < lease.until ? &lease : nullptr;
+      }
+    }
+    return nullptr;
+  }
+
+  /// The entry that holds `key`'s lease, whatever is left of it; nullptr when none does.
+  Lease* find(std::uint64_t key) noexcept {
+    for (Lease& lease : set_of(key)) {
+      if (lease.key == key) {
+        return &lease;
       }
     }
     return nullptr;

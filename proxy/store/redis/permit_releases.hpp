@@ -15,6 +15,19 @@
 
 namespace sluice::store::redis {
 
+/// The ids a loop's requests (and lease renewals) take their permits in Redis under, unique per
+/// request across replicas: the process's random base, a count per loop, the loop's index.
+class PermitIds {
+ public:
+  PermitIds(std::uint64_t base, std::size_t loop) noexcept : base_(base), loop_(loop) {}
+  std::uint64_t next() noexcept { return base_ + (++issued_ << 16) + loop_; }
+
+ private:
+  std::uint64_t base_;
+  std::uint64_t loop_;
+  std::uint64_t issued_ = 0;
+};
+
 /// Gives back concurrency permits held in Redis (release.lua), in the background, each on its
 /// key's lane: a finished request's, and those a decision that timed out may still take when
 /// Redis wakes up. A release that fails is not retried: the permit's lease ends it

@@ -43,23 +43,36 @@ DecisionBatch& RedisBatching::open_batch(Lane& lane, const io::Executor& executo
   return *batches.open;
 }
 
-io::Awaitable<void> RedisBatching::wait_in_batch(Lane& lane, BatchWaiter& waiter) {
-  DecisionBatch& batch = open_batch(lane, co_await net::this_coro::executor);
-  batch.add(layout_of(options_), waiter);
+template <class Add>
+DecisionBatch& RedisBatching::add_to_open_batch(Lane& lane, const io::Executor& executor, Add add) {
+  DecisionBatch& batch = open_batch(lane, executor);
+  add(batch);
   if (batch.size() >= kMaxBatch) {
     lane.batches.open = nullptr;  // full: the next request opens another
   }
-  co_await batch.wait();
+  return batch;
+}
+
+DecisionBatch& RedisBatching::join_batch(Lane& lane, const io::Executor& executor,
+                                         BatchWaiter& waiter) {
+  return add_to_open_batch(lane, executor,
+                           [&](DecisionBatch& batch) { batch.add(layout_of(options_), waiter); });
 }
 
 void RedisBatching::settle(Lane& lane, const io::Executor& executor,
                            std::span<const Settlement> settled, std::uint64_t permit,
                            std::int64_t decided_at, limiter::TimePoint now) {
-  DecisionBatch& batch = open_batch(lane, executor);
-  batch.add_settlement(layout_of(options_), settled, permit, decided_at, now);
-  if (batch.size() >= kMaxBatch) {
-    lane.batches.open = nullptr;
-  }
+  add_to_open_batch(lane, executor, [&](DecisionBatch& batch) {
+    batch.add_settlement(layout_of(options_), settled, permit, decided_at, now);
+  });
+}
+
+void RedisBatching::renew(Lane& lane, const io::Executor& executor, const LeaseRenewal& renewal,
+                          std::string_view redis_key, const limiter::LimiterOptions& options,
+                          limiter::TimePoint now) {
+  add_to_open_batch(lane, executor, [&](DecisionBatch& batch) {
+    batch.add_renewal(renewal, redis_key, options, now);
+  });
 }
 
 io::Awaitable<void> RedisBatching::send_batches(Lane& lane) {
@@ -75,6 +88,9 @@ io::Awaitable<void> RedisBatching::send_batches(Lane& lane) {
     co_await call(lane, batch);
     settlements_.add(batch.settled());
     lost_settlements_.add(batch.settlements() - batch.settled());
+    for (const LeaseRenewal& renewal : batch.renewals()) {
+      renewal.sink->renewed(renewal);
+    }
     batch.wake();
     batches.spare.push_back(&batch);
   }

@@ -51,14 +51,24 @@ class RedisBatching {
         routing_(routing),
         releases_(releases) {}
 
-  /// Adds `waiter` to the lane's open batch and waits for the batch's answer: `waiter.decided`,
-  /// or `waiter.redirected` when the lane's node no longer serves one of its keys' slots.
-  io::Awaitable<void> wait_in_batch(Lane& lane, BatchWaiter& waiter);
+  /// Adds `waiter` to the lane's open batch, on the loop of `executor`, and returns the wait for
+  /// the batch's answer (await it at once): `waiter.decided`, or `waiter.redirected` when the
+  /// lane's node no longer serves one of its keys' slots. Not a coroutine: the waiting request
+  /// needs no frame of its own here.
+  auto wait_in_batch(Lane& lane, const io::Executor& executor, BatchWaiter& waiter) {
+    return join_batch(lane, executor, waiter).wait();
+  }
   /// Adds a finished request's settlement to the lane's open batch (BatchCall::add_settlement),
   /// on the loop of `executor`; nobody waits for it. A settlement that Redis does not take (it
   /// fails, times out, or no longer serves the key's slot) is lost and counted.
   void settle(Lane& lane, const io::Executor& executor, std::span<const Settlement> settled,
               std::uint64_t permit, std::int64_t decided_at, limiter::TimePoint now);
+
+  /// Adds a lease's renewal to the lane's open batch (BatchCall::add_renewal), on the loop of
+  /// `executor`: its sink hears the answer once the call is over, or that none came.
+  void renew(Lane& lane, const io::Executor& executor, const LeaseRenewal& renewal,
+             std::string_view redis_key, const limiter::LimiterOptions& options,
+             limiter::TimePoint now);
 
   /// Calls of decide.lua sent, and the requests they carried.
   const telemetry::LoopCounter& calls() const noexcept { return calls_; }
@@ -70,6 +80,11 @@ class RedisBatching {
   void lose_settlement() noexcept { lost_settlements_.add(); }
 
  private:
+  /// Adds `waiter` to the lane's open batch (a new one if none is open): the batch to wait in.
+  DecisionBatch& join_batch(Lane& lane, const io::Executor& executor, BatchWaiter& waiter);
+  /// Calls `add(batch)` on the lane's open batch, and closes it once it is full.
+  template <class Add>
+  DecisionBatch& add_to_open_batch(Lane& lane, const io::Executor& executor, Add add);
   /// The lane's open batch, or a new one, sent once the loop has run what is ready now.
   DecisionBatch& open_batch(Lane& lane, const io::Executor& executor);
   /// Sends the lane's queued batches one after the other, after a turn of the loop, and wakes

@@ -287,6 +287,25 @@ void BatchCall::add_settlement(const KeyLayout& layout, std::span<const Settleme
   }
 }
 
+void BatchCall::add_renewal(std::string_view redis_key, const LimiterOptions& options,
+                            limiter::Permits amount, std::uint64_t permit, limiter::TimePoint now) {
+  ++requests_;
+  keys_.text += redis_key;
+  keys_.end();
+  values_.text += "1";  // one charge
+  values_.end();
+  values_.text += "1";  // live
+  values_.end();
+  append_number(values_.text, permit, 16);
+  values_.end();
+  append_definition(definitions_.text, options, now, [this] { definitions_.end(); });
+  defined_.push_back(nullptr);  // counted, never found again
+  append_number(values_.text, defined_.size());
+  values_.end();
+  append_number(values_.text, amount);
+  values_.end();
+}
+
 std::span<const std::string_view> BatchCall::arguments(std::string_view command,
                                                        std::string_view target,
                                                        std::optional<limiter::TimePoint> now,

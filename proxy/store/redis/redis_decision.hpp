@@ -85,7 +85,13 @@ class BatchCall {
   /// configuration its definitions' addresses belong to.
   void add_settlement(const KeyLayout& layout, std::span<const Settlement> settled,
                       std::uint64_t permit, std::int64_t decided_at, limiter::TimePoint now);
-  /// Requests and settlements added.
+  /// Adds the renewal of a lease: `amount` permits of the key `redis_key` (append_redis_key()),
+  /// counted as `options` defines it, alone, as a request of one live limiter decided under
+  /// `permit`. Its definition is written out afresh, as a settlement's: `options` is the lease's
+  /// copy, whose address another key's lease may take over.
+  void add_renewal(std::string_view redis_key, const limiter::LimiterOptions& options,
+                   limiter::Permits amount, std::uint64_t permit, limiter::TimePoint now);
+  /// Requests, settlements and renewals added.
   std::size_t requests() const noexcept { return requests_; }
   /// The whole command: `command` (FCALL or EVALSHA) of `target` (the function's name or the
   /// script's SHA1) over the requests added. `now`: the time to decide at; nullopt = Redis's own

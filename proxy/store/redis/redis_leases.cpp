@@ -28,22 +28,17 @@ limiter::Permits lease_size(const config::LimiterConfig& limiter,
 
 limiter::TimePoint lease_until(const limiter::LimiterOptions& o, const limiter::Status& status,
                                limiter::TimePoint now) noexcept {
-  using limiter::AlgorithmKind;
-  switch (o.algorithm) {
-    case AlgorithmKind::fixed_window:
-      return now + status.reset;
-    case AlgorithmKind::token_bucket:
-    case AlgorithmKind::leaky_bucket: {
-      const double capacity = o.algorithm == AlgorithmKind::token_bucket
-                                  ? o.burst.value_or(std::max(1.0, o.rate.per_second()))
-                                  : o.burst.value_or(0) + 1;
-      return now + std::chrono::duration_cast<limiter::Duration>(
-                       std::chrono::duration<double>(capacity / o.rate.per_second()));
-    }
-    default:
-      return now + o.window;
-  }
+  return o.algorithm == limiter::AlgorithmKind::fixed_window ? now + status.reset : limiter::kNever;
 }
+
+namespace {
+
+/// A fixed window's end on Redis's clock (µs), from a decision at `decided_at` with `status`.
+std::int64_t window_end(std::int64_t decided_at, const limiter::Status& status) noexcept {
+  return decided_at + std::chrono::duration_cast<std::chrono::microseconds>(status.reset).count();
+}
+
+}  // namespace
 
 bool RedisLeases::answer(const pipeline::Decision& decision, const pipeline::Charges& charges,
                          const KeyIds& ids, limiter::TimePoint now,
@@ -64,6 +59,9 @@ bool RedisLeases::answer(const pipeline::Decision& decision, const pipeline::Cha
   for (std::size_t i = 0; i < charges.count; ++i) {
     LeaseTable::Lease& lease = *leases[i];
     lease.left -= charges.items[i].cost;
+    if (lease.left * 2 <= lease.size) {
+      renew(lease, now);
+    }
     // What this replica can still grant: Redis's remaining when the lease was taken, and what
     // is left of the lease.
     result.outcomes[i] = {.verdict = {.admitted = true, .hold = {}, .retry_after = {}},
@@ -85,11 +83,13 @@ bool RedisLeases::waits_for_lease(const pipeline::Decision& decision,
       return false;
     }
     const std::uint64_t id = redis_key_id(limiter.name, *charges.options[i], charges.shared_key[i]);
-    if (table_->taking(id) == id) {
-      taking = true;
-    } else if (table_->usable(id, charges.items[i].cost, lease_now) == nullptr) {
+    if (table_->usable(id, charges.items[i].cost, lease_now) != nullptr) {
+      continue;  // room, whether or not a renewal is out
+    }
+    if (table_->taking(id) != id) {
       return false;
     }
+    taking = true;
   }
   return taking;
 }
@@ -151,6 +151,7 @@ void RedisLeases::grant(const pipeline::Decision& decision, const pipeline::Char
     limiter::Outcome& outcome = result.outcomes[i];
     lease.key = id;
     lease.left = added[i];
+    lease.size = added[i];
     lease.status = outcome.status;
     lease.taken_at = lease_now;
     lease.until = lease_until(*charges.options[i], outcome.status, lease_now);
@@ -159,11 +160,82 @@ void RedisLeases::grant(const pipeline::Decision& decision, const pipeline::Char
                      charges.shared_key[i]);
     lease.options = *charges.options[i];
     lease.decided_at = result.decided_at[i];
+    lease.window_end = window_end(lease.decided_at, outcome.status);
     lease.permit = result.store_permit;
     outcome.status.remaining += added[i];  // this replica holds them
     taken_.add();
   }
   granted_->cancel();  // requests that waited for these leases look again
+}
+
+void RedisLeases::renew(LeaseTable::Lease& lease, limiter::TimePoint now) {
+  std::uint64_t& taking = table_->taking(lease.key);
+  if (taking == lease.key || lease.left >= lease.size) {
+    return;  // one renewal of a key at a time
+  }
+  const std::uint16_t index = routing_.lane_of(std::string_view(lease.redis_key));
+  if (index == SlotMap::kNone) {
+    return;
+  }
+  Lane& lane = lanes_[index];
+  if (!lane.node.breaker.allow(CircuitBreaker::Clock::now()) || lane.batches.full()) {
+    return;
+  }
+  taking = lease.key;  // until renewed()
+  batching_.renew(lane, granted_->get_executor(),
+                  {.sink = this,
+                   .key = lease.key,
+                   .amount = lease.size - lease.left,
+                   .sent_at = now,
+                   .permit = permits_.next()},
+                  lease.redis_key, lease.options, now);
+}
+
+void RedisLeases::renewed(const LeaseRenewal& renewal) {
+  std::uint64_t& taking = table_->taking(renewal.key);
+  if (taking == renewal.key) {
+    taking = 0;
+  }
+  granted_->cancel();  // requests that waited for this key's lease look again
+  LeaseTable::Lease* lease = table_->find(renewal.key);
+  if (!renewal.admitted || lease == nullptr) {
+    // Refused (near the limit: the lease runs out, then requests are decided exactly), failed,
+    // or its entry went to another key meanwhile: those permits stay taken until the window or
+    // bucket moves on.
+    return;
+  }
+  // Its end as seen from when it was asked for, which is no later than Redis's decision.
+  const limiter::TimePoint now = renewal.sent_at;
+  const limiter::TimePoint until = lease_until(lease->options, renewal.status, now);
+  const bool fixed_window = lease->options.algorithm == limiter::AlgorithmKind::fixed_window;
+  const std::int64_t end = window_end(renewal.decided_at, renewal.status);
+  // Spent while the renewal was out (asked for: what was spent before it went).
+  const limiter::Permits spent_meanwhile =
+      lease->size - renewal.amount - std::min(lease->left, lease->size - renewal.amount);
+  const bool merged =
+      lease->left != 0 && now < lease->until && (!fixed_window || end == lease->window_end);
+  if (merged) {
+    // Topped up: what was left and what came hold at most the lease's size together, and end
+    // together (a fixed window's with the window both were counted in).
+    lease->left += renewal.amount;
+    lease->decided_at = std::min(lease->decided_at, renewal.decided_at);
+    lease->until = std::max(lease->until, until);
+  } else {
+    // Spent, ended, or a fixed window's permits of a window that is over: the renewal alone.
+    lease->left = renewal.amount;
+    lease->decided_at = renewal.decided_at;
+    lease->until = until;
+  }
+  lease->status = renewal.status;
+  lease->taken_at = now;
+  lease->window_end = end;
+  lease->permit = renewal.permit;
+  taken_.add();
+  if (merged && spent_meanwhile * 4 >= lease->size) {
+    // A key spending a quarter of its lease per round trip: top it up again at once, so that
+    // renewals follow each other and the lease does not run dry before the next one comes.
+    renew(*lease, simulated_now_.value_or(limiter::SystemClock().now()));
+  }
 }
 
 void RedisLeases::give_back(LeaseTable::Lease& lease) {

@@ -25,21 +25,22 @@ namespace sluice::store::redis {
 /// loops share (the options, the simulated clock, the nodes, the code, the lease holders) is
 /// the store's, and must outlive it.
 struct RedisLoop {
-  /// `connections`: per lane, this loop's share of `pool`.
+  /// `connections`: per lane, this loop's share of `pool`; `permit_ids`: its permits' ids.
   RedisLoop(const config::RedisOptions& options,
             const std::optional<limiter::TimePoint>& simulated_now, RedisNodes& nodes,
-            RedisCode& code, LeaseHolders& holders, std::size_t connections)
-      : lanes(options, code, connections, errors),
+            RedisCode& code, LeaseHolders& holders, std::size_t connections, PermitIds permit_ids)
+      : permits(permit_ids),
+        lanes(options, code, connections, errors),
         routing(options, nodes, lanes),
         releases(options, code, lanes, routing),
         batching(options, simulated_now, code, lanes, routing, releases),
         across(options, simulated_now, lanes, batching),
-        leases(options, simulated_now, code, lanes, routing, holders) {}
+        leases(options, simulated_now, code, lanes, routing, batching, permits, holders) {}
 
   std::optional<io::Executor> executor;    ///< The loop's, once the store has opened on it.
   telemetry::LoopCounter errors;           ///< Requests Redis could not decide.
   telemetry::LoopCounter cached_refusals;  ///< Requests refused from the over-limit cache.
-  std::uint64_t permits_issued = 0;        ///< Requests sent to Redis, for their permit ids.
+  PermitIds permits;                       ///< For requests sent to Redis.
   OverLimitCache over_limit;
   RedisLanes lanes;
   ClusterRouting routing;

@@ -29,7 +29,8 @@ RedisStore::RedisStore(config::RedisOptions options, std::size_t loops)
         std::max<std::size_t>(1, options_.pool / std::max<std::size_t>(loops, 1)) +
         (i < options_.pool % loops && options_.pool > loops ? 1 : 0);
     loops_.push_back(std::make_unique<RedisLoop>(options_, simulated_now_, nodes_, code_,
-                                                 lease_holders_, connections));
+                                                 lease_holders_, connections,
+                                                 PermitIds(permit_base_, i)));
   }
 }
 
@@ -97,44 +98,54 @@ bool RedisStore::charge_now(std::size_t index, const pipeline::Decision& decisio
   return false;
 }
 
-io::Awaitable<pipeline::ChargeResult> RedisStore::charge(std::size_t index,
-                                                         const pipeline::Decision& decision,
-                                                         const pipeline::Charges& charges,
-                                                         limiter::TimePoint now) {
+io::Awaitable<void> RedisStore::charge(std::size_t index, const pipeline::Decision& decision,
+                                       const pipeline::Charges& charges, limiter::TimePoint now,
+                                       pipeline::ChargeResult& result) {
   RedisLoop& loop = *loops_[index];
-  // Unique per request: the process's random base, a count per loop, the loop.
-  const std::uint64_t permit = permit_base_ + (++loop.permits_issued << 16) + index;
+  const std::uint64_t permit = loop.permits.next();
+  // Not a coroutine itself: the request waits in the frame of the one it returns.
+  if (RedisLeases::any_leases(decision, charges)) {
+    return charge_with_leases(loop, decision, charges, permit, now, result);
+  }
+  return charge_in_redis(loop, decision, charges, permit, now, true, result);
+}
+
+io::Awaitable<void> RedisStore::charge_with_leases(RedisLoop& loop,
+                                                   const pipeline::Decision& decision,
+                                                   const pipeline::Charges& charges,
+                                                   std::uint64_t permit, limiter::TimePoint now,
+                                                   pipeline::ChargeResult& result) {
   if (loop.leases.active() && loop.leases.waits_for_lease(decision, charges, now)) {
     // A lease it needs is being taken: wait for it rather than ask Redis meanwhile. (Any
     // call that took leases wakes the waiters; each looks whether its own came.)
     do {
       co_await loop.leases.wait_for_grant();
     } while (loop.leases.waits_for_lease(decision, charges, now));
-    pipeline::ChargeResult result;
     if (loop.leases.answer(decision, charges, key_ids(decision, charges),
                            simulated_now_.value_or(now), result)) {
-      co_return result;
+      co_return;
     }
   }
   pipeline::Charges topped;
   TopUps added{};
   if (loop.leases.top_ups(decision, charges, now, topped, added)) {
-    pipeline::ChargeResult decided =
-        co_await charge_in_redis(loop, decision, topped, permit, now, false);
-    loop.leases.grant(decision, charges, added, decided, now);
-    if (decided.counted != pipeline::Counted::yes || decided.live_admitted) {
-      co_return decided;
+    co_await charge_in_redis(loop, decision, topped, permit, now, false, result);
+    loop.leases.grant(decision, charges, added, result, now);
+    if (result.counted != pipeline::Counted::yes || result.live_admitted) {
+      co_return;
     }
     // Refused with the leases: near the limit, where leases are not worth their permits. The
     // request alone is decided exactly.
   }
-  co_return co_await charge_in_redis(loop, decision, charges, permit, now, true);
+  co_await charge_in_redis(loop, decision, charges, permit, now, true, result);
 }
 
-io::Awaitable<pipeline::ChargeResult> RedisStore::charge_in_redis(
-    RedisLoop& loop, const pipeline::Decision& decision, const pipeline::Charges& charges,
-    std::uint64_t permit, limiter::TimePoint now, bool remember) {
-  BatchWaiter waiter{.decision = decision, .charges = charges, .permit = permit, .now = now};
+io::Awaitable<void> RedisStore::charge_in_redis(RedisLoop& loop, const pipeline::Decision& decision,
+                                                const pipeline::Charges& charges,
+                                                std::uint64_t permit, limiter::TimePoint now,
+                                                bool remember, pipeline::ChargeResult& result) {
+  BatchWaiter waiter{
+      .decision = decision, .charges = charges, .permit = permit, .now = now, .result = result};
   LaneIndices lanes{};
   bool routed = false;
   for (int attempt = 0; attempt < 2; ++attempt) {
@@ -144,15 +155,14 @@ io::Awaitable<pipeline::ChargeResult> RedisStore::charge_in_redis(
     }
     if (std::any_of(lanes.begin(), lanes.begin() + static_cast<std::ptrdiff_t>(charges.count),
                     [&](std::uint16_t lane) { return lane != lanes[0]; })) {
-      pipeline::ChargeResult decided =
-          co_await loop.across.charge(decision, charges, lanes, permit, now);
+      co_await loop.across.charge(decision, charges, lanes, permit, now, result);
       if (remember) {
-        remember_refusals(loop, decision, charges, decided, now);
+        remember_refusals(loop, decision, charges, result, now);
       }
-      co_return decided;
+      co_return;
     }
     waiter.redirected = false;
-    co_await loop.batching.wait_in_batch(loop.lanes[lanes[0]], waiter);
+    co_await loop.batching.wait_in_batch(loop.lanes[lanes[0]], *loop.executor, waiter);
     if (!waiter.redirected) {
       break;
     }
@@ -162,15 +172,15 @@ io::Awaitable<pipeline::ChargeResult> RedisStore::charge_in_redis(
     if (waiter.redirected || !routed) {
       loop.errors.add();  // still misplaced: counted here, since the batch's call did not
     }
-    co_return fall_back(options_.on_error, charges, now);
+    result = fall_back(options_.on_error, charges, now);
+    co_return;
   }
-  pipeline::ChargeResult decided = waiter.result;
-  decided.store_permit = waiter.permit;
-  decided.decided_at.fill(waiter.decided_at);
+  result.counted = pipeline::Counted::yes;
+  result.store_permit = waiter.permit;
+  result.decided_at.fill(waiter.decided_at);
   if (remember) {
-    remember_refusals(loop, decision, charges, decided, now);
+    remember_refusals(loop, decision, charges, result, now);
   }
-  co_return decided;
 }
 
 void RedisStore::remember_refusals(RedisLoop& loop, const pipeline::Decision& decision,

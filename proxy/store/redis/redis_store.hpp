@@ -60,9 +60,9 @@ class RedisStore final : public Store {
   /// Decides `charges` in Redis, in the loop's open batch; on failure, as `on_error` says. From
   /// loop `loop`'s thread. `now` is the proxy's clock: it serves the over-limit cache, the leases
   /// and `on_error: local`; Redis decides on its own clock.
-  io::Awaitable<pipeline::ChargeResult> charge(std::size_t loop, const pipeline::Decision& decision,
-                                               const pipeline::Charges& charges,
-                                               limiter::TimePoint now) override;
+  io::Awaitable<void> charge(std::size_t loop, const pipeline::Decision& decision,
+                             const pipeline::Charges& charges, limiter::TimePoint now,
+                             pipeline::ChargeResult& result) override;
   /// Gives back what is left of loop `loop`'s leases (shutdown); on that loop, while it runs.
   io::Awaitable<void> give_back(std::size_t loop) override;
   /// Gives back the concurrency permits of a finished request: in the background when Redis
@@ -125,13 +125,18 @@ class RedisStore final : public Store {
   void decide_at(std::optional<limiter::TimePoint> now) noexcept { simulated_now_ = now; }
 
  private:
-  /// The whole request in Redis, routed (one lane, or across masters); `remember`: put refusals
-  /// in the over-limit cache.
-  io::Awaitable<pipeline::ChargeResult> charge_in_redis(RedisLoop& loop,
-                                                        const pipeline::Decision& decision,
-                                                        const pipeline::Charges& charges,
-                                                        std::uint64_t permit,
-                                                        limiter::TimePoint now, bool remember);
+  /// charge() when some limiter of the request leases: from a lease being taken, with a lease
+  /// taken along, or exactly.
+  io::Awaitable<void> charge_with_leases(RedisLoop& loop, const pipeline::Decision& decision,
+                                         const pipeline::Charges& charges, std::uint64_t permit,
+                                         limiter::TimePoint now, pipeline::ChargeResult& result);
+  /// The whole request in Redis, routed (one lane, or across masters), into `result`;
+  /// `remember`: put refusals in the over-limit cache. One coroutine frame per request when no
+  /// limiter leases: this is the store's hot path.
+  io::Awaitable<void> charge_in_redis(RedisLoop& loop, const pipeline::Decision& decision,
+                                      const pipeline::Charges& charges, std::uint64_t permit,
+                                      limiter::TimePoint now, bool remember,
+                                      pipeline::ChargeResult& result);
   /// What is left to do once Redis decided: remember refused keys in the over-limit cache.
   void remember_refusals(RedisLoop& loop, const pipeline::Decision& decision,
                          const pipeline::Charges& charges, const pipeline::ChargeResult& result,

@@ -2,6 +2,8 @@
 
 #include <hiredis/hiredis.h>
 
+#include <array>
+#include <charconv>
 #include <new>
 #include <stdexcept>
 #include <string>
@@ -91,15 +93,21 @@ struct RespReader::State {
 };
 
 void append_command(std::string& out, std::span<const std::string_view> arguments) {
-  out += '*';
-  out += std::to_string(arguments.size());
-  out += "\r\n";
+  // A batch's command has many short arguments: lengths go through to_chars into the text,
+  // with no temporary string and no strlen per piece.
+  const auto append_length = [&out](char mark, std::size_t length) {
+    std::array<char, 24> text;
+    text[0] = mark;
+    char* end = std::to_chars(text.data() + 1, text.data() + text.size() - 2, length).ptr;
+    *end++ = '\r';
+    *end++ = '\n';
+    out.append(text.data(), end);
+  };
+  append_length('*', arguments.size());
   for (const std::string_view argument : arguments) {
-    out += '$';
-    out += std::to_string(argument.size());
-    out += "\r\n";
-    out += argument;
-    out += "\r\n";
+    append_length('$', argument.size());
+    out.append(argument);
+    out.append(std::string_view("\r\n"));
   }
 }
 

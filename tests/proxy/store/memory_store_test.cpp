@@ -45,7 +45,7 @@ class MemoryStoreFixture {
     const pipeline::Charges charges = prepare(decision, now, request);
     pipeline::ChargeResult result;
     loop_.run([&]() -> io::Awaitable<void> {
-      result = co_await store_.charge(1, decision, charges, now);
+      co_await store_.charge(1, decision, charges, now, result);
     });
     pipeline_.pipeline().conclude(decision, charges, result, now);
     return result;

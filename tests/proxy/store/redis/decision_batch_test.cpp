@@ -23,7 +23,9 @@ struct OneLimiter {
   limiter::LimiterOptions options;
   pipeline::Decision decision;
   pipeline::Charges charges;
-  BatchWaiter waiter{.decision = decision, .charges = charges, .permit = 7, .now = {}};
+  pipeline::ChargeResult result;
+  BatchWaiter waiter{
+      .decision = decision, .charges = charges, .permit = 7, .now = {}, .result = result};
 
   OneLimiter() {
     limiter.name = "per-ip";
@@ -117,6 +119,39 @@ TEST_F(DecisionBatchTest, ReadsASettlementBetweenTwoRequestsAndCountsItTaken) {
   EXPECT_EQ(batch.failure(), "WRONGTYPE");
   batch.wake();
   EXPECT_EQ(batch.settlements(), 0U);
+}
+
+TEST_F(DecisionBatchTest, ReadsALeasesRenewalForItsSinkAndForgetsAnAnswerThatDidNotCome) {
+  batch.add({"p:"}, first.waiter);
+  const LeaseRenewal asked{.sink = nullptr, .key = 9, .amount = 5, .sent_at = {}, .permit = 3};
+  batch.add_renewal(asked, "{p:}per-ip:00000000:0000000000000009", first.options, {});
+  EXPECT_EQ(batch.size(), 2U);
+  EXPECT_EQ(batch.settlements(), 0U);
+  // The renewal's part: admitted, 95 left, 59 s to the window's end.
+  batch.read(
+      reply_of("*13\r\n:1700000000000000\r\n:1\r\n:1\r\n:0\r\n:0\r\n:4\r\n:1000\r\n"
+               ":1\r\n:1\r\n:0\r\n:0\r\n:95\r\n:59000000\r\n"));
+  EXPECT_TRUE(batch.failure().empty());
+  ASSERT_EQ(batch.renewals().size(), 1U);
+  const LeaseRenewal& renewal = batch.renewals()[0];
+  EXPECT_EQ(renewal.key, 9U);
+  EXPECT_TRUE(renewal.admitted);
+  EXPECT_EQ(renewal.status.remaining, 95U);
+  EXPECT_EQ(renewal.status.reset, std::chrono::seconds(59));
+  EXPECT_EQ(renewal.decided_at, 1700000000000000);
+  EXPECT_EQ(first.waiter.result.outcomes[0].status.remaining, 4U);
+  // Refused near the limit; then an error reply: not admitted either way.
+  batch.read(
+      reply_of("*13\r\n:1700000000000000\r\n:1\r\n:1\r\n:0\r\n:0\r\n:4\r\n:1000\r\n"
+               ":1\r\n:0\r\n:0\r\n:5000\r\n:2\r\n:5000\r\n"));
+  EXPECT_FALSE(batch.renewals()[0].admitted);
+  batch.read(
+      reply_of("*13\r\n:1700000000000000\r\n:1\r\n:1\r\n:0\r\n:0\r\n:4\r\n:1000\r\n"
+               ":1\r\n:1\r\n:0\r\n:0\r\n:95\r\n:59000000\r\n"));
+  batch.read(reply_of("-ERR Function not found\r\n"));
+  EXPECT_FALSE(batch.renewals()[0].admitted);
+  batch.wake();
+  EXPECT_TRUE(batch.renewals().empty());
 }
 
 TEST_F(DecisionBatchTest, WakesEveryWaiterAtOnceAndEmptiesForItsNextUse) {

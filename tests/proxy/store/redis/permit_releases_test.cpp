@@ -55,6 +55,7 @@ TEST(RedisReleases, GivesBackAPermitOnItsKeysLane) {
   // Requests of one client, decided one after the other in the loop's one lane.
   std::deque<pipeline::Decision> decisions;
   std::deque<pipeline::Charges> charges;
+  std::deque<pipeline::ChargeResult> results;
   std::deque<BatchWaiter> waiters;
   const auto decide = [&]() -> BatchWaiter& {
     pipeline::Decision& decision = decisions.emplace_back();
@@ -62,10 +63,15 @@ TEST(RedisReleases, GivesBackAPermitOnItsKeysLane) {
     const limiter::TimePoint now = limiter::SystemClock().now();
     EXPECT_TRUE(fixture.pipeline().prepare(test::PipelineFixture::view_of({}), now, std::nullopt,
                                            decision, charged));
-    BatchWaiter& waiter = waiters.emplace_back(BatchWaiter{
-        .decision = decision, .charges = charged, .permit = waiters.size() + 1, .now = now});
-    redis.events.run(
-        [&] { return redis.loop.batching.wait_in_batch(redis.loop.lanes[0], waiter); });
+    BatchWaiter& waiter = waiters.emplace_back(BatchWaiter{.decision = decision,
+                                                           .charges = charged,
+                                                           .permit = waiters.size() + 1,
+                                                           .now = now,
+                                                           .result = results.emplace_back()});
+    redis.events.run([&]() -> io::Awaitable<void> {
+      co_await redis.loop.batching.wait_in_batch(redis.loop.lanes[0],
+                                                 redis.events.io().get_executor(), waiter);
+    });
     EXPECT_TRUE(waiter.decided);
     return waiter;
   };

@@ -37,7 +37,7 @@ using test::together;
 /// Waits in the lane's batch, then counts itself done.
 io::Awaitable<void> wait_in(RedisBatching& batching, Lane& lane, BatchWaiter& waiter,
                             std::size_t& done) {
-  co_await batching.wait_in_batch(lane, waiter);
+  co_await batching.wait_in_batch(lane, co_await net::this_coro::executor, waiter);
   ++done;
 }
 
@@ -45,8 +45,9 @@ io::Awaitable<void> wait_in(RedisBatching& batching, Lane& lane, BatchWaiter& wa
 /// at once; their waiters once all are decided.
 std::deque<BatchWaiter> wait_together(test::LoopParts& redis, test::PipelineFixture& pipeline,
                                       std::deque<pipeline::Decision>& decisions,
-                                      std::deque<pipeline::Charges>& charges, std::size_t count,
-                                      TimePoint now) {
+                                      std::deque<pipeline::Charges>& charges,
+                                      std::deque<pipeline::ChargeResult>& results,
+                                      std::size_t count, TimePoint now) {
   std::deque<BatchWaiter> waiters;
   const test::Request request{};
   for (std::size_t i = 0; i < count; ++i) {
@@ -54,8 +55,11 @@ std::deque<BatchWaiter> wait_together(test::LoopParts& redis, test::PipelineFixt
     pipeline::Charges& charged = charges.emplace_back();
     EXPECT_TRUE(pipeline.pipeline().prepare(test::PipelineFixture::view_of(request), now,
                                             std::nullopt, decision, charged));
-    waiters.emplace_back(
-        BatchWaiter{.decision = decision, .charges = charged, .permit = i + 1, .now = now});
+    waiters.emplace_back(BatchWaiter{.decision = decision,
+                                     .charges = charged,
+                                     .permit = i + 1,
+                                     .now = now,
+                                     .result = results.emplace_back()});
   }
   std::size_t done = 0;
   for (BatchWaiter& waiter : waiters) {
@@ -75,8 +79,9 @@ TEST(RedisBatching, RequestsThatArriveTogetherShareOneCallAndALoneOneHasItsOwn) 
   test::PipelineFixture pipeline(kHundredPerHour);
   std::deque<pipeline::Decision> decisions;
   std::deque<pipeline::Charges> charges;
+  std::deque<pipeline::ChargeResult> results;
   const TimePoint now = limiter::SystemClock().now();
-  const auto arrived = wait_together(redis, pipeline, decisions, charges, 10, now);
+  const auto arrived = wait_together(redis, pipeline, decisions, charges, results, 10, now);
   EXPECT_EQ(redis.loop.batching.calls().value(), 1U);
   EXPECT_EQ(redis.loop.batching.requests_in_calls().value(), 10U);
   for (std::size_t i = 0; i < arrived.size(); ++i) {
@@ -86,7 +91,7 @@ TEST(RedisBatching, RequestsThatArriveTogetherShareOneCallAndALoneOneHasItsOwn) 
     // Decided in the order they joined the batch: each sees the ones before it counted.
     EXPECT_EQ(arrived[i].result.outcomes[0].status.remaining, 100 - (i + 1));
   }
-  const auto alone = wait_together(redis, pipeline, decisions, charges, 1, now);
+  const auto alone = wait_together(redis, pipeline, decisions, charges, results, 1, now);
   EXPECT_TRUE(alone[0].decided);
   EXPECT_EQ(redis.loop.batching.calls().value(), 2U);
   EXPECT_EQ(redis.loop.batching.requests_in_calls().value(), 11U);

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/proxy/store/redis/redis_test_helpers.hpp"
 #include "tests/support/manual_clock.hpp"
 #include "tests/support/redis_server.hpp"
 #include "tests/support/redis_store_fixture.hpp"
@@ -64,16 +65,112 @@ TEST(RedisLeases, ALeaseIsItsLimitersLeaseButNoMoreThanItsKeyHoldsAtOnce) {
   EXPECT_EQ(lease_size(leasing(10), bucket_of(AlgorithmKind::leaky_bucket, 10, 3)), 4U);
 }
 
-TEST(RedisLeases, AFixedWindowsLeaseEndsWithItsWindowABucketsOnceItWouldBeFullAgain) {
+TEST(RedisLeases, AFixedWindowsLeaseEndsWithItsWindowAnotherWhenSpent) {
   const TimePoint now = at(10s);
   const limiter::Status status{.remaining = 50, .reset = 20s};
   EXPECT_EQ(lease_until(window_of(AlgorithmKind::fixed_window, 100, 1min), status, now), at(30s));
-  EXPECT_EQ(lease_until(window_of(AlgorithmKind::sliding_log, 100, 1min), status, now), at(70s));
-  // 4 tokens at 10/s refill in 400 ms; a leaky bucket of burst 3 drains 4 in 400 ms.
+  // However old, a lease holds at most its permits: the bound needs no end for the others.
+  EXPECT_EQ(lease_until(window_of(AlgorithmKind::sliding_log, 100, 1min), status, now),
+            limiter::kNever);
+  EXPECT_EQ(lease_until(window_of(AlgorithmKind::sliding_window, 100, 1min), status, now),
+            limiter::kNever);
   EXPECT_EQ(lease_until(bucket_of(AlgorithmKind::token_bucket, 10, 4), status, now),
-            at(10s + 400ms));
+            limiter::kNever);
   EXPECT_EQ(lease_until(bucket_of(AlgorithmKind::leaky_bucket, 10, 3), status, now),
-            at(10s + 400ms));
+            limiter::kNever);
+}
+
+/// One loop's leases of a fixed window of 100 a minute, leasing 10, and one request of it:
+/// leases taken, spent and renewed by hand, with the answers Redis would give.
+class RenewedLease : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    parts_.open();
+    decision_.reports[0].limiter = &limiter_;
+    decision_.report_count = 1;
+    charges_.count = 1;
+    charges_.live = 1;
+    charges_.options[0] = &options_;
+    charges_.items[0].cost = 1;
+    charges_.shared_key[0] = 42;
+  }
+
+  /// Takes a lease of 10 with a request at `now`, which Redis admits leaving `remaining`.
+  void take(TimePoint now, limiter::Permits remaining, limiter::Duration reset) {
+    pipeline::Charges topped;
+    TopUps added{};
+    ASSERT_TRUE(leases().top_ups(decision_, charges_, now, topped, added));
+    ASSERT_EQ(added[0], 10U);
+    pipeline::ChargeResult taken;
+    taken.live_admitted = true;
+    taken.outcomes[0] = {.verdict = {.admitted = true, .hold = {}, .retry_after = {}},
+                         .status = {.remaining = remaining, .reset = reset}};
+    taken.decided_at[0] = microseconds(now);
+    taken.store_permit = 1;
+    leases().grant(decision_, charges_, added, taken, now);
+  }
+  /// A request at `now` from the lease: its status, or nullopt when the lease cannot admit it.
+  std::optional<limiter::Status> spend(TimePoint now) {
+    pipeline::ChargeResult result;
+    if (!leases().answer(decision_, charges_, key_ids(decision_, charges_), now, result)) {
+      return std::nullopt;
+    }
+    return result.outcomes[0].status;
+  }
+  /// Redis's answer to the renewal of 5 asked at `sent_at`: decided at `decided_at`, leaving
+  /// `remaining`, `reset` before the window ends.
+  void renewed(TimePoint sent_at, TimePoint decided_at, limiter::Permits remaining,
+               limiter::Duration reset) {
+    leases().renewed({.sink = &leases(),
+                      .key = redis_key_id(limiter_.name, options_, 42),
+                      .amount = 5,
+                      .sent_at = sent_at,
+                      .permit = 2,
+                      .admitted = true,
+                      .status = {.remaining = remaining, .reset = reset},
+                      .decided_at = microseconds(decided_at)});
+  }
+  RedisLeases& leases() { return parts_.loop.leases; }
+
+ private:
+  static std::int64_t microseconds(TimePoint t) {
+    return std::chrono::duration_cast<std::chrono::microseconds>(t.time_since_epoch()).count();
+  }
+
+  const test::RedisServer server_;
+  test::LoopParts parts_{"url: \"" + server_.url() + "\""};
+  config::LimiterConfig limiter_ = leasing(10);
+  limiter::LimiterOptions options_ = window_of(AlgorithmKind::fixed_window, 100, 1min);
+  pipeline::Decision decision_;
+  pipeline::Charges charges_;
+};
+
+TEST_F(RenewedLease, InTheSameWindowItTopsTheLeaseUpToItsSize) {
+  take(at(50s), 89, 10s);
+  for (int i = 0; i < 5; ++i) {
+    ASSERT_TRUE(spend(at(59s)));  // the fifth leaves it at half: a renewal of 5 goes out
+  }
+  renewed(at(59s), at(59s + 500ms), 84, 500ms);
+  // What was left and what came: 10, of which this request takes 1; Redis's remaining beside.
+  const auto status = spend(at(59s + 600ms));
+  ASSERT_TRUE(status);
+  EXPECT_EQ(status->remaining, 84U + 9);
+  EXPECT_FALSE(spend(at(60s)));  // a fixed window's lease ends with its window
+}
+
+TEST_F(RenewedLease, DecidedInTheNextWindowItReplacesWhatIsLeft) {
+  take(at(50s), 89, 10s);
+  for (int i = 0; i < 5; ++i) {
+    ASSERT_TRUE(spend(at(59s)));
+  }
+  renewed(at(59s), at(61s), 95, 59s);
+  // The first window's 5 are not spent in the second: the renewal's alone.
+  for (int i = 0; i < 5; ++i) {
+    const auto status = spend(at(61s));
+    ASSERT_TRUE(status) << i;
+    EXPECT_EQ(status->remaining, 95U + (4 - static_cast<unsigned>(i)));
+  }
+  EXPECT_FALSE(spend(at(61s)));
 }
 
 TEST(RedisLeases, TheFirstLoopToLeaseKeepsTheCountWhichNeverFallsBelowItsReplicasLoops) {
@@ -111,13 +208,42 @@ TEST(Leases, OneReplicaAdmitsExactlyTheLimitMostlyWithoutARoundTrip) {
     admitted += allowed(fixture.redis(Request{}, std::nullopt)) ? 1 : 0;
   }
   EXPECT_EQ(admitted, 100);  // near the limit, leases give way to exact decisions
-  const auto health = fixture.store().health();
-  // Leases of 10 taken with requests 1, 12, …, 89 (11 permits each); the 100th and the 101st
-  // each ask for a lease, are refused, and are decided exactly (2 calls each); the refusals
-  // after them come from the over-limit cache.
-  EXPECT_EQ(fixture.store().leases_taken(), 9U);
-  EXPECT_EQ(fixture.store().lease_hits(), 90U);
-  EXPECT_EQ(health->calls, 9U + 2 + 2);
+  // A lease of 10 taken with the first request (11 permits), renewed by 5 or so whenever it is
+  // down to half, in the background (how many depends on when each renewal's answer is read,
+  // between requests); near the limit a renewal is refused, the lease runs out, the requests
+  // after it are decided exactly, and the refusals after them come from the over-limit cache.
+  EXPECT_GE(fixture.store().lease_hits(), 90U);
+  EXPECT_LE(fixture.store().health()->calls, 30U);  // of 150 requests
+}
+
+/// Runs `fixture`'s loop until `done()` (at most 5 s): for background work such as a renewal.
+template <class Done>
+void run_until(StoreFixture& fixture, Done done) {
+  const auto deadline = std::chrono::steady_clock::now() + 5s;
+  while (!done() && std::chrono::steady_clock::now() < deadline) {
+    fixture.loop().run_for(1ms);
+  }
+}
+
+TEST(Leases, ALeaseIsRenewedAtHalfSoThatNoRequestWaitsForOne) {
+  const test::RedisServer server;
+  StoreFixture fixture(
+      leased("algorithm: token_bucket, rate: 1000/s, burst: 1000, key: global, lease: 10"),
+      store_at(server));
+  const TimePoint now = at(0s);  // no refill: Redis's count is what was taken
+  for (std::size_t i = 0; i < 51; ++i) {
+    ASSERT_TRUE(allowed(fixture.redis(Request{}, now))) << "request " << i;
+    // The first takes 1 + 10; every fifth after it leaves the lease at half, and renews it
+    // with 5 in the background.
+    run_until(fixture, [&] { return fixture.store().leases_taken() == 1 + i / 5; });
+    ASSERT_EQ(fixture.store().leases_taken(), 1 + i / 5) << "request " << i;
+  }
+  EXPECT_EQ(fixture.store().lease_hits(), 50U);  // every request after the first
+  EXPECT_EQ(fixture.store().health()->calls, 11U);
+  // Taken in Redis: 11, then 10 renewals of 5; the lease holds 10 of them.
+  const pipeline::Decision exact = fixture.redis(Request{}, now, 1000);
+  EXPECT_FALSE(allowed(exact));
+  EXPECT_EQ(exact.reports[0].status.remaining, 1000U - 61);
 }
 
 TEST(Leases, WhatIsLeftIsGivenBackForTheOtherReplicas) {

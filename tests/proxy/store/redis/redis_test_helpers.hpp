@@ -156,7 +156,7 @@ struct LoopParts {
       : options(redis_options(store)),
         nodes(options),
         code(options.cluster),
-        loop(options, now, nodes, code, holders, connections) {}
+        loop(options, now, nodes, code, holders, connections, store::redis::PermitIds(1, 0)) {}
   LoopParts(const LoopParts&) = delete;
   LoopParts& operator=(const LoopParts&) = delete;
   LoopParts(LoopParts&&) = delete;
