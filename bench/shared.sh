@@ -6,7 +6,8 @@
 # Run (from the repository root, after a release build):
 #   cmake --preset release && cmake --build --preset release --target sluice
 #   bash bench/shared.sh
-#   BEFORE_BIN=/path/to/an/older/sluice bash bench/shared.sh   # adds a "redis, before" row
+#   BEFORE_BIN=/path/to/an/older/sluice bash bench/shared.sh   # adds "redis, before" and
+#                                                             # "redis, lease, before" rows
 #
 # The configuration: two limiters on every request, neither ever limiting, so every request is
 # decided and forwarded: `per-client`, a token bucket keyed by the X-Client header (wrk sends
@@ -14,7 +15,7 @@
 # Rows:
 #   memory  the memory store
 #   redis   store: redis, exact: every request decided in Redis (decide.lua, batched per loop)
-#   redis, before  the same with BEFORE_BIN, when given
+#   redis, before  the same with BEFORE_BIN, when given (and "redis, lease, before")
 #   redis, lease  the same with `lease: LEASE` on both limiters: each replica takes LEASE permits
 #           of a key at once and grants them without a round trip
 #   cluster, 3 masters  store: redis with cluster: true, on a 3-master Redis Cluster on loopback
@@ -128,7 +129,10 @@ rows=(memory redis "redis, lease")
 if [[ -n $BEFORE_BIN ]]; then
   binary_of["redis, before"]=$BEFORE_BIN
   store_of["redis, before"]=$redis_store
-  rows=(memory "redis, before" redis "redis, lease")
+  binary_of["redis, lease, before"]=$BEFORE_BIN
+  store_of["redis, lease, before"]=$redis_store
+  options_of["redis, lease, before"]=", lease: $LEASE"
+  rows=(memory "redis, before" redis "redis, lease, before" "redis, lease")
 fi
 if ((CLUSTER != 0)); then
   binary_of[$cluster_row]=$SLUICE_BIN
@@ -211,16 +215,19 @@ column_of() { # ROW FIELD: field 2 req/s, 3 p99, 4 sluice CPU, 5 Redis CPU, 6 re
 # shellcheck disable=SC2046 # one word per round
 memory_rps=$(median $(column_of memory 2))
 echo
-echo "| store | req/s | × memory | p99 ms | sluice CPU µs/request | Redis CPU µs/request | of which in decide.lua | requests per call |"
-echo "|---|---:|---:|---:|---:|---:|---:|---:|"
+# shellcheck disable=SC2046 # one word per round
+memory_cpu=$(median $(column_of memory 4))
+echo "| store | req/s | × memory | p99 ms | sluice CPU µs/request | CPU × memory | Redis CPU µs/request | of which in decide.lua | requests per call |"
+echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|"
 # shellcheck disable=SC2046 # one word per round
 for row in "${rows[@]}"; do
   rps=$(median $(column_of "$row" 2))
   awk -v row="$row" -v rps="$rps" -v m="$memory_rps" -v p99="$(median $(column_of "$row" 3))" \
     -v cpu="$(median $(column_of "$row" 4))" -v redis="$(median $(column_of "$row" 5))" \
     -v in_calls="$(median $(column_of "$row" 7))" -v per_call="$(median $(column_of "$row" 6))" \
-    'BEGIN {printf "| %s | %.0f | %.2f | %.2f | %.2f | %.2f | %.2f | %.1f |\n", row, rps, rps / m,
-      p99, cpu, redis, in_calls, per_call}'
+    -v memory_cpu="$memory_cpu" \
+    'BEGIN {printf "| %s | %.0f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.1f |\n", row, rps,
+      rps / m, p99, cpu, cpu / memory_cpu, redis, in_calls, per_call}'
 done
 echo
 echo "$ROUNDS rounds of wrk -t1 -c$CONNECTIONS -d$DURATION (after a $WARMUP warm-up), medians;" \
