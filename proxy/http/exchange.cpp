@@ -120,7 +120,6 @@ io::Awaitable<void> serve_exchange(Downstream& downstream, Exchange& exchange, L
   const RequestHead& request = exchange.request;
   const config::LimitsHeaders limits_headers = exchange.config().limits_headers;
   decision = {};
-  exchange.charges = {};  // prepare() adds to them
   pipeline::RequestView view = downstream.request_view();
   if (const DescribedRequest* described = exchange.described) {
     if (!described->problem.empty()) {
@@ -132,14 +131,20 @@ io::Awaitable<void> serve_exchange(Downstream& downstream, Exchange& exchange, L
     view.host = described->host;
   }
   const limiter::TimePoint now = proxy.clock.now();
-  if (pipeline.prepare(view, now, std::nullopt, decision, exchange.charges)) {
-    exchange.charged = {};
-    // The memory store, and a shared one that needs no round trip, answer without a wait.
-    if (!store.charge_now(loop.index, decision, exchange.charges, now, exchange.charged)) {
-      co_await store.charge(loop.index, decision, exchange.charges, now, exchange.charged);
+  {
+    const ChargeWorkPool::Lease work = loop.charge_work.borrow();  // given back once decided
+    pipeline::Charges& charges = work->charges;
+    charges = {};  // prepare() adds to them
+    if (pipeline.prepare(view, now, std::nullopt, decision, charges)) {
+      pipeline::ChargeResult& charged = work->charged;
+      charged = {};
+      // The memory store, and a shared one that needs no round trip, answer without a wait.
+      if (!store.charge_now(loop.index, decision, charges, now, charged)) {
+        co_await store.charge(loop.index, decision, charges, now, charged);
+      }
+      pipeline.conclude(decision, charges, charged, now);
+      live::count_top_keys(exchange.generation, loop.index, decision, view, now);
     }
-    pipeline.conclude(decision, exchange.charges, exchange.charged, now);
-    live::count_top_keys(exchange.generation, loop.index, decision, view, now);
   }
   exchange.cost = nullptr;
   exchange.charged_cost = std::nullopt;

@@ -37,14 +37,13 @@ RelayOutcome failed_before_response(UpstreamFailure failure) noexcept;
 
 /// One request and its response: what the pipeline decided, and what the relay and the
 /// accounting need to know of it. Lives in the codec's frame for one request; what it refers to,
-/// in the connection's (or the stream's) RequestState.
+/// in the connection's (or the stream's) RequestState. The charges the store counts are the
+/// decision's scratch, borrowed from the loop (ChargeWork) while serve_exchange decides.
 struct Exchange {
   const live::Generation&
       generation;              ///< The configuration the request is served with, to the end.
   const RequestHead& request;  ///< Its head; its body still with the codec.
   pipeline::Decision& decision;
-  pipeline::Charges& charges;       ///< What the store is asked to count.
-  pipeline::ChargeResult& charged;  ///< What it answered.
   /// The client connection may serve another request after it (HTTP/1.1); the codec sets it
   /// before the exchange and when it answers.
   bool keep_alive = false;
@@ -115,7 +114,7 @@ class Downstream {
   virtual bool body_unread() const noexcept { return false; }
   /// Where serve_exchange writes the proxy's own answers (429, 403, 404, a route's `respond`,
   /// 502, 504), as HTTP/1.1 text; the codec sends it in its own encoding.
-  virtual OwnResponse& own() noexcept = 0;
+  virtual OwnResponse& own() = 0;
   /// Sends own() as far as it goes without waiting: true when it is all out (the hot refusal
   /// path needs no coroutine frame), else send_own() finishes it. Either sets
   /// `exchange.keep_alive`.

@@ -51,9 +51,9 @@ class Http1Downstream final : public Downstream {
   }
   bool body_unread() const noexcept override { return !client_.state->parser->is_done(); }
 
-  OwnResponse& own() noexcept override { return client_.state->own; }
+  OwnResponse& own() override { return client_.state->own(); }
   bool send_own_now(Exchange& exchange) override {
-    const OwnResponse& own = client_.state->own;
+    const OwnResponse& own = client_.state->own();
     // The refusal path is hot: a send that completes at once needs no coroutine frame.
     sending_ = send_now(client_.stream, own.buffers());
     if (!sending_.finished) {
@@ -63,7 +63,7 @@ class Http1Downstream final : public Downstream {
     return true;
   }
   io::Awaitable<void> send_own(Exchange& exchange) override {
-    const OwnResponse& own = client_.state->own;
+    const OwnResponse& own = client_.state->own();
     const beast::error_code error = co_await send_rest(client_.stream, own.buffers(), sending_.sent,
                                                        exchange.config().timeouts.idle);
     exchange.keep_alive = !error && own.keep_alive;
@@ -166,9 +166,9 @@ io::Awaitable<void> serve_requests(OpenPtr open, LoopContext& loop, bool first) 
           co_return;  // the client is done, or went quiet (or broke TLS: nothing to answer on)
         }
         // Too large: 431 (414); malformed: 400 (501). The connection cannot be trusted to go on.
-        problem_response(state.own, refusal_for(parser, ec), kHttp11, false);
-        state.own.to_head = parser.method() == http::verb::head;
-        co_await answer(stream, state.own, timeouts.idle);
+        problem_response(state.own(), refusal_for(parser, ec), kHttp11, false);
+        state.own().to_head = parser.method() == http::verb::head;
+        co_await answer(stream, state.own(), timeouts.idle);
         co_return;
       }
       const RequestHead request = head_of(parser);
@@ -176,8 +176,6 @@ io::Awaitable<void> serve_requests(OpenPtr open, LoopContext& loop, bool first) 
           .generation = *generation,
           .request = request,
           .decision = state.decision,
-          .charges = state.charges,
-          .charged = state.charged,
           .keep_alive = parser.keep_alive() && !proxy.draining.load(std::memory_order_relaxed),
           .started = std::chrono::steady_clock::now()};
       DescribedRequest described;

@@ -56,6 +56,10 @@ struct ProxyState {
   telemetry::TrafficHistory traffic{};
 };
 
+/// Charge work kept per loop: as many as requests that wait for a shared store at once, in a
+/// loop's usual batch.
+inline constexpr std::size_t kSpareChargeWork = 64;
+
 /// What one event loop owns for the connections it serves. Touched only from that loop's
 /// thread (but `proxy`, which all loops share).
 struct LoopContext {
@@ -77,6 +81,9 @@ struct LoopContext {
   UpstreamPool& pool;                 ///< This loop's upstream connections.
   io::ChunkPool& chunks;              ///< This loop's body buffers.
   RequestStatePool& request_states;   ///< What its connections borrow while they are busy.
+  /// What its requests borrow while they are decided. (Destroyed after the loop's io_context,
+  /// whose coroutine frames give theirs back, as the pools above.)
+  ChargeWorkPool charge_work{kSpareChargeWork};
   /// This loop's sessions with HTTP/2 upstreams (h2c://, h2://), made on first use.
   std::shared_ptr<h2::UpstreamSessions> http2_upstreams;
   /// How an HTTP/1.1 client's request goes to an HTTP/2 upstream; null without the HTTP/2 layer

@@ -16,7 +16,8 @@
 namespace sluice::http {
 
 /// What a client connection needs only while it serves requests: the bytes read and not yet
-/// parsed, the head and its parser, the limiters' decision and the answer's text, about 6 KB.
+/// parsed, the head and its parser, the limiters' decision and the relayed heads' text, about
+/// 3.5 KB (a size the allocator rounds to 4 KB).
 /// A connection borrows one from its loop's RequestStatePool when a request's first bytes
 /// arrive and gives it back when it has answered every request it read and holds no byte of
 /// another, so that a connection waiting for its next request keeps none of it (as nginx gives
@@ -29,12 +30,20 @@ struct RequestState {
   HeadFields request_head;                            ///< The current request's fields.
   std::optional<RequestParser> parser;                ///< The current request's; one per request.
   pipeline::Decision decision;
-  pipeline::Charges charges;
-  pipeline::ChargeResult charged;
-  OwnResponse own;      ///< An answer the proxy gives itself.
   HeadText relay_head;  ///< The heads of a relayed request and its response.
   /// Made for the first request whose route reads a cost from its response, then kept.
   std::unique_ptr<ResponseCost> cost;
+  /// Made for the first answer the proxy gives itself, then kept: a request that is relayed,
+  /// the one that waits longest, holds none (its 1.6 KB of text).
+  std::unique_ptr<OwnResponse> own_response;
+
+  /// Where an answer the proxy gives itself is written (429, 403, 404, 400, 502, ...).
+  OwnResponse& own() {
+    if (!own_response) {
+      own_response = std::make_unique<OwnResponse>();
+    }
+    return *own_response;
+  }
 
   ResponseCost& response_cost() {
     if (!cost) {
@@ -54,7 +63,24 @@ struct RequestState {
   }
 };
 
+// Every request in flight holds a state (an HTTP/2 connection's hundred streams waiting for a
+// slow upstream, each): jemalloc's size classes step from 3,584 to 4,096 bytes here, so a state
+// a byte larger costs 512 bytes more per request (bench/http2.sh's memory test).
+static_assert(sizeof(RequestState) <= 3584, "a request state fits jemalloc's 3.5 KiB class");
+
 /// One event loop's spare request states.
 using RequestStatePool = io::SparePool<RequestState>;
+
+/// What deciding a request needs until its decision is made, about 1.7 KB: the charges the store
+/// counts and its answer. Borrowed from the loop's spares for that time only, so that a request
+/// waiting for its upstream (or held by a slow one, an HTTP/2 stream among a hundred) keeps
+/// none of it.
+struct ChargeWork {
+  pipeline::Charges charges;
+  pipeline::ChargeResult charged;
+};
+
+/// One event loop's spare charge work: as many as requests wait for the store at once.
+using ChargeWorkPool = io::SparePool<ChargeWork>;
 
 }  // namespace sluice::http

@@ -14,11 +14,11 @@ namespace sluice::pipeline {
 /// How a request's token fared on a route with `auth` (SPEC §8).
 struct Authentication {
   const config::JwtProviderConfig* provider = nullptr;  ///< Null: the route verifies no token.
-  bool token = false;                                   ///< The request carried one.
-  auth::JwtCheck check = auth::JwtCheck::verified;      ///< Of the token, when there was one.
-  bool cached = false;  ///< Verified earlier on this thread: no signature was checked now.
   /// The verified claims, shared with the thread's token cache; null without a valid token.
   std::shared_ptr<const auth::VerifiedJwt> identity;
+  auth::JwtCheck check = auth::JwtCheck::verified;  ///< Of the token, when there was one.
+  bool token = false;                               ///< The request carried one.
+  bool cached = false;  ///< Verified earlier on this thread: no signature was checked now.
 
   /// Whether the request must be answered 401: a token that did not verify, or none where one
   /// is required.

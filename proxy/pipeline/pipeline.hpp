@@ -81,8 +81,8 @@ struct Decision {
   unsigned status = 404;  ///< 0: forward and let the upstream answer.
   const config::Route* route = nullptr;
   IpAddress client;
-  Authentication auth;  ///< The route's verification of the caller's token (SPEC §8).
   bool banned = false;
+  Authentication auth;              ///< The route's verification of the caller's token (SPEC §8).
   limiter::Duration hold{};         ///< Delay before forwarding (delay mode).
   limiter::Duration retry_after{};  ///< For 429 and bans.
   std::array<LimiterReport, limiter::kMaxChargesPerRequest> reports{};

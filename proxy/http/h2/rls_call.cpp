@@ -242,7 +242,8 @@ io::Awaitable<void> serve_rls_call(std::shared_ptr<Connection> connection,
   const std::size_t count = scratch.descriptors.size();
   scratch.report_of.resize(count);
   pipeline::Decision& decision = state.decision;
-  pipeline::Charges& charges = state.charges;
+  const ChargeWorkPool::Lease work = loop.charge_work.borrow();
+  pipeline::Charges& charges = work->charges;
   decision = {};
   charges = {};
   const limiter::Permits cost = std::max<limiter::Permits>(scratch.request.hits_addend(), 1);
@@ -272,11 +273,12 @@ io::Awaitable<void> serve_rls_call(std::shared_ptr<Connection> connection,
   bool over_limit = false;
   if (prepared == pipeline::DescriptorsPrepared::charges) {
     store::Store& store = *proxy.store;
-    state.charged = {};
-    if (!store.charge_now(loop.index, decision, charges, now, state.charged)) {
-      co_await store.charge(loop.index, decision, charges, now, state.charged);
+    pipeline::ChargeResult& charged = work->charged;
+    charged = {};
+    if (!store.charge_now(loop.index, decision, charges, now, charged)) {
+      co_await store.charge(loop.index, decision, charges, now, charged);
     }
-    generation->pipeline.conclude(decision, charges, state.charged, now);
+    generation->pipeline.conclude(decision, charges, charged, now);
     if (decision.outcome == pipeline::Outcome::denied) {  // the store failed closed
       counters.count(RlsResult::unavailable);
       co_await answer_status(*connection, s, grpc_status_text(GrpcStatus::unavailable),

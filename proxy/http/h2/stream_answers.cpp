@@ -88,7 +88,8 @@ io::Awaitable<void> answer_own(Connection& connection, RequestStream& stream, Re
                                std::optional<GrpcStatus> grpc_code) {
   Session& session = connection.session();
   FieldList& fields = connection.response_fields();
-  const std::string_view head(state.own.head.data(), state.own.head.size());
+  const OwnResponse& own = state.own();
+  const std::string_view head(own.head.data(), own.head.size());
   stream.discard_body = true;
   if (!stream.body.empty()) {
     session.consume(stream, stream.body.size());
@@ -106,7 +107,7 @@ io::Awaitable<void> answer_own(Connection& connection, RequestStream& stream, Re
     session.respond(stream, fields.list(), false);
   } else {
     fields.read(head);
-    const std::string_view content = state.own.content();
+    const std::string_view content = own.content();
     stream.out = std::span<const char>(content.data(), content.size());
     stream.out_done = true;
     session.respond(stream, fields.list(), !content.empty());

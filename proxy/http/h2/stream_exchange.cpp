@@ -32,7 +32,7 @@ class StreamDownstream final : public Downstream {
   }
   bool gone() const noexcept override { return stream_->closed; }
 
-  OwnResponse& own() noexcept override { return state_.own; }
+  OwnResponse& own() override { return state_.own(); }
   bool send_own_now(Exchange&) override {
     return false;  // the stream is answered once its frames went: always awaited
   }
@@ -72,8 +72,8 @@ io::Awaitable<void> serve_stream(std::shared_ptr<Connection> connection,
   const http::status refusal = s.too_large ? http::status::request_header_fields_too_large
                                            : read_request_head(s, state.request_head, request);
   if (refusal != http::status::ok) {
-    problem_response(state.own, refusal, kHttp11, true);
-    state.own.to_head = s.method == "HEAD";
+    problem_response(state.own(), refusal, kHttp11, true);
+    state.own().to_head = s.method == "HEAD";
     co_await answer_own(*connection, s, state, false, timeouts.idle);
     connection->stream_done();
     co_return;
@@ -87,8 +87,6 @@ io::Awaitable<void> serve_stream(std::shared_ptr<Connection> connection,
   Exchange exchange{.generation = *generation,
                     .request = request,
                     .decision = state.decision,
-                    .charges = state.charges,
-                    .charged = state.charged,
                     .keep_alive = true,
                     .started = std::chrono::steady_clock::now()};
   DescribedRequest described;

@@ -56,8 +56,6 @@ class StreamRequestWriter final : public RequestWriter {
 io::Awaitable<RelayOutcome> relay_to_http1(Connection& connection, RequestStream& stream,
                                            RequestState& state, const Exchange& exchange) {
   LoopContext& loop = connection.loop();
-  const io::ChunkPool::Lease chunk_lease = loop.chunks.borrow();
-  const std::span<char> chunk(*chunk_lease);
   Session& session = connection.session();
   const config::Upstream& upstream = exchange.upstream();
   const config::Timeouts& timeouts = exchange.config().timeouts;
@@ -120,7 +118,10 @@ io::Awaitable<RelayOutcome> relay_to_http1(Connection& connection, RequestStream
   beast::flat_buffer& buffer = server->buffer;
   if (!response.is_done()) {
     stream.upstream = &server->stream;
-    MessageBodySource body(server->stream, buffer, response, chunk, timeouts.upstream);
+    // Borrowed for the body alone: a stream waiting for its response holds none.
+    const io::ChunkPool::Lease chunk = loop.chunks.borrow();
+    MessageBodySource body(server->stream, buffer, response, std::span<char>(*chunk),
+                           timeouts.upstream);
     StreamBodySink to_client(connection, stream, timeouts.idle);
     // No coroutine of its own while nothing waits.
     BodyCarry carried_body(body, to_client, exchange.cost);

@@ -36,7 +36,7 @@ class RecordingDownstream final : public Downstream {
   }
   bool gone() const noexcept override { return gone_; }
 
-  OwnResponse& own() noexcept override { return own_; }
+  OwnResponse& own() override { return own_; }
   /// The last own answer's head.
   std::string_view answer_head() const noexcept { return {own_.head.data(), own_.head.size()}; }
   bool send_own_now(Exchange& exchange) override {
@@ -53,6 +53,9 @@ class RecordingDownstream final : public Downstream {
   }
   io::Awaitable<RelayOutcome> relay(Exchange& exchange) override {
     ++relayed;
+    if (charge_work != nullptr) {
+      spare_charge_work_in_relay = charge_work->spares();
+    }
     if (exchange.cost != nullptr && response_head != nullptr) {
       exchange.cost->begin(*exchange.meter, *response_head);
       for (const std::string_view piece : response_body) {
@@ -71,6 +74,9 @@ class RecordingDownstream final : public Downstream {
   bool answered_keep_alive = false;  ///< The last own answer's.
   int relayed = 0;
   bool gone_ = false;
+  /// When set, the loop's spare charge work is counted at each relay.
+  const ChargeWorkPool* charge_work = nullptr;
+  std::size_t spare_charge_work_in_relay = 0;
 
  private:
   const RequestHead& request_;
@@ -101,13 +107,9 @@ class ExchangeLoop {
   bool serve(RecordingDownstream& downstream, const RequestHead& request,
              const DescribedRequest* described = nullptr) {
     pipeline::Decision decision;
-    pipeline::Charges charges;
-    pipeline::ChargeResult charged;
     Exchange exchange{.generation = *live_.current(),
                       .request = request,
                       .decision = decision,
-                      .charges = charges,
-                      .charged = charged,
                       .keep_alive = true,
                       .started = std::chrono::steady_clock::now()};
     exchange.described = described;
@@ -129,6 +131,7 @@ class ExchangeLoop {
   }
 
   test::ManualClock& clock() { return clock_; }
+  LoopContext& context() { return loop_; }
   telemetry::Metrics& metrics() { return metrics_; }
   pipeline::Outcome last_outcome = pipeline::Outcome::no_route;
 
@@ -161,6 +164,19 @@ struct ParsedRequest {
 };
 
 constexpr std::string_view kGet = "GET /api/x HTTP/1.1\r\nHost: a\r\n\r\n";
+
+TEST(ServeExchange, ARelayedRequestHoldsNoChargeWorkWhileItWaitsForItsUpstream) {
+  ExchangeLoop loop(
+      "limiters: {two: {algorithm: fixed_window, limit: 2, window: 1m}}\n"
+      "routes: [{name: api, limiters: [two]}]");
+  ParsedRequest request(kGet);
+  RecordingDownstream downstream(request.request);
+  downstream.charge_work = &loop.context().charge_work;
+  EXPECT_TRUE(loop.serve(downstream, request.request));
+  EXPECT_EQ(downstream.relayed, 1);
+  // Borrowed to decide it, given back before the relay: the relay finds it among the spares.
+  EXPECT_EQ(downstream.spare_charge_work_in_relay, 1u);
+}
 
 TEST(ServeExchange, RelaysWhatThePipelineAdmitsAndAnswersWhatItLimits) {
   ExchangeLoop loop(

@@ -28,6 +28,19 @@ TEST(RequestState, RecycledForgetsTheRequestAndKeepsOnlyUsualStorage) {
   EXPECT_LE(again->request_head.storage_bytes(), 2 * HeadFields::kKeptTextBytes);
 }
 
+TEST(RequestState, MakesItsOwnAnswerOnFirstUseAndKeepsIt) {
+  RequestStatePool pool(1);
+  const OwnResponse* made = nullptr;
+  {
+    const RequestStatePool::Lease lease = pool.borrow();
+    EXPECT_EQ(lease->own_response, nullptr);  // a relayed request never needs one
+    made = &lease->own();
+    EXPECT_EQ(&lease->own(), made);
+  }
+  const RequestStatePool::Lease again = pool.borrow();
+  EXPECT_EQ(again->own_response.get(), made);  // kept for the next answer: no allocation
+}
+
 TEST(RequestState, RecycledKeepsAnUsualBuffer) {
   RequestStatePool pool(1);
   const void* storage = nullptr;
