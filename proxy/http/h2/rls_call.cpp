@@ -4,6 +4,7 @@
 #include "proxy/http/h2/rls_call.hpp"
 
 #include <algorithm>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -242,8 +243,10 @@ io::Awaitable<void> serve_rls_call(std::shared_ptr<Connection> connection,
   const std::size_t count = scratch.descriptors.size();
   scratch.report_of.resize(count);
   pipeline::Decision& decision = state.decision;
-  const ChargeWorkPool::Lease work = loop.charge_work.borrow();
-  pipeline::Charges& charges = work->charges;
+  // Given back once decided: of hundreds of calls in flight, those waiting for their answer to
+  // go out hold none (the loop keeps 64 spares; more would each be allocated).
+  std::optional<ChargeWorkPool::Lease> work(loop.charge_work.borrow());
+  pipeline::Charges& charges = (*work)->charges;
   decision = {};
   charges = {};
   const limiter::Permits cost = std::max<limiter::Permits>(scratch.request.hits_addend(), 1);
@@ -273,12 +276,13 @@ io::Awaitable<void> serve_rls_call(std::shared_ptr<Connection> connection,
   bool over_limit = false;
   if (prepared == pipeline::DescriptorsPrepared::charges) {
     store::Store& store = *proxy.store;
-    pipeline::ChargeResult& charged = work->charged;
+    pipeline::ChargeResult& charged = (*work)->charged;
     charged = {};
     if (!store.charge_now(loop.index, decision, charges, now, charged)) {
       co_await store.charge(loop.index, decision, charges, now, charged);
     }
     generation->pipeline.conclude(decision, charges, charged, now);
+    work.reset();
     if (decision.outcome == pipeline::Outcome::denied) {  // the store failed closed
       counters.count(RlsResult::unavailable);
       co_await answer_status(*connection, s, grpc_status_text(GrpcStatus::unavailable),
