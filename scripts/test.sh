@@ -4,8 +4,10 @@
 # AddressSanitizer + UndefinedBehaviorSanitizer build, the thread tests under ThreadSanitizer, the
 # container image's test (run with podman; skipped when podman is missing), and every fuzz target
 # for 30 s (scripts/fuzz.sh, clang-16). Before the builds, `npm ci` installs the LLM clients'
-# test's npm packages (tests/clients/); when it cannot, that test is skipped with a warning. Tests run two at a time (the presets' `jobs`); ccache keeps
-# compiled objects between runs. Ends with one line that counts every test run.
+# test's npm packages (tests/clients/); when it cannot, that test is skipped with a warning. Tests
+# run two at a time (the presets' `jobs`), and the next build runs alongside them at the lowest
+# priority; ccache keeps compiled objects between runs. Ends with one line that counts every test
+# run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -60,22 +62,63 @@ run_ctest() {
   return "$status"
 }
 
-status=0
-for preset in test asan; do
-  echo "== $preset"
+# A build that runs while the tests before it run. Tests wait on sockets and timers most of the
+# time (two at a time they keep about one core busy), so the next build takes the CPU they leave,
+# at the lowest priority, so that their timing is not disturbed. Its output goes to
+# build/PRESET-build.log, shown when it fails. It runs in a session of its own, so that an early
+# exit stops the whole build (cmake, ninja and the compilers).
+background_build=""
+background_log=""
+# shellcheck disable=SC2317  # called by the trap
+stop_background_build() {
+  [ -z "$background_build" ] || kill -- "-$background_build" 2>/dev/null || true
+}
+trap stop_background_build EXIT
+start_background_build() {
+  local preset=$1
+  shift
   cmake --preset "$preset" >/dev/null
-  cmake --build --preset "$preset"
-  phase_done "$preset build"
-  run_ctest --preset "$preset" || status=1
-  phase_done "$preset tests"
-done
+  background_log=build/$preset-build.log
+  local targets=()
+  [ $# -eq 0 ] || targets=(--target "$@")
+  setsid nice -n 19 cmake --build --preset "$preset" "${targets[@]}" >"$background_log" 2>&1 &
+  background_build=$!
+  echo "== $preset build, in the background while the tests run (its log: $background_log)"
+}
+# Waits for the background build; a failed build ends the script, as a build in the foreground.
+finish_background_build() {
+  if ! wait "$background_build"; then
+    tail -n 200 "$background_log"
+    echo "the build in the background failed: its log is $background_log" >&2
+    exit 1
+  fi
+  background_build=""
+  tail -n 1 "$background_log"
+}
 
+status=0
+echo "== test"
+cmake --preset test >/dev/null
+cmake --build --preset test
+phase_done "test build"
+
+start_background_build asan
+run_ctest --preset test || status=1
+phase_done "test tests (asan build alongside)"
+finish_background_build
+phase_done "asan build, the rest"
+
+start_background_build tsan limiter_tests pipeline_tests proxy_tests integration_tests sluice
+echo "== asan"
+run_ctest --preset asan || status=1
+phase_done "asan tests (tsan build alongside)"
+finish_background_build
+phase_done "tsan build, the rest"
+
+start_background_build fuzz
 echo "== tsan (threads on shared keys, the proxy's event loops)"
-cmake --preset tsan >/dev/null
-cmake --build --preset tsan --target limiter_tests pipeline_tests proxy_tests integration_tests sluice
-phase_done "tsan build"
 run_ctest --preset tsan --tests-regex 'ConcurrentDecisions\.|Proxy\.|AdminPort\.|ConnectionLimit\.|ConcurrencyLimit\.|SluiceBinary\.|SharedLimit\.|TlsListener\.|MutualTls\.|TlsReload\.|HttpsUpstream\.|Http2Downstream\.|Http2Upstream\.|GrpcDownstream\.|JwksRefresher\.|RuntimeControl\.|SharedControl\.|TopKeys\.|FileWatcher\.|OperatorPage\.|DecideService\.|RlsService\.|RlsReplicas\.' || status=1
-phase_done "tsan tests"
+phase_done "tsan tests (fuzz build alongside)"
 
 echo "== image (docker/test-image.sh: the runtime image around the test build's binaries, run, health, 200s then 429s, SIGTERM)"
 if bash docker/test-image.sh --prebuilt build/test; then
@@ -85,6 +128,8 @@ else
   status=1
 fi
 phase_done "image"
+finish_background_build
+phase_done "fuzz build, the rest"
 
 echo "== resilience (scripts/resilience.sh on the test build: slowloris, key flood, reloads, upstream and Redis restarts, connection limit, 60 s soak, herds; about 2.5 min)"
 if bash scripts/resilience.sh; then passed=$((passed + 1)); else failed=$((failed + 1)); status=1; fi
@@ -96,8 +141,7 @@ else
   failed=$((failed + 1))
   status=1
 fi
-
-phase_done "fuzz (build and runs)"
+phase_done "fuzz runs"
 
 echo
 echo "times: $timings"
