@@ -143,7 +143,7 @@ inline config::RedisOptions redis_options(const std::string& store) {
   return PipelineFixture(
              "upstream: http://127.0.0.1:9000\nroutes: [{name: all}]\n"
              "store: {type: redis, redis: {" +
-             store + "}}\n")
+             patient_store(store) + "}}\n")
       .config()
       .store.redis;
 }
