@@ -43,7 +43,7 @@ std::vector<Cidr> read_networks(MapReader& reader, std::string_view key, ReadCon
 /// A `tls` mapping of a listener (SPEC §7). Its files are read later (proxy/tls/).
 std::optional<ListenerTls> read_listener_tls(MapReader& owner) {
   auto section = owner.section("tls", {"cert", "key", "min_version", "client_ca", "client_cert",
-                                       "ciphers", "curves", "ocsp"});
+                                       "ciphers", "curves", "ocsp", "ocsp_fetch"});
   if (!section) {
     return std::nullopt;
   }
@@ -59,6 +59,7 @@ std::optional<ListenerTls> read_listener_tls(MapReader& owner) {
   tls.curves = reader.text("curves").value_or("");
   tls.ocsp_at = reader.at("ocsp");
   tls.ocsp = reader.text("ocsp").value_or("");
+  tls.ocsp_fetch = reader.flag("ocsp_fetch").value_or(true);
   const bool has_cert = reader.require("cert");
   const bool has_key = reader.require("key");
   tls.cert = reader.text("cert").value_or("");

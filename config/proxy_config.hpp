@@ -42,6 +42,8 @@ struct ListenerTls {
   /// A DER OCSP response for `cert`, stapled to handshakes (proxy/tls/ocsp_staple.hpp); empty:
   /// none.
   std::string ocsp;
+  /// Without `ocsp`: fetch the response to staple from the responder the certificate names.
+  bool ocsp_fetch = true;
   std::string path;  ///< "tls" or "listen[1].tls", for messages.
   Location cert_at, key_at, client_ca_at, ciphers_at, curves_at, ocsp_at;  ///< Where each is.
 

@@ -56,7 +56,8 @@ json::array listeners(const std::vector<config::Listener>& list) {
                      {"client_cert", kClientCert[static_cast<int>(tls->client_cert)]},
                      {"ciphers", tls->ciphers},
                      {"curves", tls->curves},
-                     {"ocsp", tls->ocsp}};
+                     {"ocsp", tls->ocsp},
+                     {"ocsp_fetch", tls->ocsp_fetch}};
     }
     out.push_back(std::move(item));
   }

@@ -10,6 +10,7 @@
 #include <string>
 #include <string_view>
 #include <variant>
+#include <vector>
 
 #include "config/load_config.hpp"
 #include "limiter/clock.hpp"
@@ -36,13 +37,19 @@ constexpr int kRuntimeError = 1;
 /// checks does; `health` only asks the admin port).
 enum class Certificates { read, skip };
 
-/// Loads the config, printing every problem; nullopt when it cannot be used.
+/// Loads the config, printing every problem; nullopt when it cannot be used. What is worth a
+/// warning only goes to `warnings` when given (serving logs it as the configuration starts).
 std::optional<sluice::config::ProxyConfig> load(std::string_view path,
-                                                Certificates certificates = Certificates::read) {
+                                                Certificates certificates = Certificates::read,
+                                                std::vector<std::string>* warnings = nullptr) {
   try {
     sluice::config::ProxyConfig config = sluice::config::load_config(std::string(path));
     if (certificates == Certificates::read) {
-      sluice::tls::make_contexts(config);           // throws ConfigError naming the file that fails
+      // Throws ConfigError naming the file that fails.
+      const auto contexts = sluice::tls::make_contexts(config);
+      if (warnings != nullptr) {
+        *warnings = contexts->warnings;
+      }
       sluice::pipeline::Identity(config, nullptr);  // reads the JWT providers' key files
     }
     return config;
@@ -136,9 +143,14 @@ int run(const std::string& path) {
 }
 
 int check(const std::string& path) {
-  const std::optional<sluice::config::ProxyConfig> config = load(path);
+  std::vector<std::string> warnings;
+  const std::optional<sluice::config::ProxyConfig> config =
+      load(path, Certificates::read, &warnings);
   if (!config) {
     return kRuntimeError;
+  }
+  for (const std::string& warning : warnings) {
+    std::cerr << "warning: " << warning << '\n';
   }
   sluice::cli::print_config_summary(*config, std::cout);
   return 0;

@@ -1,5 +1,7 @@
 #include "proxy/live/generation.hpp"
 
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 
 #include "config/url.hpp"
@@ -53,6 +55,9 @@ Generation::Generation(std::shared_ptr<const config::ProxyConfig> loaded,
       tls(tls::make_contexts(*config)),
       pipeline(*config, previous ? &previous->pipeline : nullptr),
       unrouted(metrics.route("")) {
+  for (const std::string& warning : tls->warnings) {
+    spdlog::warn("{}", warning);
+  }
   fetch_key_sets(fetch);
   for (const config::JwtProviderConfig& provider : config->jwt_providers) {
     jwt_counters.push_back(metrics.jwt(provider.name));

@@ -23,6 +23,7 @@
 #include "proxy/io/socket_calls.hpp"
 #include "proxy/rls/rls_messages.hpp"
 #include "proxy/server/jwks_refresher.hpp"
+#include "proxy/server/ocsp_refresher.hpp"
 #include "proxy/store/memory_store.hpp"
 #include "proxy/store/redis/redis_store.hpp"
 
@@ -194,6 +195,8 @@ void Server::start() {
   // Fetched JWK Sets are refreshed off the request path, on the first loop (a reload may add
   // providers, so it runs whatever the configuration of the start).
   net::co_spawn(loops_.front()->io, refresh_key_sets(live_, state_.metrics), net::detached);
+  // So are the OCSP responses the TLS listeners staple.
+  net::co_spawn(loops_.front()->io, refresh_ocsp_staples(live_, state_.metrics), net::detached);
   net::co_spawn(loops_.front()->io, sample_traffic(state_), net::detached);
   // Runtime overrides and bans follow the shared store and reloads there too.
   net::co_spawn(loops_.front()->io, admin::follow_runtime_control(*loops_.front()->context),

@@ -53,6 +53,30 @@ void write_counts(fmt::memory_buffer& out, const Family& family, std::string_vie
   }
 }
 
+/// One more fetch for `name`, that succeeded or failed.
+void count_fetch(FetchCounts& counts, std::string_view name, bool succeeded) {
+  auto found = counts.find(name);
+  if (found == counts.end()) {
+    found = counts.emplace(std::string(name), std::array<std::uint64_t, 2>{}).first;
+  }
+  ++found->second[succeeded ? 0 : 1];
+}
+
+/// Fetches by name and result, as `metric{key="name",result="ok"|"failed"} N`; nothing
+/// without any.
+void write_fetches(fmt::memory_buffer& out, const FetchCounts& counts, std::string_view metric,
+                   std::string_view key, std::string_view help) {
+  auto to = std::back_inserter(out);
+  if (!counts.empty()) {
+    fmt::format_to(to, "# HELP {} {}\n# TYPE {} counter\n", metric, help, metric);
+  }
+  for (const auto& [name, count] : counts) {
+    const std::string shown = label(name);
+    fmt::format_to(to, "{}{{{}=\"{}\",result=\"ok\"}} {}\n", metric, key, shown, count[0]);
+    fmt::format_to(to, "{}{{{}=\"{}\",result=\"failed\"}} {}\n", metric, key, shown, count[1]);
+  }
+}
+
 }  // namespace
 
 void RouteCounters::observe(limiter::Duration duration) noexcept {
@@ -98,11 +122,12 @@ std::vector<CostCounters*> Metrics::cost(std::string_view name) { return series(
 
 void Metrics::count_jwks_refresh(std::string_view provider, bool succeeded) {
   const std::lock_guard lock(mutex_);
-  auto found = jwks_refreshes_.find(provider);
-  if (found == jwks_refreshes_.end()) {
-    found = jwks_refreshes_.emplace(std::string(provider), std::array<std::uint64_t, 2>{}).first;
-  }
-  ++found->second[succeeded ? 0 : 1];
+  count_fetch(jwks_refreshes_, provider, succeeded);
+}
+
+void Metrics::count_ocsp_fetch(std::string_view certificate, bool succeeded) {
+  const std::lock_guard lock(mutex_);
+  count_fetch(ocsp_fetches_, certificate, succeeded);
 }
 
 void Metrics::count_reload(bool succeeded) noexcept {
@@ -220,17 +245,10 @@ std::string Metrics::render(const Gauges& gauges) const {
                  "# TYPE sluice_usage_requested_total counter\n"
                  "sluice_usage_requested_total {}\n",
                  usage_requested_.load(std::memory_order_relaxed));
-  if (!jwks_refreshes_.empty()) {
-    fmt::format_to(to,
-                   "# HELP sluice_jwks_refreshes_total Fetches of JWT providers' key sets by "
-                   "result.\n# TYPE sluice_jwks_refreshes_total counter\n");
-  }
-  for (const auto& [provider, counts] : jwks_refreshes_) {
-    fmt::format_to(to,
-                   "sluice_jwks_refreshes_total{{provider=\"{}\",result=\"ok\"}} {}\n"
-                   "sluice_jwks_refreshes_total{{provider=\"{}\",result=\"failed\"}} {}\n",
-                   label(provider), counts[0], label(provider), counts[1]);
-  }
+  write_fetches(out, jwks_refreshes_, "sluice_jwks_refreshes_total", "provider",
+                "Fetches of JWT providers' key sets by result.");
+  write_fetches(out, ocsp_fetches_, "sluice_ocsp_fetches_total", "certificate",
+                "Fetches of listener certificates' OCSP responses to staple, by result.");
   fmt::format_to(to,
                  "# HELP sluice_limiter_keys Keys each limiter tracks now.\n"
                  "# TYPE sluice_limiter_keys gauge\n");

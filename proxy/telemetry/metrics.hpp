@@ -127,6 +127,9 @@ struct alignas(64) CostCounters {
   void read(CostReading reading) noexcept { readings[static_cast<std::size_t>(reading)].add(); }
 };
 
+/// Fetches sluice makes for itself, per name: those that succeeded, and those that failed.
+using FetchCounts = std::map<std::string, std::array<std::uint64_t, 2>, std::less<>>;
+
 /// The process's metrics, exposed on the admin port in Prometheus' text format.
 ///
 /// Routes and upstreams are registered by name when a configuration is loaded (under a lock);
@@ -148,6 +151,8 @@ class Metrics {
   std::vector<CostCounters*> cost(std::string_view name);
   /// A fetch of a provider's JWK Set (start, refresh or an unknown `kid`): off the request path.
   void count_jwks_refresh(std::string_view provider, bool succeeded);
+  /// A fetch of a listener certificate's OCSP response (named by its file): off the request path.
+  void count_ocsp_fetch(std::string_view certificate, bool succeeded);
   void count_reload(bool succeeded) noexcept;
   /// A write on the admin port: rare, one atomic shared by the loops.
   void count_admin_write(AdminAction action, AdminResult result) noexcept {
@@ -232,8 +237,8 @@ class Metrics {
   Family<UpstreamCounters> upstreams_;
   Family<JwtCounters> jwt_providers_;
   Family<CostCounters> costs_;
-  /// Per provider: fetches that succeeded, and that failed.
-  std::map<std::string, std::array<std::uint64_t, 2>, std::less<>> jwks_refreshes_;
+  FetchCounts jwks_refreshes_;  ///< By JWT provider.
+  FetchCounts ocsp_fetches_;    ///< By certificate file.
   std::atomic<std::uint64_t> reloads_succeeded_{0};
   std::atomic<std::uint64_t> reloads_failed_{0};
   std::array<std::array<std::atomic<std::uint64_t>, kAdminResultNames.size()>,

@@ -10,7 +10,9 @@
 #include <cstdio>
 #include <cstring>
 
+#include "proxy/tls/ocsp_fetch.hpp"
 #include "proxy/tls/ocsp_staple.hpp"
+#include "proxy/tls/staple_slot.hpp"
 #include "proxy/tls/ticket_keys.hpp"
 
 namespace sluice::tls {
@@ -166,8 +168,31 @@ bool use_ciphers(SSL_CTX* handle, const config::ListenerTls& tls, Problems& prob
   return usable;
 }
 
+/// Staples the listener's `ocsp` file, or what the responder its certificate names answers
+/// (the fetch goes to `contexts`, for the refresher); false with a problem if the file does not do.
+bool use_ocsp(SSL_CTX* handle, const config::ListenerTls& tls, Contexts& contexts,
+              Problems& problems) {
+  std::string why;
+  if (!tls.ocsp.empty()) {
+    auto staple = OcspStaple::read(tls.ocsp, SSL_CTX_get0_certificate(handle), why);
+    if (staple == nullptr) {
+      problems.add(tls.ocsp_at, tls.path + ".ocsp: " + why);
+      return false;
+    }
+    StapleSlot::install(handle, std::make_shared<const StapleSlot>(std::move(staple)));
+  } else if (tls.ocsp_fetch) {
+    if (std::shared_ptr<OcspFetch> fetch = OcspFetch::for_context(handle, tls.cert, why)) {
+      StapleSlot::install(handle, fetch->slot());
+      contexts.ocsp_fetches.push_back(std::move(fetch));
+    } else if (!why.empty()) {
+      contexts.warnings.push_back(tls.path + ": no OCSP stapling: " + why);
+    }
+  }
+  return true;
+}
+
 std::shared_ptr<Context> listener_context(const config::ListenerTls& tls, bool http2,
-                                          Problems& problems) {
+                                          Contexts& contexts, Problems& problems) {
   auto context = std::make_shared<Context>(Context::tls_server);
   SSL_CTX* handle = context->native_handle();
   SSL_CTX_set_min_proto_version(
@@ -186,16 +211,7 @@ std::shared_ptr<Context> listener_context(const config::ListenerTls& tls, bool h
   bool usable = use_ciphers(handle, tls, problems);
   const bool certified =
       use_certificate(handle, tls.path, tls.cert, tls.cert_at, tls.key, tls.key_at, problems);
-  usable = certified && usable;
-  if (certified && !tls.ocsp.empty()) {
-    std::string why;
-    if (auto staple = OcspStaple::read(tls.ocsp, SSL_CTX_get0_certificate(handle), why)) {
-      OcspStaple::install(handle, std::move(staple));
-    } else {
-      problems.add(tls.ocsp_at, tls.path + ".ocsp: " + why);
-      usable = false;
-    }
-  }
+  usable = certified && use_ocsp(handle, tls, contexts, problems) && usable;
   if (tls.client_cert != config::ClientCertificates::none) {
     std::string why;
     STACK_OF(X509_NAME)* names = nullptr;
@@ -278,12 +294,14 @@ std::shared_ptr<const Contexts> make_contexts(const config::ProxyConfig& config)
   Problems problems;
   for (const config::Listener& listener : config.listeners) {
     contexts->listeners.push_back(
-        listener.tls ? listener_context(*listener.tls, config.http2.enabled, problems) : nullptr);
+        listener.tls ? listener_context(*listener.tls, config.http2.enabled, *contexts, problems)
+                     : nullptr);
   }
   if (config.decide) {  // the decision service's listener comes last, as the server binds them
     contexts->listeners.push_back(
-        config.decide->tls ? listener_context(*config.decide->tls, config.http2.enabled, problems)
-                           : nullptr);
+        config.decide->tls
+            ? listener_context(*config.decide->tls, config.http2.enabled, *contexts, problems)
+            : nullptr);
   }
   if (has_https_upstream(config)) {
     contexts->upstream = upstream_context(config.upstream_tls, problems);

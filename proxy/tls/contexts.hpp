@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "config/proxy_config.hpp"
+#include "proxy/tls/ocsp_fetch.hpp"
 
 namespace sluice::tls {
 
@@ -18,6 +19,12 @@ using Context = boost::asio::ssl::context;
 struct Contexts {
   std::vector<std::shared_ptr<Context>> listeners;  ///< By listener index; null: cleartext.
   std::shared_ptr<Context> upstream;                ///< Null without an https:// upstream.
+  /// What the listeners ask their certificates' OCSP responders (tls/ocsp_fetch.hpp); the
+  /// refresher fetches them, the contexts staple the answers.
+  std::vector<std::shared_ptr<OcspFetch>> ocsp_fetches;
+  /// What is worth a warning, not an error: a certificate that names an OCSP responder but
+  /// whose file lacks the issuer to ask it about.
+  std::vector<std::string> warnings;
 };
 
 /// Reads every certificate and key `config` names. Throws config::ConfigError naming, for

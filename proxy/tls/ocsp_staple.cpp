@@ -2,6 +2,7 @@
 
 #include <openssl/err.h>
 #include <openssl/ocsp.h>
+#include <openssl/x509_vfy.h>
 
 #include <cerrno>
 #include <cstring>
@@ -10,34 +11,6 @@
 
 namespace sluice::tls {
 namespace {
-
-/// Where a context keeps its staple: OpenSSL frees it with the context (contexts outlive the
-/// configuration that made them, for as long as a connection holds one).
-int staple_index() {
-  static const int index = SSL_CTX_get_ex_new_index(
-      0, nullptr, nullptr, nullptr, [](void*, void* data, CRYPTO_EX_DATA*, int, long, void*) {
-        delete static_cast<std::shared_ptr<const OcspStaple>*>(data);  // NOLINT: owned here
-      });
-  return index;
-}
-
-/// Answers a client's status_request with the context's staple, while it is current.
-int send_staple(SSL* connection, void*) {
-  const auto* staple = static_cast<const std::shared_ptr<const OcspStaple>*>(
-      SSL_CTX_get_ex_data(SSL_get_SSL_CTX(connection), staple_index()));
-  if (staple == nullptr || !(*staple)->current(std::time(nullptr))) {
-    return SSL_TLSEXT_ERR_NOACK;
-  }
-  const std::vector<unsigned char>& der = (*staple)->der();
-  // OpenSSL takes the copy and frees it with the connection.
-  auto* copy = static_cast<unsigned char*>(OPENSSL_malloc(der.size()));
-  if (copy == nullptr) {
-    return SSL_TLSEXT_ERR_NOACK;
-  }
-  std::memcpy(copy, der.data(), der.size());
-  SSL_set_tlsext_status_ocsp_resp(connection, copy, static_cast<long>(der.size()));
-  return SSL_TLSEXT_ERR_OK;
-}
 
 /// The time an ASN.1 time names, as a time_t.
 std::time_t to_time_t(const ASN1_GENERALIZEDTIME* time) {
@@ -49,7 +22,7 @@ std::time_t to_time_t(const ASN1_GENERALIZEDTIME* time) {
 }
 
 /// The answer in `basic` for `certificate`'s serial number, or null.
-OCSP_SINGLERESP* answer_for(OCSP_BASICRESP* basic, X509* certificate) {
+OCSP_SINGLERESP* answer_for_serial(OCSP_BASICRESP* basic, X509* certificate) {
   const ASN1_INTEGER* serial = X509_get0_serialNumber(certificate);
   for (int i = 0; i < OCSP_resp_count(basic); ++i) {
     OCSP_SINGLERESP* single = OCSP_resp_get0(basic, i);
@@ -63,25 +36,37 @@ OCSP_SINGLERESP* answer_for(OCSP_BASICRESP* basic, X509* certificate) {
   return nullptr;
 }
 
-}  // namespace
-
-std::shared_ptr<const OcspStaple> OcspStaple::read(const std::string& path, X509* certificate,
-                                                   std::string& why) {
-  why.clear();
-  std::ifstream file(path, std::ios::binary);
-  if (!file) {
-    why = "cannot read " + path + ": " + std::strerror(errno);
-    return nullptr;
+/// Whether `basic` is signed by `issuer` or by a responder certificate `issuer` signed for OCSP:
+/// `issuer` is the only trust anchor (it may be an intermediate, hence the partial chain).
+bool signed_for(OCSP_BASICRESP* basic, X509* issuer) {
+  X509_STORE* anchors = X509_STORE_new();
+  STACK_OF(X509)* known = sk_X509_new_null();
+  bool verified = false;
+  if (anchors != nullptr && known != nullptr && X509_STORE_add_cert(anchors, issuer) == 1 &&
+      X509_STORE_set_flags(anchors, X509_V_FLAG_PARTIAL_CHAIN) == 1 &&
+      sk_X509_push(known, issuer) > 0) {
+    verified = OCSP_basic_verify(basic, known, anchors, 0) == 1;
   }
-  auto staple = std::make_shared<OcspStaple>();
-  staple->der_.assign(std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>());
-  const unsigned char* cursor = staple->der_.data();
-  OCSP_RESPONSE* response =
-      d2i_OCSP_RESPONSE(nullptr, &cursor, static_cast<long>(staple->der_.size()));
+  sk_X509_free(known);
+  X509_STORE_free(anchors);
+  return verified;
+}
+
+/// The checks every staple passes: `der` from `source` is an OCSP response, successful, whose
+/// answer `find(basic)` picks says `good` and is current; `verify(basic)` (when given) says who
+/// may have signed it.
+template <class Find, class Verify>
+OcspStaple::Checked inspect(std::vector<unsigned char> der, std::string_view source, Find find,
+                            Verify verify) {
+  OcspStaple::Checked checked;
+  std::string& why = checked.why;
+  const std::string from(source);
+  const unsigned char* cursor = der.data();
+  OCSP_RESPONSE* response = d2i_OCSP_RESPONSE(nullptr, &cursor, static_cast<long>(der.size()));
   if (response == nullptr) {
     ERR_clear_error();
-    why = path + " is not a DER OCSP response (openssl ocsp -respout writes one)";
-    return nullptr;
+    checked.why = from + " is not a DER OCSP response (openssl ocsp -respout writes one)";
+    return checked;
   }
   OCSP_BASICRESP* basic = nullptr;
   OCSP_SINGLERESP* single = nullptr;
@@ -89,33 +74,62 @@ std::shared_ptr<const OcspStaple> OcspStaple::read(const std::string& path, X509
   int reason = 0;
   ASN1_GENERALIZEDTIME* this_update = nullptr;
   ASN1_GENERALIZEDTIME* next_update = nullptr;
+  std::time_t next = 0;
   if (OCSP_response_status(response) != OCSP_RESPONSE_STATUS_SUCCESSFUL) {
-    why = path + " is an unsuccessful OCSP response (" +
+    why = from + " is an unsuccessful OCSP response (" +
           OCSP_response_status_str(OCSP_response_status(response)) + ")";
   } else if ((basic = OCSP_response_get1_basic(response)) == nullptr) {
-    why = path + " holds no basic OCSP response";
-  } else if ((single = answer_for(basic, certificate)) == nullptr) {
-    why = path + " has no answer for the listener's certificate (its serial number)";
+    why = from + " holds no basic OCSP response";
+  } else if (!verify(basic)) {
+    why = from + " is not signed by the certificate's issuer (nor by a responder it delegated to)";
+  } else if ((single = find(basic)) == nullptr) {
+    why = from + " has no answer for the listener's certificate (its serial number)";
   } else if ((status = OCSP_single_get0_status(single, &reason, nullptr, &this_update,
                                                &next_update)) != V_OCSP_CERTSTATUS_GOOD) {
-    why = path + " says the certificate is " + OCSP_cert_status_str(status);
+    why = from + " says the certificate is " + OCSP_cert_status_str(status);
+    checked.revoked = status == V_OCSP_CERTSTATUS_REVOKED;
   } else if (OCSP_check_validity(this_update, next_update, 5 * 60, -1) != 1) {
-    why = path + " is out of date (or not yet valid): fetch a new one";
+    why = from + " is out of date (or not yet valid): fetch a new one";
   } else if (next_update != nullptr) {
-    staple->next_update_ = to_time_t(next_update);
+    next = to_time_t(next_update);
   }
   OCSP_BASICRESP_free(basic);
   OCSP_RESPONSE_free(response);
   ERR_clear_error();
-  return why.empty() ? staple : nullptr;
+  if (why.empty()) {
+    checked.staple = std::make_shared<const OcspStaple>(std::move(der), next);
+  }
+  return checked;
 }
 
-void OcspStaple::install(SSL_CTX* context, std::shared_ptr<const OcspStaple> staple) {
-  SSL_CTX_set_ex_data(context, staple_index(),
-                      new std::shared_ptr<const OcspStaple>(std::move(staple)));  // NOLINT
-  // SSL_CTX_set_tlsext_status_cb, without its C cast.
-  SSL_CTX_callback_ctrl(context, SSL_CTRL_SET_TLSEXT_STATUS_REQ_CB,
-                        reinterpret_cast<void (*)()>(&send_staple));
+}  // namespace
+
+std::shared_ptr<const OcspStaple> OcspStaple::read(const std::string& path, X509* certificate,
+                                                   std::string& why) {
+  std::ifstream file(path, std::ios::binary);
+  if (!file) {
+    why = "cannot read " + path + ": " + std::strerror(errno);
+    return nullptr;
+  }
+  std::vector<unsigned char> der{std::istreambuf_iterator<char>(file),
+                                 std::istreambuf_iterator<char>()};
+  Checked checked = inspect(
+      std::move(der), path,
+      [certificate](OCSP_BASICRESP* basic) { return answer_for_serial(basic, certificate); },
+      [](OCSP_BASICRESP*) { return true; });
+  why = std::move(checked.why);
+  return std::move(checked.staple);
+}
+
+OcspStaple::Checked OcspStaple::check(std::string_view der, std::string_view source,
+                                      OCSP_CERTID* id, X509* issuer) {
+  return inspect(
+      std::vector<unsigned char>(der.begin(), der.end()), source,
+      [id](OCSP_BASICRESP* basic) {
+        const int index = OCSP_resp_find(basic, id, -1);
+        return index < 0 ? nullptr : OCSP_resp_get0(basic, index);
+      },
+      [issuer](OCSP_BASICRESP* basic) { return signed_for(basic, issuer); });
 }
 
 }  // namespace sluice::tls

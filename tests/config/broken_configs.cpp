@@ -477,6 +477,10 @@ const std::vector<BrokenConfig>& broken_configs() {
        "\"http://127.0.0.1:9000\"\nroutes: [{name: a}]",
        {"proxy.yaml:2:47: tls.min_version: \"1.1\" is not one of 1.2 or 1.3 (did you mean "
         "\"1.2\"?)"}},
+      {"tls_ocsp_fetch_not_a_flag",
+       "listen: \":8443\"\ntls: {cert: /c.pem, key: /k.pem, ocsp_fetch: sometimes}\nupstream: "
+       "\"http://127.0.0.1:9000\"\nroutes: [{name: a}]",
+       {"proxy.yaml:2:46: tls.ocsp_fetch: \"sometimes\" is not one of true or false"}},
       {"client_cert_without_ca",
        "listen: \":8443\"\ntls: {cert: /c.pem, key: /k.pem, client_cert: require}\nupstream: "
        "\"http://127.0.0.1:9000\"\nroutes: [{name: a}]",

@@ -392,7 +392,8 @@ TEST(LoadConfig, ReadsAListOfCleartextAndTlsListeners) {
       "  - address: \"[::]:8443\"\n"
       "    tls: {cert: /etc/sluice/tls.crt, key: /etc/sluice/tls.key, min_version: \"1.3\",\n"
       "          client_ca: /etc/sluice/ca.pem, client_cert: optional}\n"
-      "  - {address: \":9443\", tls: {cert: /c.pem, key: /k.pem, client_ca: /ca.pem}}\n"
+      "  - {address: \":9443\", tls: {cert: /c.pem, key: /k.pem, client_ca: /ca.pem,\n"
+      "                                ocsp_fetch: false}}\n"
       "upstream: https://api.internal\n"
       "upstream_tls: {ca: /ca.pem, server_name: api.example, cert: /u.pem, key: /u.key}\n"
       "limiters:\n"
@@ -411,7 +412,9 @@ TEST(LoadConfig, ReadsAListOfCleartextAndTlsListeners) {
   EXPECT_EQ(tls.client_ca, "/etc/sluice/ca.pem");
   EXPECT_EQ(tls.client_cert, ClientCertificates::optional);
   EXPECT_EQ(tls.path, "listen[1].tls");
+  EXPECT_TRUE(tls.ocsp_fetch) << "stapling from the certificate's responder is on by default";
   ASSERT_TRUE(config.listeners[2].tls);
+  EXPECT_FALSE(config.listeners[2].tls->ocsp_fetch);
   EXPECT_EQ(config.listeners[2].tls->min_version, TlsVersion::v1_2);
   EXPECT_EQ(config.listeners[2].tls->client_cert, ClientCertificates::require)
       << "client_ca alone asks for a certificate and requires it";

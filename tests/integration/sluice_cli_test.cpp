@@ -133,6 +133,22 @@ TEST_F(SluiceCli, CheckAndRunNameACertificateThatCannotBeUsed) {
   const Result checked = run("check -c " + good.string());
   EXPECT_EQ(checked.status, 0) << checked.err;
   EXPECT_THAT(checked.out, HasSubstr("listen 127.0.0.1:0 (TLS)"));
+  EXPECT_EQ(checked.err, "");
+}
+
+TEST_F(SluiceCli, CheckWarnsOfACertificateNamingAnOcspResponderWithoutItsIssuer) {
+  const sluice::test::TestCertificates files;
+  files.server_cert_naming("http://127.0.0.1:9", "aia");
+  const std::string leaf = files.directory() + "/aia.pem";
+  const auto config = write(
+      "ocsp.yaml", "listen: \"127.0.0.1:0\"\ntls: {cert: " + leaf + ", key: " + files.directory() +
+                       "/aia.key}\nupstream: http://127.0.0.1:9000\nroutes: [{name: a}]\n");
+  const Result result = run("check -c " + config.string());
+  EXPECT_EQ(result.status, 0) << "a warning, not an error: the listener serves without a staple";
+  EXPECT_EQ(result.err, "warning: tls: no OCSP stapling: " + leaf +
+                            " names an OCSP responder (http://127.0.0.1:9) but not its issuer's "
+                            "certificate after it: the request names the issuer and its answer is "
+                            "verified against it\n");
 }
 
 TEST_F(SluiceCli, NamesAMissingConfigFile) {

@@ -5,6 +5,8 @@
 #include <atomic>
 #include <cctype>
 #include <ctime>
+#include <fstream>
+#include <iterator>
 #include <stdexcept>
 
 #include "tests/support/shell.hpp"
@@ -116,14 +118,37 @@ TestCertificates::TestCertificates()
 }
 
 std::string TestCertificates::ocsp_response(const std::string& cert, const std::string& name,
-                                            bool revoked) const {
+                                            bool revoked, const std::string& signer) const {
   openssl("ocsp -issuer ca.pem -cert " + quoted(cert) + " -no_nonce -reqout " + name + ".req");
   if (revoked) {
-    openssl("ca -config openssl.cnf -keyfile ca.key -cert ca.pem -revoke " + quoted(cert));
+    revoke(cert);
   }
-  openssl("ocsp -index index.txt -CA ca.pem -rsigner ca.pem -rkey ca.key -ndays 1 -reqin " + name +
-          ".req -respout " + name + ".der");
+  openssl("ocsp -index index.txt -CA ca.pem -rsigner " + signer + ".pem -rkey " + signer +
+          ".key -ndays 1 -reqin " + name + ".req -respout " + name + ".der");
   return file(name + ".der");
+}
+
+std::string TestCertificates::server_cert_naming(const std::string& responder,
+                                                 const std::string& name) const {
+  directory_.write(name + ".cnf",
+                   "[server_ext]\nbasicConstraints = critical, CA:FALSE\n"
+                   "keyUsage = critical, digitalSignature\nextendedKeyUsage = serverAuth\n"
+                   "subjectKeyIdentifier = hash\nauthorityKeyIdentifier = keyid\n"
+                   "authorityInfoAccess = OCSP;URI:" +
+                       responder + "\n");
+  issue(name, "/CN=localhost", "DNS:localhost,IP:127.0.0.1", "server_ext", "ca",
+        "-startdate " + a_day_ago() + " -days 30", name + ".cnf");
+  run("cd " + quoted(directory()) + " && cat " + name + ".pem ca.pem > " + name + "-chain.pem");
+  return file(name + "-chain.pem");
+}
+
+void TestCertificates::revoke(const std::string& cert) const {
+  openssl("ca -config openssl.cnf -keyfile ca.key -cert ca.pem -revoke " + quoted(cert));
+}
+
+std::string TestCertificates::bytes(const std::string& path) {
+  std::ifstream file(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>()};
 }
 
 std::string TestCertificates::fingerprint(const std::string& path) {
@@ -152,15 +177,17 @@ std::string TestCertificates::openssl(const std::string& arguments) const {
 
 void TestCertificates::issue(const std::string& name, const std::string& subject,
                              const std::string& san, const std::string& extensions,
-                             const std::string& signer, const std::string& dates) const {
+                             const std::string& signer, const std::string& dates,
+                             const std::string& extfile) const {
   openssl("req -config openssl.cnf -new -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes" +
           (" -keyout " + name + ".key -out " + name + ".csr -subj " + quoted(subject)) +
           (san.empty() ? "" : " -addext " + quoted("subjectAltName=" + san)));
   // -preserveDN: keeps O (which the policy does not name) and the order of the fields.
   openssl("ca -config openssl.cnf -batch -notext -preserveDN -in " + name + ".csr -out " + name +
           ".pem -keyfile " + signer + ".key" +
-          (signer == name ? " -selfsign" : " -cert " + signer + ".pem") + " -extensions " +
-          extensions + " " + dates);
+          (signer == name ? " -selfsign" : " -cert " + signer + ".pem") +
+          (extfile.empty() ? "" : " -extfile " + extfile) + " -extensions " + extensions + " " +
+          dates);
 }
 
 }  // namespace sluice::test

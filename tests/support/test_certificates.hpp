@@ -52,10 +52,20 @@ class TestCertificates {
 
   /// An OCSP response from ca for the certificate in `cert` (one ca signed), made by `openssl
   /// ocsp` as ca's responder would answer (good for a day, from the CA's own database, signed
-  /// by ca), written to NAME.der; its path. With `revoked`, ca revokes the certificate first.
-  std::string ocsp_response(const std::string& cert, const std::string& name,
-                            bool revoked = false) const;
+  /// by ca), written to NAME.der; its path. With `revoked`, ca revokes the certificate first;
+  /// `signer` "other-ca" signs it with the other CA's key instead (a forgery).
+  std::string ocsp_response(const std::string& cert, const std::string& name, bool revoked = false,
+                            const std::string& signer = "ca") const;
 
+  /// A localhost certificate signed by ca whose Authority Information Access names the OCSP
+  /// responder at `responder` ("http://127.0.0.1:PORT"), as NAME.pem with NAME.key, and the file
+  /// a listener serves, NAME-chain.pem (the certificate, then ca's): the path of that file.
+  std::string server_cert_naming(const std::string& responder, const std::string& name) const;
+  /// ca revokes the certificate in `cert` (in its database, which its responder reads).
+  void revoke(const std::string& cert) const;
+
+  /// The bytes of the file at `path` (a DER response, a request).
+  static std::string bytes(const std::string& path);
   /// The SHA-256 fingerprint of the certificate in `path`: lower-case hex, no colons.
   static std::string fingerprint(const std::string& path);
   /// Its subject in RFC 2253 form, as `openssl x509 -subject` prints it ("CN=client-0,O=...").
@@ -69,9 +79,10 @@ class TestCertificates {
   /// Makes NAME.key and NAME.pem for `subject` ("/O=.../CN=..."), with the subject alternative
   /// names `san` (none if empty) and the config's section `extensions`, signed by SIGNER.key
   /// (by its own key when SIGNER is NAME). `dates`: openssl ca's -startdate/-enddate/-days.
+  /// With `extfile`, the section comes from that file rather than the config.
   void issue(const std::string& name, const std::string& subject, const std::string& san,
-             const std::string& extensions, const std::string& signer,
-             const std::string& dates) const;
+             const std::string& extensions, const std::string& signer, const std::string& dates,
+             const std::string& extfile = "") const;
 
   TempDirectory directory_;
 };

@@ -2,12 +2,14 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <openssl/ocsp.h>
 #include <openssl/pem.h>
 
 #include <cstdio>
 #include <ctime>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "tests/support/test_certificates.hpp"
 
@@ -75,6 +77,55 @@ TEST(OcspStaple, NamesAFileThatIsMissingOrNotAnOcspResponse) {
   EXPECT_EQ(why, "cannot read " + missing + ": No such file or directory");
   EXPECT_EQ(OcspStaple::read(files.server_cert(), certificate.get(), why), nullptr);
   EXPECT_THAT(why, HasSubstr(" is not a DER OCSP response"));
+}
+
+/// What OcspStaple::check says of the response in `response` for the server certificate.
+OcspStaple::Checked checked_for_server(const TestCertificates& files, const std::string& response,
+                                       const std::string& source) {
+  const auto certificate = certificate_in(files.server_cert());
+  const auto issuer = certificate_in(files.ca_cert());
+  OCSP_CERTID* id = OCSP_cert_to_id(EVP_sha1(), certificate.get(), issuer.get());
+  OcspStaple::Checked checked =
+      OcspStaple::check(TestCertificates::bytes(response), source, id, issuer.get());
+  OCSP_CERTID_free(id);
+  return checked;
+}
+
+TEST(OcspStaple, TakesAResponderAnswerTheIssuerSignedForTheCertificate) {
+  const TestCertificates files;
+  const std::string response = files.ocsp_response(files.server_cert(), "good");
+  const OcspStaple::Checked checked = checked_for_server(files, response, "http://ocsp.test");
+  ASSERT_NE(checked.staple, nullptr) << checked.why;
+  EXPECT_EQ(checked.why, "");
+  EXPECT_FALSE(checked.revoked);
+  const std::string der = TestCertificates::bytes(response);
+  EXPECT_EQ(checked.staple->der(), std::vector<unsigned char>(der.begin(), der.end()));
+  const std::time_t now = std::time(nullptr);
+  EXPECT_GT(checked.staple->next_update(), now + 23 * 3600);
+  EXPECT_LT(checked.staple->next_update(), now + 25 * 3600);
+}
+
+TEST(OcspStaple, RefusesAResponderAnswerSignedByAnotherCaForAnotherCertificateOrRevoked) {
+  const TestCertificates files;
+  const std::string source = "http://ocsp.test";
+  const OcspStaple::Checked forged = checked_for_server(
+      files, files.ocsp_response(files.server_cert(), "forged", false, "other-ca"), source);
+  EXPECT_EQ(forged.staple, nullptr);
+  EXPECT_EQ(forged.why, source +
+                            " is not signed by the certificate's issuer (nor by a responder it "
+                            "delegated to)");
+  const OcspStaple::Checked other =
+      checked_for_server(files, files.ocsp_response(files.server2_cert(), "other"), source);
+  EXPECT_EQ(other.why,
+            source + " has no answer for the listener's certificate (its serial number)");
+  EXPECT_FALSE(other.revoked);
+  const OcspStaple::Checked revoked =
+      checked_for_server(files, files.ocsp_response(files.server_cert(), "revoked", true), source);
+  EXPECT_EQ(revoked.staple, nullptr);
+  EXPECT_EQ(revoked.why, source + " says the certificate is revoked");
+  EXPECT_TRUE(revoked.revoked);
+  const OcspStaple::Checked garbage = checked_for_server(files, files.server_cert(), source);
+  EXPECT_THAT(garbage.why, HasSubstr(" is not a DER OCSP response"));
 }
 
 }  // namespace
