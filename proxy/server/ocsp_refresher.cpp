@@ -6,6 +6,7 @@
 
 #include "proxy/http/fetch_client.hpp"
 #include "proxy/tls/contexts.hpp"
+#include "proxy/tls/ocsp_fetch.hpp"
 
 namespace sluice::server {
 

@@ -6,11 +6,11 @@
 #include <vector>
 
 #include "config/proxy_config.hpp"
-#include "proxy/tls/ocsp_fetch.hpp"
 
 namespace sluice::tls {
 
 using Context = boost::asio::ssl::context;
+class OcspFetch;  // tls/ocsp_fetch.hpp
 
 /// The TLS contexts a configuration asks for, built from its certificate files: one per TLS
 /// listener, and one for its https:// upstreams. Built at start, by `sluice check` and on every
