@@ -1,5 +1,6 @@
 #pragma once
 
+#include <openssl/ocsp.h>
 #include <openssl/ssl.h>
 
 #include <ctime>
