@@ -2,6 +2,7 @@
 
 #include <sys/types.h>
 
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -26,5 +27,16 @@ class ChildProcess {
   pid_t pid_ = -1;
   std::string first_line_;
 };
+
+/// How many lines a helper process has written to the file `path` (one per request it served,
+/// say); 0 before it has written any.
+inline int lines_in(const std::string& path) {
+  std::ifstream in(path);
+  int lines = 0;
+  for (std::string line; std::getline(in, line);) {
+    ++lines;
+  }
+  return lines;
+}
 
 }  // namespace sluice::test

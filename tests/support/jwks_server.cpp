@@ -1,6 +1,5 @@
 #include "tests/support/jwks_server.hpp"
 
-#include <fstream>
 #include <stdexcept>
 #include <vector>
 
@@ -25,13 +24,6 @@ std::string JwksServer::url() const {
   return (tls_ ? "https://localhost:" : "http://127.0.0.1:") + std::to_string(port_) + "/jwks.json";
 }
 
-int JwksServer::fetches() const {
-  std::ifstream in(file_ + ".fetches");
-  int lines = 0;
-  for (std::string line; std::getline(in, line);) {
-    ++lines;
-  }
-  return lines;
-}
+int JwksServer::fetches() const { return lines_in(file_ + ".fetches"); }
 
 }  // namespace sluice::test

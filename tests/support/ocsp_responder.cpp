@@ -16,14 +16,7 @@ OcspResponder::OcspResponder(std::string directory) : directory_(std::move(direc
   port_ = static_cast<unsigned short>(std::stoi(process_->first_line()));
 }
 
-int OcspResponder::requests() const {
-  std::ifstream in(directory_ + "/responder.log");
-  int lines = 0;
-  for (std::string line; std::getline(in, line);) {
-    ++lines;
-  }
-  return lines;
-}
+int OcspResponder::requests() const { return lines_in(directory_ + "/responder.log"); }
 
 void OcspResponder::set_mode(const std::string& mode) const {
   std::ofstream(directory_ + "/responder.mode") << mode << '\n';
