@@ -5,6 +5,8 @@
 #include <openssl/x509v3.h>
 
 #include <algorithm>
+#include <boost/url/encode.hpp>
+#include <boost/url/rfc/unreserved_chars.hpp>
 #include <map>
 #include <mutex>
 #include <vector>
@@ -50,21 +52,8 @@ std::string get_url(const std::string& responder, const std::vector<unsigned cha
   if (!url.ends_with('/')) {
     url += '/';
   }
-  for (const char c : base64) {
-    switch (c) {
-      case '+':
-        url += "%2B";
-        break;
-      case '/':
-        url += "%2F";
-        break;
-      case '=':
-        url += "%3D";
-        break;
-      default:
-        url += c;
-    }
-  }
+  // Base64's '+', '/' and '=' are not unreserved: they become %2B, %2F and %3D.
+  url += boost::urls::encode(base64, boost::urls::unreserved_chars);
   return url;
 }
 
