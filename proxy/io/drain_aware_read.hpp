@@ -118,6 +118,13 @@ class ReceiveOperation : public detail::reactor_op {
   detail::handler_work<Handler, Executor> work_;
 };
 
+/// True while a wait starts on a socket whose recv, just before in the same run of the loop,
+/// found nothing (EAGAIN): the wait's attempt at once then needs no peek to know it would find
+/// nothing. Bytes that come after that recv raise an edge-triggered epoll event, which the loop
+/// handles only after the wait is queued, so it cannot miss them. Per thread: an attempt made on
+/// an epoll event, never inside a start, does not see it.
+inline thread_local bool starting_wait_on_empty_socket = false;
+
 /// The reactor operation of a wait for bytes to read: done when a peek at the socket finds a
 /// byte, an end of stream or an error; performed at once when the socket may hold bytes (no read
 /// since the last event reported it emptied), and again on each epoll event. The peek matters:
@@ -139,6 +146,9 @@ class WaitOperation : public detail::reactor_op {
 
  private:
   static status perform_wait(reactor_op* base) {
+    if (starting_wait_on_empty_socket) {
+      return not_done;  // its recv found nothing just now: no peek
+    }
     auto* self = static_cast<WaitOperation*>(base);
     return has_bytes_or_end(self->socket_) ? done : not_done;
   }
@@ -214,8 +224,11 @@ namespace sluice::io {
 /// Waits until `socket` has bytes to read (or an end of stream, or an error), reading none: at
 /// once if they are there, else when epoll next reports some. `reactor` is the socket's loop's
 /// (reactor_of).
+/// `known_empty`: a recv on the socket found nothing just now (see
+/// starting_wait_on_empty_socket), so the wait makes no system call to start.
 template <class Handler>
-void async_wait_readable_drain_aware(Socket& socket, Reactor& reactor, Handler&& handler) {
+void async_wait_readable_drain_aware(Socket& socket, Reactor& reactor, Handler&& handler,
+                                     bool known_empty = false) {
   namespace detail = net::detail;
   using Operation = drain_aware_detail::WaitOperation<std::decay_t<Handler>>;
   auto& implementation = drain_aware_detail::SocketInternals::implementation(socket);
@@ -224,8 +237,10 @@ void async_wait_readable_drain_aware(Socket& socket, Reactor& reactor, Handler&&
   typename Operation::ptr p = {detail::addressof(handler), Operation::ptr::allocate(handler),
                                nullptr};
   p.p = new (p.v) Operation(implementation.socket_, handler, socket.get_executor());
+  drain_aware_detail::starting_wait_on_empty_socket = known_empty;
   reactor.start_op(detail::reactor::read_op, implementation.socket_, implementation.reactor_data_,
                    p.p, is_continuation, true);
+  drain_aware_detail::starting_wait_on_empty_socket = false;
   p.v = p.p = nullptr;
 }
 

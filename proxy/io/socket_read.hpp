@@ -47,6 +47,17 @@ class SocketReader {
 #endif
   }
 
+  /// The same wait, right after a recv on the socket found nothing (EAGAIN): the drain-aware
+  /// wait then starts with no system call at all (Asio's re-arms with epoll_ctl).
+  template <class Handler>
+  void async_wait_readable_after_empty_recv(Socket& socket, Handler&& handler) {
+#if SLUICE_DRAIN_AWARE_READ
+    async_wait_readable_drain_aware(socket, *reactor_, std::forward<Handler>(handler), true);
+#else
+    socket.async_wait(Socket::wait_read, std::forward<Handler>(handler));
+#endif
+  }
+
  private:
 #if SLUICE_DRAIN_AWARE_READ
   Reactor* reactor_;

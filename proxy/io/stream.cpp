@@ -16,19 +16,19 @@ Stream::Stream(const executor_type& executor)
       deadline_(std::make_shared<Deadline>(executor, &socket_)) {}
 
 Stream::~Stream() {
-  tls_.reset();  // its timers and buffers go before the socket they refer to
+  tls_.reset();  // it refers to the socket
   forget_deadline();
 }
 
 void Stream::start_tls(net::ssl::context& context) {
-  tls_ = std::make_unique<net::ssl::stream<Transport>>(Transport(*this), context);
+  tls_ = std::make_unique<TlsSession>(context, socket_);
 }
 
 bool Stream::tls_can_close_cleanly() const noexcept {
   if (!tls_) {
     return false;
   }
-  SSL* ssl = const_cast<net::ssl::stream<Transport>&>(*tls_).native_handle();
+  SSL* ssl = tls_->handle();
   // A fatal alert, sent or received, marks the connection shut in OpenSSL.
   return SSL_is_init_finished(ssl) == 1 && SSL_get_shutdown(ssl) == 0;
 }
@@ -37,11 +37,9 @@ bool Stream::tls_buffered() const noexcept {
   if (!tls_) {
     return false;
   }
-  // Decrypted bytes not read yet, records not decrypted yet, and bytes in the BIO pair between
-  // the socket and OpenSSL. (Asio's own input buffer keeps bytes only while that BIO is full,
-  // that is, not empty.)
-  SSL* ssl = const_cast<net::ssl::stream<Transport>&>(*tls_).native_handle();
-  return SSL_has_pending(ssl) == 1 || BIO_ctrl_pending(SSL_get_rbio(ssl)) > 0;
+  // Decrypted bytes not read yet, or records (or parts of them) read ahead from the socket and
+  // not decrypted yet.
+  return SSL_has_pending(tls_->handle()) == 1;
 }
 
 void Stream::forget_deadline() noexcept {

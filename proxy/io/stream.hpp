@@ -1,20 +1,25 @@
 #pragma once
 
+#include <array>
 #include <boost/asio/associated_allocator.hpp>
 #include <boost/asio/associated_executor.hpp>
 #include <boost/asio/async_result.hpp>
+#include <boost/asio/compose.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/ssl/context.hpp>
-#include <boost/asio/ssl/stream.hpp>
+#include <boost/asio/ssl/error.hpp>
+#include <boost/asio/ssl/stream_base.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core/bind_handler.hpp>
 #include <boost/beast/core/error.hpp>
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <utility>
 
 #include "proxy/io/net.hpp"
 #include "proxy/io/socket_read.hpp"
+#include "proxy/io/tls_session.hpp"
 
 namespace sluice::io {
 
@@ -38,11 +43,11 @@ inline bool is_tls_error(const beast::error_code& error) noexcept {
 /// try a recv first, where the build allows it (socket_read.hpp).
 ///
 /// A stream may carry TLS (start_tls, then async_handshake): its reads and writes then go
-/// through an Asio ssl::stream laid over the socket and its deadline, and callers that write to
-/// the socket themselves (send_now, the relay's receive_now) see secure() and take the async
-/// path. TLS's own reads try the socket at once (Asio's speculative read) rather than the
-/// drain-aware one: a peer's close that came with its last record must not wait for an epoll
-/// event that will not come.
+/// through OpenSSL, which reads and writes the socket itself (tls_session.hpp), waiting for the
+/// socket under the same deadline when OpenSSL asks to; callers that write to the socket
+/// themselves (send_now, the relay's receive_now) see secure() and take the async path. TLS's
+/// reads try OpenSSL at once rather than wait for epoll first: a peer's close that came with its
+/// last record must not wait for an event that will not come.
 class Stream {
  public:
   using executor_type = Executor;
@@ -67,15 +72,19 @@ class Stream {
   bool secure() const noexcept { return tls_ != nullptr; }
   /// The connection's OpenSSL object (for SNI, verification and the peer's certificate); null
   /// without TLS.
-  SSL* tls_handle() noexcept { return tls_ ? tls_->native_handle() : nullptr; }
+  SSL* tls_handle() noexcept { return tls_ ? tls_->handle() : nullptr; }
 
   /// Sends TLS's close_notify, within the deadline, and does not wait for the peer's (as
   /// nginx closes): the connection closes next either way.
   template <class Token>
   auto async_tls_shutdown(Token&& token) {
-    SSL* ssl = tls_->native_handle();
+    SSL* ssl = tls_->handle();
     SSL_set_shutdown(ssl, SSL_get_shutdown(ssl) | SSL_RECEIVED_SHUTDOWN);
-    return tls_->async_shutdown(std::forward<Token>(token));
+    return net::async_initiate<Token, void(beast::error_code)>(
+        [this](auto handler) {
+          start_tls_step(std::move(handler), [this] { return tls_->shutdown(); });
+        },
+        token);
   }
   /// Whether TLS is established and not failed or closed: a close_notify can be sent.
   bool tls_can_close_cleanly() const noexcept;
@@ -83,7 +92,12 @@ class Stream {
   /// The TLS handshake, as a server or a client, within the stream's deadline.
   template <class Token>
   auto async_handshake(net::ssl::stream_base::handshake_type role, Token&& token) {
-    return tls_->async_handshake(role, std::forward<Token>(token));
+    tls_->begin_handshake(role);
+    return net::async_initiate<Token, void(beast::error_code)>(
+        [this](auto handler) {
+          start_tls_step(std::move(handler), [this] { return tls_->handshake(); });
+        },
+        token);
   }
 
   /// Operations from now on must be over within `timeout`.
@@ -103,7 +117,12 @@ class Stream {
     return net::async_initiate<Token, void(beast::error_code, std::size_t)>(
         [this](auto handler, const MutableBuffers& into) {
           if (tls_) {
-            tls_->async_read_some(into, std::move(handler));
+            start_tls_step(
+                std::move(handler),
+                [this, first = net::mutable_buffer(*net::buffer_sequence_begin(into))] {
+                  return tls_->read(first);
+                },
+                std::size_t{0});
             return;
           }
           start(
@@ -121,7 +140,13 @@ class Stream {
     return net::async_initiate<Token, void(beast::error_code, std::size_t)>(
         [this](auto handler, const ConstBuffers& from) {
           if (tls_) {
-            tls_->async_write_some(from, std::move(handler));
+            start_tls_step(
+                std::move(handler),
+                [this, from] {
+                  std::array<net::const_buffer, 16> pieces;
+                  return tls_->write(TlsSession::first_buffers(from, pieces));
+                },
+                std::size_t{0});
             return;
           }
           write_to_socket(from, std::move(handler));
@@ -148,32 +173,70 @@ class Stream {
   }
 
  private:
-  /// What TLS reads and writes through: this stream's socket, with its deadline.
-  class Transport {
-   public:
-    using executor_type = Executor;
-    using lowest_layer_type = Socket;
-    explicit Transport(Stream& stream) : stream_(&stream) {}
-    executor_type get_executor() noexcept { return stream_->socket_.get_executor(); }
-    lowest_layer_type& lowest_layer() noexcept { return stream_->socket_; }
+  /// One TLS operation: makes OpenSSL's step (`attempt`), waits for the socket whenever it
+  /// asks to, and makes it again. A step done during the initiation completes through a post,
+  /// never inside it. Completes with (error, bytes) when `kBytes`, else with (error).
+  template <class Attempt, bool kBytes>
+  struct TlsOperation {
+    Stream* stream;
+    Attempt attempt;
+    bool initiating = true;
+    std::optional<TlsSession::Step> finished;  ///< Done during the initiation, not reported.
 
-    template <class MutableBuffers, class Handler>
-    void async_read_some(const MutableBuffers& buffers, Handler&& handler) {
-      stream_->start(
-          std::forward<Handler>(handler),
-          [&](auto completion) {
-            stream_->socket_.async_read_some(buffers, std::move(completion));
-          },
-          std::size_t{0});
-    }
-    template <class ConstBuffers, class Handler>
-    void async_write_some(const ConstBuffers& buffers, Handler&& handler) {
-      stream_->write_to_socket(buffers, std::forward<Handler>(handler));
+    template <class Self>
+    void operator()(Self& self, beast::error_code waited = {}) {
+      if (finished) {
+        finish(self, *finished);
+        return;
+      }
+      const bool initiation = std::exchange(initiating, false);
+      if (waited) {
+        finish(self, TlsSession::Step{TlsSession::Wait::none, waited, 0});
+        return;
+      }
+      const TlsSession::Step step = attempt();
+      if (step.wait == TlsSession::Wait::readable) {
+        // OpenSSL's last recv found nothing: wait with no system call to start.
+        stream->reader_.async_wait_readable_after_empty_recv(stream->socket_, std::move(self));
+        return;
+      }
+      if (step.wait == TlsSession::Wait::writable) {  // rare: the socket's send buffer is full
+        stream->socket_.async_wait(Socket::wait_write, std::move(self));
+        return;
+      }
+      if (initiation) {
+        finished = step;
+        net::post(std::move(self));
+        return;
+      }
+      finish(self, step);
     }
 
-   private:
-    Stream* stream_;
+    template <class Self>
+    static void finish(Self& self, const TlsSession::Step& step) {
+      if constexpr (kBytes) {
+        self.complete(step.error, step.bytes);
+      } else {
+        self.complete(step.error);
+      }
+    }
   };
+
+  /// Starts a TLS operation under the deadline (see TlsOperation; `nothing` as in start).
+  template <class Handler, class Attempt, class... Nothing>
+  void start_tls_step(Handler handler, Attempt attempt, Nothing... nothing) {
+    constexpr bool kBytes = sizeof...(Nothing) > 0;
+    using Signature =
+        std::conditional_t<kBytes, void(beast::error_code, std::size_t), void(beast::error_code)>;
+    start(
+        std::move(handler),
+        [&](auto completion) {
+          net::async_compose<decltype(completion), Signature>(
+              TlsOperation<Attempt, kBytes>{this, std::move(attempt), true, std::nullopt},
+              completion, socket_);
+        },
+        nothing...);
+  }
 
   template <class ConstBuffers, class Handler>
   void write_to_socket(const ConstBuffers& buffers, Handler&& handler) {
@@ -247,7 +310,7 @@ class Stream {
   Socket socket_;
   SocketReader reader_;
   std::shared_ptr<Deadline> deadline_;  ///< Null after forget_deadline() until the next one.
-  std::unique_ptr<net::ssl::stream<Transport>> tls_;  ///< Null: cleartext.
+  std::unique_ptr<TlsSession> tls_;     ///< Null: cleartext.
 };
 
 }  // namespace sluice::io
