@@ -20,10 +20,12 @@
 # After they left: the RSS SETTLE seconds after the last one closed, in % above where it started
 # (what the proxy did not give back). Kernel socket buffers are in none of them (they are the
 # kernel's, the same for every proxy). Rounds alternate the proxies; the table gives medians.
+# TLS=1: the connections are TLS 1.3 (each proxy with the same ECDSA P-256 certificate made
+# here, nginx with its default session tickets, as sluice), what an idle HTTPS client costs.
 #
 # Environment (defaults in brackets):
 #   SLUICE_BIN [build/release/sluice]  CONNECTIONS [8000]  ROUNDS [3]  PROXIES ["sluice nginx"]
-#   PATTERNS ["stepped herd"]  SETTLE [2] (seconds)  SLUICE_ENV [] (VAR=value for sluice's
+#   PATTERNS ["stepped herd"]  TLS [0]  SETTLE [2] (seconds)  SLUICE_ENV [] (VAR=value for sluice's
 #   environment, e.g. LD_PRELOAD= to try another allocator)
 #   UPSTREAM_PORT [18180]  SLUICE_PORT [18181]  NGINX_PORT [18182]  KEEP_WORKDIR [0]
 set -euo pipefail
@@ -39,6 +41,7 @@ UPSTREAM_PORT=${UPSTREAM_PORT:-18180}
 SLUICE_PORT=${SLUICE_PORT:-18181}
 NGINX_PORT=${NGINX_PORT:-18182}
 KEEP_WORKDIR=${KEEP_WORKDIR:-0}
+TLS=${TLS:-0}
 SLUICE_BIN=${SLUICE_BIN:-build/release/sluice}
 [[ $SLUICE_BIN == /* ]] || SLUICE_BIN=$repo_root/$SLUICE_BIN
 # shellcheck source=scripts/lib/measuring.sh
@@ -60,11 +63,23 @@ nginx_worker_connections=$((CONNECTIONS * 2 + 1024))
 nginx_config upstream "$UPSTREAM_PORT" 'default_type text/plain; return 200 "ok\n";'
 launch_nginx upstream "$UPSTREAM_PORT" no_pin
 
+sluice_listen="\"127.0.0.1:$SLUICE_PORT\""
+nginx_tls=""
+if [ "$TLS" = 1 ]; then
+  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
+    -subj "/CN=sluice-idle" -keyout "$work/key.pem" -out "$work/cert.pem" 2>"$work/cert.log" ||
+    die "openssl could not make the certificate (see $work/cert.log)"
+  sluice_listen="[{address: \"127.0.0.1:$SLUICE_PORT\", tls: {cert: \"$work/cert.pem\", key: \"$work/key.pem\"}}]"
+  nginx_listen_options=ssl
+  nginx_tls="ssl_certificate $work/cert.pem; ssl_certificate_key $work/key.pem;"
+  export IDLE_TLS=1
+fi
 nginx_config proxy "$NGINX_PORT" \
   "proxy_pass http://backend; proxy_http_version 1.1; proxy_set_header Connection \"\";" \
-  "upstream backend { server 127.0.0.1:$UPSTREAM_PORT; keepalive 64; }"
+  "upstream backend { server 127.0.0.1:$UPSTREAM_PORT; keepalive 64; } $nginx_tls"
+unset nginx_listen_options
 cat >"$work/sluice.yaml" <<CONF
-listen: "127.0.0.1:$SLUICE_PORT"
+listen: $sluice_listen
 admin: ""
 threads: 1
 max_connections: $((CONNECTIONS + 1024))
@@ -163,4 +178,5 @@ for pattern in $PATTERNS; do
       "$(median "${addeds[@]}")" "$(median "${lefts[@]}")"
   done
 done
-printf '(medians of %d rounds, %d idle connections)\n' "$ROUNDS" "$CONNECTIONS"
+printf '(medians of %d rounds, %d idle %sconnections)\n' "$ROUNDS" "$CONNECTIONS" \
+  "$([ "$TLS" = 1 ] && echo "TLS ")"

@@ -8,17 +8,32 @@ alive), then prints "ready N" and keeps every connection open, idle. With STEPS 
 opens them in that many equal steps, prints "ready K" after each with the K open so far, and
 waits for a line on its standard input before the next step. Once all are open, a line
 "leave" closes them all (it prints "left" when they are closed); the end of its standard input
-closes them too. Exits 1 if a connection fails or an answer is not a 200.
+closes them too. Exits 1 if a connection fails or an answer is not a 200. With IDLE_TLS=1 in
+its environment, every connection is TLS (the proxy's certificate is not checked).
 """
 import asyncio
+import os
 import resource
+import ssl
 import sys
 
 REQUEST = b"GET / HTTP/1.1\r\nHost: idle.test\r\n\r\n"
 
 
+def client_tls():
+    if os.environ.get("IDLE_TLS") != "1":
+        return None
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    return context
+
+
+TLS = client_tls()
+
+
 async def open_one(port):
-    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    reader, writer = await asyncio.open_connection("127.0.0.1", port, ssl=TLS)
     writer.write(REQUEST)
     await writer.drain()
     head = await reader.readuntil(b"\r\n\r\n")

@@ -196,7 +196,9 @@ class Stream {
       }
       const TlsSession::Step step = attempt();
       if (step.wait == TlsSession::Wait::readable) {
-        // OpenSSL's last recv found nothing: wait with no system call to start.
+        // Nothing in OpenSSL's read buffer: a connection waiting for its client's next request
+        // holds none. OpenSSL's last recv found nothing: wait with no system call to start.
+        stream->tls_->release_buffers();
         stream->reader_.async_wait_readable_after_empty_recv(stream->socket_, std::move(self));
         return;
       }

@@ -63,6 +63,15 @@ class TlsSession {
   Step write(std::span<const net::const_buffer> from);
   /// Sends close_notify, without waiting for the peer's.
   Step shutdown();
+  /// Frees OpenSSL's read and write buffers if they hold nothing (as nginx does for an idle
+  /// connection): a read that waits for the peer would otherwise keep its 16 KB read buffer.
+  /// Only once the handshake is over: it is what nginx has done for years, a handshake's
+  /// buffers are not this call's to free.
+  void release_buffers() noexcept {
+    if (SSL_is_init_finished(ssl_) == 1) {
+      SSL_free_buffers(ssl_);
+    }
+  }
 
   /// Copies up to 16 of `buffers` into `into` and returns those copied.
   template <class ConstBuffers>

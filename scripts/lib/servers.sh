@@ -46,7 +46,7 @@ http {
     keepalive_requests 1000000;
     ${4:-}
     server {
-        listen 127.0.0.1:$2 backlog=4096;
+        listen 127.0.0.1:$2 backlog=4096${nginx_listen_options:+ $nginx_listen_options};
         location / { $3 }
     }
 }
