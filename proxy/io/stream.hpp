@@ -119,9 +119,7 @@ class Stream {
           if (tls_) {
             start_tls_step(
                 std::move(handler),
-                [this, first = net::mutable_buffer(*net::buffer_sequence_begin(into))] {
-                  return tls_->read(first);
-                },
+                [this, first = TlsSession::first_buffer(into)] { return tls_->read(first); },
                 std::size_t{0});
             return;
           }

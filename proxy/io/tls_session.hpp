@@ -73,6 +73,20 @@ class TlsSession {
     }
   }
 
+  /// The first buffer of `buffers` that is not empty (an empty one if none is), as Asio's
+  /// streams read into.
+  template <class MutableBuffers>
+  static net::mutable_buffer first_buffer(const MutableBuffers& buffers) {
+    for (auto it = net::buffer_sequence_begin(buffers); it != net::buffer_sequence_end(buffers);
+         ++it) {
+      const net::mutable_buffer buffer(*it);
+      if (buffer.size() > 0) {
+        return buffer;
+      }
+    }
+    return {};
+  }
+
   /// Copies up to 16 of `buffers` into `into` and returns those copied.
   template <class ConstBuffers>
   static std::span<const net::const_buffer> first_buffers(const ConstBuffers& buffers,
