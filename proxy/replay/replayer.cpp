@@ -5,6 +5,7 @@
 #include <charconv>
 #include <cmath>
 #include <limits>
+#include <system_error>
 
 #include "limiter/key_hash.hpp"
 #include "proxy/pipeline/request_key.hpp"
@@ -16,10 +17,15 @@ namespace {
 using limiter::Duration;
 using limiter::TimePoint;
 
-/// The shortest fixed-point text that reads back as `value` (1700000000.1, never 1.7e+09).
+/// The shortest fixed-point text that reads back as `value` (1700000000.1, never 1.7e+09). A
+/// value whose fixed-point text would not fit (1e-121, from a log's odd "t") takes the shortest
+/// text of any notation, which fits and is JSON too.
 void append_number(std::string& out, double value) {
   char text[48];
-  const auto result = std::to_chars(text, text + sizeof text, value, std::chars_format::fixed);
+  auto result = std::to_chars(text, text + sizeof text, value, std::chars_format::fixed);
+  if (result.ec != std::errc{}) {
+    result = std::to_chars(text, text + sizeof text, value);
+  }
   out.append(text, result.ptr);
 }
 
