@@ -784,7 +784,9 @@ YAML
 #    (ASAN_SLUICE_BIN), whose LeakSanitizer fails the exit on any leak.
 case_herd() {
   local herd=4000
-  start_nginx
+  # The upstream takes a connection from each of the herd's requests, and the 50 pooled ones
+  # from the first check: more than room for the herd, so that a 502 is sluice's.
+  nginx_worker_connections=8192 start_nginx
   forward_config "$work/sluice.yaml" 2s
   start_sluice "$work/sluice.yaml"
   "$repo_root/bench/idle_clients.py" "$SLUICE_PORT" 50 </dev/null >/dev/null ||
@@ -798,18 +800,30 @@ case_herd() {
   clients_pid=$herd_clients_PID
   started_pids+=("$clients_pid")
   read -r ready <&"${herd_clients[0]}" || ready="none"
-  sleep 1
-  rss_idle=$(rss_kib "$sluice_pid")
-  open_idle=$(metric sluice_open_connections)
-  echo leave >&"${herd_clients[1]}"
-  local left=none
-  read -r left <&"${herd_clients[0]}" || true
-  clients_in=${herd_clients[1]}
-  exec {clients_in}>&-
-  reap "$clients_pid" || true
+  local left=none served_all=""
+  if [[ $ready == "ready $herd" ]]; then
+    sleep 1
+    rss_idle=$(rss_kib "$sluice_pid")
+    open_idle=$(metric sluice_open_connections)
+    echo leave >&"${herd_clients[1]}"
+    read -r left <&"${herd_clients[0]}" || true
+    clients_in=${herd_clients[1]}
+    exec {clients_in}>&-
+    reap "$clients_pid" || true
+  else
+    # A client failed (its error is on stderr above) and the clients exited: bash has closed
+    # the coprocess's pipes and unset its variables. What sluice counted tells a connect that
+    # timed out from one refused or a connection the upstream broke.
+    reap "$clients_pid" || true
+    rss_idle=$(rss_kib "$sluice_pid")
+    open_idle=$(metric sluice_open_connections)
+    failures+=("speaking-herd-served")
+    local errors='sluice_upstream_errors_total{upstream="http://127.0.0.1:'"$NGINX_PORT"'",kind='
+    served_all=" (NOT all served: clients said '$ready'; upstream errors: connect $(metric "$errors\"connect\""),"
+    served_all+=" timeout $(metric "$errors\"timeout\""), broken $(metric "$errors\"broken\""))"
+  fi
   sleep 3
   rss_gone=$(rss_kib "$sluice_pid")
-  [[ $ready == "ready $herd" ]] || failures+=("speaking-herd-served")
   check "speaking-herd-all-open" "$open_idle == $herd"
   [[ $left == left ]] || failures+=("speaking-herd-left")
   check "rss-back-within-16MiB" "$rss_gone - $rss0 < 16384"
@@ -856,7 +870,7 @@ case_herd() {
   check "clean-exit-no-leak" "$exit_status == 0"
   if grep -q 'Sanitizer' "$work/sluice.log"; then failures+=("sanitizer-report"); fi
 
-  verdict herd "$herd at once with a request: RSS $(mib "$rss0") -> $(mib "$rss_idle") MiB idle" \
+  verdict herd "$herd at once with a request$served_all: RSS $(mib "$rss0") -> $(mib "$rss_idle") MiB idle" \
     "($(((rss_idle - rss0) * 1024 / herd)) B each) -> $(mib "$rss_gone") MiB after they left;" \
     "$herd silent: ${closed:-?} closed in ${closed_ms:-?} ms, RSS +$(mib $((rss_silent - rss_gone))) MiB;" \
     "${reset:-?} of $resets TLS handshakes reset (ASan build: $asan), then HTTPS $tls_code," \
