@@ -33,7 +33,11 @@ io::Awaitable<Fetched> get(Stream& stream, TcpStream& deadline, std::string_view
   beast::flat_buffer buffer;
   response_parser<string_body> answer;
   answer.body_limit(request.body_limit);
-  if (auto [error, read] = co_await async_read(stream, buffer, answer, io::use_nothrow); error) {
+  // Qualified: where Asio's read.hpp is seen too, argument-dependent lookup finds Asio's
+  // async_read, whose completion condition (taken by value) matches the parser better.
+  if (auto [error, read] =
+          co_await beast::http::async_read(stream, buffer, answer, io::use_nothrow);
+      error) {
     fetched.error = error == error::body_limit ? std::string(request.too_large)
                                                : "no answer: " + error.message();
     co_return fetched;
