@@ -1,6 +1,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -56,9 +57,14 @@ struct ProxyState {
   telemetry::TrafficHistory traffic{};
 };
 
-/// Charge work kept per loop: as many as requests that wait for a shared store at once, in a
-/// loop's usual batch.
+/// Charge work kept per loop: at least as much as requests that wait for a shared store at
+/// once in a loop's usual batch; at most 1,024 (1.7 MB) while that many are decided at once.
 inline constexpr std::size_t kSpareChargeWork = 64;
+inline constexpr std::size_t kMaxChargeWork = 1024;
+
+/// How often a loop trims its spare pools (io::SparePool): the spares a burst left are freed
+/// 0.25 to 0.5 s after it ended; a steady load reaches its number in flight in every period.
+inline constexpr std::chrono::milliseconds kSpareTrimInterval{250};
 
 /// What one event loop owns for the connections it serves. Touched only from that loop's
 /// thread (but `proxy`, which all loops share).
@@ -83,7 +89,9 @@ struct LoopContext {
   RequestStatePool& request_states;   ///< What its connections borrow while they are busy.
   /// What its requests borrow while they are decided. (Destroyed after the loop's io_context,
   /// whose coroutine frames give theirs back, as the pools above.)
-  ChargeWorkPool charge_work{kSpareChargeWork};
+  ChargeWorkPool charge_work{kSpareChargeWork, kMaxChargeWork};
+  /// What the decision service's RLS calls borrow (h2/rls_call.cpp), made by the first one.
+  std::unique_ptr<io::SpareStock> rls_call_scratch;
   /// This loop's sessions with HTTP/2 upstreams (h2c://, h2://), made on first use.
   std::shared_ptr<h2::UpstreamSessions> http2_upstreams;
   /// How an HTTP/1.1 client's request goes to an HTTP/2 upstream; null without the HTTP/2 layer
@@ -93,6 +101,17 @@ struct LoopContext {
   std::vector<bool> tls_listeners;
   /// The listener index of the decision service (`decide`, SPEC §11), or npos when it is off.
   std::size_t decide_listener = static_cast<std::size_t>(-1);
+
+  /// Frees the spares the loop's pools hold beyond what they lent at once lately: called every
+  /// kSpareTrimInterval (io::SparePool).
+  void trim_spares() {
+    chunks.trim();
+    request_states.trim();
+    charge_work.trim();
+    if (rls_call_scratch) {
+      rls_call_scratch->trim();
+    }
+  }
 };
 
 }  // namespace sluice::http

@@ -88,6 +88,20 @@ io::Awaitable<void> sample_traffic(http::ProxyState& state) {
   }
 }
 
+/// Frees what the loop's spare pools hold beyond their recent use (io::SparePool) every
+/// http::kSpareTrimInterval, until the loop stops.
+io::Awaitable<void> trim_spares(http::LoopContext& loop) {
+  io::Timer timer(co_await net::this_coro::executor);
+  for (;;) {
+    timer.expires_after(http::kSpareTrimInterval);
+    auto [ec] = co_await timer.async_wait(io::use_nothrow);
+    if (ec) {
+      co_return;
+    }
+    loop.trim_spares();
+  }
+}
+
 /// Accepts connections and serves each on this loop. With `counted`, each holds one of the
 /// configured `max_connections` slots (given back by the session): at the limit the loop holds
 /// the connection it has just accepted and accepts no other, so new connections wait in the
@@ -210,6 +224,7 @@ void Server::start() {
           net::detached);
     }
     net::co_spawn(loop->io, http::park_quiet(*loop->context), net::detached);
+    net::co_spawn(loop->io, trim_spares(*loop->context), net::detached);
     loop->thread = std::thread([io = &loop->io] { io->run(); });
   }
 }

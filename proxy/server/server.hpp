@@ -72,8 +72,8 @@ class Server {
  private:
   struct Loop {
     /// Outlive `io`: coroutine frames destroyed with it give their buffers back.
-    io::ChunkPool chunks{kSpareChunks};
-    http::RequestStatePool request_states{kSpareRequestStates};
+    io::ChunkPool chunks{kSpareChunks, kMaxChunks};
+    http::RequestStatePool request_states{kSpareRequestStates, kMaxRequestStates};
     /// What this loop's connections share. Outlives `io` too: the sessions still open when the
     /// loop stops are destroyed with it, and they leave its list of connections on the way out.
     /// (Made once `pool` exists; `pool` goes first, but a session touches it only while it runs.)
@@ -86,9 +86,13 @@ class Server {
     std::thread thread;
   };
 
+  /// What a loop's pools keep at least, and at most while that many are in use at once
+  /// (io::SparePool): 16 KB body buffers, 64 to 256 (1 to 4 MB); 3.5 KB request states, 64 to
+  /// 1,024 (224 KB to 3.5 MB).
   static constexpr std::size_t kSpareChunks = 64;
-  /// 3.5 KB each: up to 224 KB per loop kept for the next busy connections.
+  static constexpr std::size_t kMaxChunks = 256;
   static constexpr std::size_t kSpareRequestStates = 64;
+  static constexpr std::size_t kMaxRequestStates = 1024;
 
   live::LiveConfig& live_;
   http::ProxyState state_;

@@ -4,6 +4,7 @@
 #include "proxy/http/h2/rls_call.hpp"
 
 #include <algorithm>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -38,36 +39,18 @@ struct CallScratch {
   FieldList trailers;
 };
 
-/// A loop's spare CallScratch objects.
-class ScratchLease {
- public:
-  ScratchLease() {
-    if (spare().empty()) {
-      scratch_ = std::make_unique<CallScratch>();
-    } else {
-      scratch_ = std::move(spare().back());
-      spare().pop_back();
-    }
-  }
-  ScratchLease(const ScratchLease&) = delete;
-  ScratchLease& operator=(const ScratchLease&) = delete;
-  ScratchLease(ScratchLease&&) = delete;
-  ScratchLease& operator=(ScratchLease&&) = delete;
-  ~ScratchLease() {
-    if (spare().size() < kKept) {
-      spare().push_back(std::move(scratch_));
-    }
-  }
-  CallScratch& operator*() const noexcept { return *scratch_; }
+/// A loop's spare CallScratch objects: at least 64, and up to 1,024 while that many calls are
+/// in flight at once (a new one's strings, vectors and messages each allocate as they grow).
+using ScratchPool = io::SparePool<CallScratch>;
+constexpr std::size_t kSpareScratch = 64;
+constexpr std::size_t kMaxScratch = 1024;
 
- private:
-  static constexpr std::size_t kKept = 64;  ///< Calls in flight at once that keep theirs.
-  static std::vector<std::unique_ptr<CallScratch>>& spare() {
-    thread_local std::vector<std::unique_ptr<CallScratch>> kept;  // each loop is one thread
-    return kept;
+ScratchPool& scratch_pool(LoopContext& loop) {
+  if (!loop.rls_call_scratch) {
+    loop.rls_call_scratch = std::make_unique<ScratchPool>(kSpareScratch, kMaxScratch);
   }
-  std::unique_ptr<CallScratch> scratch_;
-};
+  return static_cast<ScratchPool&>(*loop.rls_call_scratch);  // made as one just above
+}
 
 /// Ends the call with a trailers-only answer: gRPC status `code` and `message`.
 io::Awaitable<void> answer_status(Connection& connection, RequestStream& stream,
@@ -203,7 +186,7 @@ io::Awaitable<void> serve_rls_call(std::shared_ptr<Connection> connection,
   const config::ProxyConfig& config = *generation->config;
   const limiter::Duration timeout = config.timeouts.idle;
   telemetry::RlsCounters& counters = proxy.metrics.rls(loop.index);
-  const ScratchLease lease;
+  const ScratchPool::Lease lease = scratch_pool(loop).borrow();
   CallScratch& scratch = *lease;
   RequestStream& s = *stream;
   if (!is_grpc(state.request_head)) {
@@ -244,7 +227,7 @@ io::Awaitable<void> serve_rls_call(std::shared_ptr<Connection> connection,
   scratch.report_of.resize(count);
   pipeline::Decision& decision = state.decision;
   // Given back once decided: of hundreds of calls in flight, those waiting for their answer to
-  // go out hold none (the loop keeps 64 spares; more would each be allocated).
+  // go out hold none.
   std::optional<ChargeWorkPool::Lease> work(loop.charge_work.borrow());
   pipeline::Charges& charges = (*work)->charges;
   decision = {};

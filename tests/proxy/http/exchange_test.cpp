@@ -96,8 +96,8 @@ class ExchangeLoop {
         live_(std::make_shared<const live::Generation>(config_, nullptr, metrics_)),
         proxy_{.live = live_, .metrics = metrics_, .access_log = access_log_, .clock = clock_},
         pool_(1, 1s),
-        chunks_(1),
-        states_(1),
+        chunks_(1, 1),
+        states_(1, 1),
         loop_(proxy_, 0, pool_, chunks_, states_) {
     proxy_.store = &store_;
   }

@@ -10,7 +10,7 @@ namespace sluice::http {
 namespace {
 
 TEST(RequestState, RecycledForgetsTheRequestAndKeepsOnlyUsualStorage) {
-  RequestStatePool pool(1);
+  RequestStatePool pool(1, 1);
   RequestState* kept = nullptr;
   {
     const RequestStatePool::Lease lease = pool.borrow();
@@ -29,7 +29,7 @@ TEST(RequestState, RecycledForgetsTheRequestAndKeepsOnlyUsualStorage) {
 }
 
 TEST(RequestState, MakesItsOwnAnswerOnFirstUseAndKeepsIt) {
-  RequestStatePool pool(1);
+  RequestStatePool pool(1, 1);
   const OwnResponse* made = nullptr;
   {
     const RequestStatePool::Lease lease = pool.borrow();
@@ -42,7 +42,7 @@ TEST(RequestState, MakesItsOwnAnswerOnFirstUseAndKeepsIt) {
 }
 
 TEST(RequestState, RecycledKeepsAnUsualBuffer) {
-  RequestStatePool pool(1);
+  RequestStatePool pool(1, 1);
   const void* storage = nullptr;
   {
     const RequestStatePool::Lease lease = pool.borrow();
