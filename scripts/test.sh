@@ -62,38 +62,49 @@ run_ctest() {
   return "$status"
 }
 
-# A build that runs while the tests before it run. Tests wait on sockets and timers most of the
-# time (two at a time they keep about one core busy), so the next build takes the CPU they leave,
-# at the lowest priority, so that their timing is not disturbed. Its output goes to
-# build/PRESET-build.log, shown when it fails. It runs in a session of its own, so that an early
-# exit stops the whole build (cmake, ninja and the compilers).
-background_build=""
-background_log=""
+# Builds that run while the tests before them run. Tests wait on sockets and timers most of the
+# time (two at a time they keep about one core busy), so the next builds take the CPU they leave,
+# at the lowest priority, so that their timing is not disturbed. The builds queued together run
+# one after the other, in a session of their own (so that an early exit stops all of them: cmake,
+# ninja and the compilers); each one's output goes to build/PRESET-build.log, shown when it fails,
+# and its exit status to build/PRESET-build.status when it ends. A queue stops at its first
+# failed build.
+background_builds=""
 # shellcheck disable=SC2317  # called by the trap
-stop_background_build() {
-  [ -z "$background_build" ] || kill -- "-$background_build" 2>/dev/null || true
+stop_background_builds() {
+  [ -z "$background_builds" ] || kill -- "-$background_builds" 2>/dev/null || true
 }
-trap stop_background_build EXIT
-start_background_build() {
-  local preset=$1
-  shift
-  cmake --preset "$preset" >/dev/null
-  background_log=build/$preset-build.log
-  local targets=()
-  [ $# -eq 0 ] || targets=(--target "$@")
-  setsid nice -n 19 cmake --build --preset "$preset" "${targets[@]}" >"$background_log" 2>&1 &
-  background_build=$!
-  echo "== $preset build, in the background while the tests run (its log: $background_log)"
+trap stop_background_builds EXIT
+# Queues builds, each given as PRESET or PRESET:TARGET,TARGET,... .
+start_background_builds() {
+  local queue="" spec preset targets
+  for spec in "$@"; do
+    preset=${spec%%:*}
+    targets=""
+    [ "$spec" = "$preset" ] || targets="--target ${spec#*:}"
+    targets=${targets//,/ }
+    cmake --preset "$preset" >/dev/null
+    rm -f "build/$preset-build.status"
+    queue+="cmake --build --preset $preset $targets >build/$preset-build.log 2>&1; status=\$?; "
+    queue+="echo \$status >build/$preset-build.status; [ \$status -eq 0 ] || exit \$status; "
+    echo "== $preset build, in the background while the tests run (its log: build/$preset-build.log)"
+  done
+  setsid nice -n 19 bash -c "$queue" &
+  background_builds=$!
 }
-# Waits for the background build; a failed build ends the script, as a build in the foreground.
+# Waits for a queued build; a failed build ends the script, as a build in the foreground.
 finish_background_build() {
-  if ! wait "$background_build"; then
-    tail -n 200 "$background_log"
-    echo "the build in the background failed: its log is $background_log" >&2
+  local preset=$1
+  local status_file=build/$preset-build.status
+  while [ ! -f "$status_file" ] && kill -0 "$background_builds" 2>/dev/null; do
+    sleep 1
+  done
+  if [ "$(cat "$status_file" 2>/dev/null)" != 0 ]; then
+    tail -n 200 "build/$preset-build.log"
+    echo "the $preset build in the background failed: its log is build/$preset-build.log" >&2
     exit 1
   fi
-  background_build=""
-  tail -n 1 "$background_log"
+  tail -n 1 "build/$preset-build.log"
 }
 
 status=0
@@ -102,23 +113,27 @@ cmake --preset test >/dev/null
 cmake --build --preset test
 phase_done "test build"
 
-start_background_build asan
+start_background_builds asan
 run_ctest --preset test || status=1
 phase_done "test tests (asan build alongside)"
-finish_background_build
+finish_background_build asan
 phase_done "asan build, the rest"
 
-start_background_build tsan limiter_tests pipeline_tests proxy_tests integration_tests sluice
+# The tsan build compiles only the test files its suites are in (SLUICE_THREAD_TESTS_ONLY), so
+# that the fuzz build after it starts while the asan tests still run.
+start_background_builds tsan:limiter_tests,pipeline_tests,proxy_tests,integration_tests,sluice fuzz
 echo "== asan"
 run_ctest --preset asan || status=1
-phase_done "asan tests (tsan build alongside)"
-finish_background_build
+phase_done "asan tests (tsan and fuzz builds alongside)"
+finish_background_build tsan
 phase_done "tsan build, the rest"
 
-start_background_build fuzz
+# Its suites are in the test files tests/CMakeLists.txt lists first for limiter_tests,
+# pipeline_tests and proxy_tests, the only ones the tsan preset builds: a suite added here must be
+# in one of them.
 echo "== tsan (threads on shared keys, the proxy's event loops)"
 run_ctest --preset tsan --tests-regex 'ConcurrentDecisions\.|Proxy\.|AdminPort\.|ConnectionLimit\.|ConcurrencyLimit\.|SluiceBinary\.|SharedLimit\.|TlsListener\.|MutualTls\.|TlsReload\.|HttpsUpstream\.|Http2Downstream\.|Http2Upstream\.|GrpcDownstream\.|JwksRefresher\.|RuntimeControl\.|SharedControl\.|TopKeys\.|FileWatcher\.|OperatorPage\.|DecideService\.|RlsService\.|RlsReplicas\.' || status=1
-phase_done "tsan tests (fuzz build alongside)"
+phase_done "tsan tests (fuzz build alongside, if not done)"
 
 echo "== image (docker/test-image.sh: the runtime image around the test build's binaries, run, health, 200s then 429s, SIGTERM)"
 if bash docker/test-image.sh --prebuilt build/test; then
@@ -128,7 +143,7 @@ else
   status=1
 fi
 phase_done "image"
-finish_background_build
+finish_background_build fuzz
 phase_done "fuzz build, the rest"
 
 echo "== resilience (scripts/resilience.sh on the test build: slowloris, key flood, reloads, upstream and Redis restarts, connection limit, 60 s soak, herds; about 2.5 min)"
